@@ -1,0 +1,158 @@
+// Command toolsvc serves CountBot's agent tools over HTTP/JSON.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/config"
+	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/redact"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tools"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "toolsvc:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the service and blocks until ctx is done, then shuts it down.
+// The configuration comes from the TOOLSVC_* environment variables.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { _ = config.Usage(stderr) }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: toolsvc is configured through the environment", fs.Arg(0))
+	}
+
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	level, _ := zerolog.ParseLevel(cfg.LogLevel)
+	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
+
+	ws, err := workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+
+	// Stopping is canceled when shutdown starts: running calls end then.
+	stopping, stopTools := context.WithCancel(context.Background())
+	defer stopTools()
+
+	red := redact.New(cfg.SecretValues()...)
+	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String}
+	if cfg.AuditEnabled {
+		al, err := audit.New(audit.Options{
+			Dir:            filepath.Join(dataDir, "audit_logs"),
+			MaxResultChars: cfg.AuditMaxResultChars,
+			RetentionDays:  cfg.AuditRetentionDays,
+			Log:            log,
+		})
+		if err != nil {
+			return err
+		}
+		regOpts.Audit = al
+		go al.RunRetention(stopping, time.Hour)
+	}
+	reg := registry.New(regOpts)
+	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	handler := toolhttp.NewHandler(toolhttp.Options{
+		Registry:      reg,
+		APIKeys:       cfg.APIKeys,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		MaxConcurrent: cfg.MaxConcurrentCalls,
+		Log:           log,
+		Stopping:      stopping,
+		Ready:         func() error { return ready(ws, dataDir) },
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      time.Minute, // tool calls lift it for their own deadline
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("TOOLSVC_ADDR: %w", err)
+	}
+	log.Info().Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
+		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).
+		Bool("auth", len(cfg.APIKeys) > 0).Strs("tools", reg.Names()).Msg("listening")
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info().Msg("shutting down: refusing new calls, canceling running ones")
+	stopTools()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error().Err(err).Msg("shutdown did not finish in time; closing connections")
+		_ = srv.Close()
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// ready checks that the workspace and the data folder can be used.
+func ready(ws *workspace.Workspace, dataDir string) error {
+	if _, err := ws.Root().Stat("."); err != nil {
+		return errors.New("workspace is not usable")
+	}
+	f, err := os.CreateTemp(dataDir, ".ready-*")
+	if err != nil {
+		return errors.New("data folder is not writable")
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

@@ -1,0 +1,255 @@
+// Package audit writes one JSON file per tool call under
+// DIR/YYYY-MM-DD/, first as "pending" when the call starts, then replaced
+// atomically by the final record, and deletes day folders past retention.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// Record is one call as the audit log keeps it.
+type Record struct {
+	CallID   string `json:"call_id"`
+	ToolName string `json:"tool_name"`
+	// Arguments is the model's arguments: a json.RawMessage when they were
+	// valid JSON, else the raw text as a string.
+	Arguments          any       `json:"arguments"`
+	ArgumentsTruncated bool      `json:"arguments_truncated,omitempty"`
+	SessionID          string    `json:"session_id"`
+	Source             string    `json:"source,omitempty"`
+	Timestamp          time.Time `json:"timestamp"` // when the call started, UTC
+	Status             string    `json:"status"`    // pending, success, error
+	DurationMS         int64     `json:"duration_ms"`
+	Result             string    `json:"result"`
+	ResultTruncated    bool      `json:"result_truncated"`
+	ResultLength       int       `json:"result_length"` // characters in the full result
+	ErrorCode          string    `json:"error_code,omitempty"`
+}
+
+// Options configure a Log.
+type Options struct {
+	Dir            string // the audit_logs folder
+	MaxResultChars int    // results are cut to this many characters (default 2000)
+	MaxArgChars    int    // string values in arguments are cut to this (default 4000)
+	RetentionDays  int    // day folders older than this are deleted; <= 0 keeps all
+	Now            func() time.Time
+	Log            zerolog.Logger
+}
+
+// Log is the audit log. It is safe for concurrent use.
+type Log struct {
+	opts Options
+	days sync.Map // day folder name -> struct{}, folders known to exist
+}
+
+// New creates the audit folder if needed and returns the log.
+func New(opts Options) (*Log, error) {
+	if opts.MaxResultChars <= 0 {
+		opts.MaxResultChars = 2000
+	}
+	if opts.MaxArgChars <= 0 {
+		opts.MaxArgChars = 4000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return &Log{opts: opts}, nil
+}
+
+// Dir returns the folder the log writes under.
+func (l *Log) Dir() string { return l.opts.Dir }
+
+// FileName returns the path of a record's file relative to the audit folder:
+// names sort by start time and carry the call ID.
+func FileName(rec Record) string {
+	t := rec.Timestamp.UTC()
+	return filepath.Join(t.Format("2006-01-02"), t.Format("20060102T150405.000000000Z")+"_"+rec.CallID+".json")
+}
+
+// Write stores rec, replacing any earlier record of the same call in one
+// rename, so a reader sees either the old or the new record, never a mix.
+func (l *Log) Write(rec Record) error {
+	rec.Timestamp = rec.Timestamp.UTC()
+	rec.ResultLength = utf8.RuneCountInString(rec.Result)
+	if rec.ResultLength > l.opts.MaxResultChars {
+		rec.Result = cutRunes(rec.Result, l.opts.MaxResultChars)
+		rec.ResultTruncated = true
+	}
+	rec.Arguments, rec.ArgumentsTruncated = l.cleanArguments(rec.Arguments)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
+	}
+	data = append(data, '\n')
+
+	rel := FileName(rec)
+	dir := filepath.Join(l.opts.Dir, filepath.Dir(rel))
+	if _, ok := l.days.Load(dir); !ok {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		l.days.Store(dir, struct{}{})
+	}
+	return writeAtomic(filepath.Join(l.opts.Dir, rel), data)
+}
+
+func writeAtomic(path string, data []byte) error {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+hex.EncodeToString(rnd[:])+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("audit: %w", werr)
+	}
+	return nil
+}
+
+// secretKey matches argument names whose values are never recorded.
+var secretKey = regexp.MustCompile(`(?i)(passw|secret|token|api_?key|authorization|credential|cookie)`)
+
+// cleanArguments cuts long string values and blanks values of secret-looking
+// keys. Small arguments without such keys pass through untouched.
+func (l *Log) cleanArguments(args any) (any, bool) {
+	raw, ok := args.(json.RawMessage)
+	if !ok {
+		s, _ := args.(string)
+		if utf8.RuneCountInString(s) > l.opts.MaxArgChars {
+			return cutRunes(s, l.opts.MaxArgChars), true
+		}
+		return s, false
+	}
+	if len(raw) <= l.opts.MaxArgChars && !secretKey.Match(raw) {
+		return raw, false
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return string(raw), false
+	}
+	cut := false
+	v = l.clean(v, &cut)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw), cut
+	}
+	return json.RawMessage(out), cut
+}
+
+func (l *Log) clean(v any, cut *bool) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if secretKey.MatchString(k) {
+				t[k] = "[REDACTED]"
+				continue
+			}
+			t[k] = l.clean(val, cut)
+		}
+	case []any:
+		for i := range t {
+			t[i] = l.clean(t[i], cut)
+		}
+	case string:
+		if utf8.RuneCountInString(t) > l.opts.MaxArgChars {
+			*cut = true
+			return cutRunes(t, l.opts.MaxArgChars)
+		}
+	}
+	return v
+}
+
+func cutRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// Prune deletes day folders older than the retention period and returns how
+// many it deleted.
+func (l *Log) Prune() (int, error) {
+	if l.opts.RetentionDays <= 0 {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(l.opts.Dir)
+	if err != nil {
+		return 0, fmt.Errorf("audit: prune: %w", err)
+	}
+	now := l.opts.Now().UTC()
+	cutoff := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -l.opts.RetentionDays)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		day, err := time.Parse("2006-01-02", name)
+		if err != nil || !day.Before(cutoff) {
+			continue
+		}
+		dir := filepath.Join(l.opts.Dir, name)
+		if err := os.RemoveAll(dir); err != nil {
+			return n, fmt.Errorf("audit: prune: %w", err)
+		}
+		l.days.Delete(dir)
+		n++
+	}
+	return n, nil
+}
+
+// RunRetention prunes now and then every interval until ctx is done.
+func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
+	prune := func() {
+		if n, err := l.Prune(); err != nil {
+			l.opts.Log.Error().Err(err).Msg("audit retention")
+		} else if n > 0 {
+			l.opts.Log.Info().Int("days_deleted", n).Msg("audit retention")
+		}
+	}
+	prune()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			prune()
+		}
+	}
+}

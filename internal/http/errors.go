@@ -1,0 +1,80 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Kinds of HTTP-level failure. These are for the caller, not the model: a
+// tool's own failure is a 200 with status "error" in the body.
+const (
+	kindUnauthorized     = "unauthorized"
+	kindNotFound         = "not_found"
+	kindUnknownTool      = "unknown_tool"
+	kindMethodNotAllowed = "method_not_allowed"
+	kindBodyTooLarge     = "body_too_large"
+	kindBadRequest       = "bad_request"
+	kindOverloaded       = "overloaded"
+	kindShuttingDown     = "shutting_down"
+	kindNotReady         = "not_ready"
+	kindInternal         = "internal_error"
+)
+
+// statusOf is the one table from error kind to HTTP status.
+var statusOf = map[string]int{
+	kindUnauthorized:     http.StatusUnauthorized,
+	kindNotFound:         http.StatusNotFound,
+	kindUnknownTool:      http.StatusNotFound,
+	kindMethodNotAllowed: http.StatusMethodNotAllowed,
+	kindBodyTooLarge:     http.StatusRequestEntityTooLarge,
+	kindBadRequest:       http.StatusBadRequest,
+	kindOverloaded:       http.StatusServiceUnavailable,
+	kindShuttingDown:     http.StatusServiceUnavailable,
+	kindNotReady:         http.StatusServiceUnavailable,
+	kindInternal:         http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError writes {"error":{"code","message"}} with the kind's status.
+func writeError(w http.ResponseWriter, kind, message string) {
+	var b errorBody
+	b.Error.Code = kind
+	b.Error.Message = message
+	status, ok := statusOf[kind]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsvc"`)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, b)
+}
+
+// writeJSON marshals v before writing the header, so an encoding failure
+// can still become a 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
+	}
+	writeRaw(w, status, data)
+}
+
+func writeRaw(w http.ResponseWriter, status int, data []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+	_, _ = w.Write([]byte{'\n'})
+}

@@ -1,0 +1,119 @@
+package http
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+)
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID takes a sane X-Request-ID from the client or makes one, and
+// echoes it in the response.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if !requestIDPattern.MatchString(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(contextWithRequestID(r.Context(), id))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// accessLog writes one JSON line per request.
+func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			ev := log.Info()
+			if status >= 500 {
+				ev = log.Error()
+			}
+			ev.Str("request_id", requestIDFrom(r.Context())).
+				Str("method", r.Method).
+				Str("path", r.URL.Path).
+				Int("status", status).
+				Int("bytes", ww.BytesWritten()).
+				Dur("duration", time.Since(start)).
+				Str("remote", r.RemoteAddr).
+				Msg("request")
+		})
+	}
+}
+
+// recoverer turns a panic in a handler into a 500 that tells nothing of the
+// internals, and a log line that tells everything.
+func recoverer(log zerolog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					log.Error().Str("request_id", requestIDFrom(r.Context())).
+						Interface("panic", p).Str("path", r.URL.Path).Msg("handler panicked")
+					writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// keyChecker compares bearer keys in constant time. Keys are hashed first so
+// that neither the comparison nor its length reveals anything.
+type keyChecker struct {
+	hashes [][32]byte
+}
+
+func newKeyChecker(keys []string) *keyChecker {
+	k := &keyChecker{}
+	for _, key := range keys {
+		k.hashes = append(k.hashes, sha256.Sum256([]byte(key)))
+	}
+	return k
+}
+
+func (k *keyChecker) enabled() bool { return len(k.hashes) > 0 }
+
+func (k *keyChecker) valid(presented string) bool {
+	h := sha256.Sum256([]byte(presented))
+	ok := 0
+	for i := range k.hashes {
+		ok |= subtle.ConstantTimeCompare(h[:], k.hashes[i][:])
+	}
+	return ok == 1
+}
+
+// auth requires "Authorization: Bearer <key>" when keys are configured.
+func (k *keyChecker) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !k.enabled() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := r.Header.Get("Authorization")
+		scheme, key, found := strings.Cut(h, " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") || !k.valid(strings.TrimSpace(key)) {
+			writeError(w, kindUnauthorized, "a valid API key is required: send 'Authorization: Bearer <key>'")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

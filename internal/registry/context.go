@@ -1,0 +1,59 @@
+package registry
+
+import "context"
+
+// Call describes the call a tool is running in. Tools read it with CallFrom.
+type Call struct {
+	ID        string // UUID v4 of this call
+	Tool      string
+	SessionID string // from X-Session-ID; may be empty
+	Source    string // the channel the session belongs to (X-Source); may be empty
+}
+
+// Meta is what the caller of Invoke knows about a call.
+type Meta struct {
+	SessionID string
+	Source    string
+	// Progress, when set, receives progress events a tool reports while it
+	// runs (for example exec's output as it comes). It is called from the
+	// tool's goroutine and must not block for long.
+	Progress func(event, data string)
+}
+
+type callKey struct{}
+type progressKey struct{}
+
+// CallFrom returns the call ctx belongs to, and false outside Invoke.
+func CallFrom(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callKey{}).(Call)
+	return c, ok
+}
+
+// WithCall returns ctx carrying c. Invoke does this; tests of a single tool
+// may use it too.
+func WithCall(ctx context.Context, c Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// WithProgress returns ctx whose Progress calls reach fn.
+func WithProgress(ctx context.Context, fn func(event, data string)) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// Progress reports a progress event for the running call. It does nothing
+// when nobody listens, so tools may call it unconditionally.
+func Progress(ctx context.Context, event, data string) {
+	if fn, ok := ctx.Value(progressKey{}).(func(event, data string)); ok {
+		fn(event, data)
+	}
+}
+
+// Streaming reports whether anyone listens to Progress for ctx, so a tool can
+// skip the work of preparing progress events nobody reads.
+func Streaming(ctx context.Context) bool {
+	_, ok := ctx.Value(progressKey{}).(func(event, data string))
+	return ok
+}

@@ -1,0 +1,392 @@
+// Package registry holds the tools a service offers, describes them to models
+// in OpenAI's function-calling format, and runs calls: validation, deadline,
+// panic recovery and the audit record around every call. It knows nothing of
+// HTTP or of any particular tool.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/countbot/toolsvc/internal/audit"
+)
+
+// Tool is one capability offered to a model.
+type Tool interface {
+	Name() string
+	// Description is written for a model: what the tool does and when to use it.
+	Description() string
+	// Parameters is a JSON Schema with "type": "object".
+	Parameters() json.RawMessage
+	// Execute runs the tool on arguments that have passed the schema. A
+	// returned error becomes an error result; an error carrying a code
+	// (see Coded) keeps its code and message.
+	Execute(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Timeouter is implemented by tools that need a deadline other than the
+// registry's default, such as exec with its own per-call timeout.
+type Timeouter interface {
+	Timeout() time.Duration
+}
+
+// MalformedHinter is implemented by tools that have advice to add when a
+// model's arguments arrive truncated (write_file: write in chunks).
+type MalformedHinter interface {
+	MalformedHint() string
+}
+
+// AuditLog receives one record when a call starts (status pending) and one
+// when it ends. Write must be safe for concurrent use.
+type AuditLog interface {
+	Write(audit.Record) error
+}
+
+// Options configure a Registry. Zero values get sensible defaults.
+type Options struct {
+	Audit          AuditLog       // nil: no audit log
+	Log            zerolog.Logger // tool panics and audit failures
+	DefaultTimeout time.Duration  // per call, unless the tool is a Timeouter; default 2 min
+	NewID          func() string  // default UUID v4
+	Now            func() time.Time
+	// Redact removes secrets from text that leaves the service (results and
+	// audit records). Default: identity.
+	Redact func(string) string
+}
+
+// Status values of a Result.
+const (
+	StatusSuccess = "success"
+	StatusError   = "error"
+	StatusPending = "pending"
+)
+
+// Result is the outcome of one call, as returned to the caller.
+type Result struct {
+	CallID     string     `json:"call_id"`
+	Tool       string     `json:"tool"`
+	Status     string     `json:"status"`
+	Result     string     `json:"result"`
+	Error      *ErrorBody `json:"error,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+}
+
+// ErrorBody is the machine-readable part of an error result.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Definition is a tool in OpenAI function-calling format.
+type Definition struct {
+	Type     string         `json:"type"`
+	Function FunctionSchema `json:"function"`
+}
+
+// FunctionSchema is the "function" member of a Definition.
+type FunctionSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type entry struct {
+	tool   Tool
+	schema *gojsonschema.Schema
+	def    Definition
+	defJS  []byte
+}
+
+// Registry is safe for concurrent use. Tools are registered at start-up.
+type Registry struct {
+	opts Options
+
+	mu      sync.RWMutex
+	tools   map[string]*entry
+	allDefs []byte // cached JSON array of every definition, sorted by name
+}
+
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// New returns an empty registry.
+func New(opts Options) *Registry {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 2 * time.Minute
+	}
+	if opts.NewID == nil {
+		opts.NewID = func() string { return uuid.NewString() }
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Redact == nil {
+		opts.Redact = func(s string) string { return s }
+	}
+	return &Registry{opts: opts, tools: make(map[string]*entry)}
+}
+
+// Register adds t. It fails on an invalid name, a duplicate name or a
+// parameters schema that does not compile; start-up should stop then.
+func (r *Registry) Register(t Tool) error {
+	name := t.Name()
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("register tool %q: name must match %s", name, namePattern)
+	}
+	params := t.Parameters()
+	schema, err := compileSchema(params)
+	if err != nil {
+		return fmt.Errorf("register tool %q: invalid parameters schema: %w", name, err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, params); err != nil {
+		return fmt.Errorf("register tool %q: %w", name, err)
+	}
+	def := Definition{Type: "function", Function: FunctionSchema{
+		Name: name, Description: t.Description(), Parameters: compact.Bytes(),
+	}}
+	defJS, err := json.Marshal(def)
+	if err != nil {
+		return fmt.Errorf("register tool %q: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("register tool %q: a tool with that name is already registered", name)
+	}
+	r.tools[name] = &entry{tool: t, schema: schema, def: def, defJS: defJS}
+	r.allDefs = nil
+	return nil
+}
+
+// Names returns the registered tool names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Has reports whether a tool of that name is registered.
+func (r *Registry) Has(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.tools[name]
+	return ok
+}
+
+// Definitions returns every tool's definition, sorted by name.
+func (r *Registry) Definitions() []Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	defs := make([]Definition, 0, len(r.tools))
+	for _, n := range r.namesLocked() {
+		defs = append(defs, r.tools[n].def)
+	}
+	return defs
+}
+
+// DefinitionsJSON returns Definitions as a JSON array. The bytes are the
+// same on every call until another tool is registered, so model prompt
+// caches keyed on them keep working. The caller must not modify them.
+func (r *Registry) DefinitionsJSON() []byte {
+	r.mu.RLock()
+	cached := r.allDefs
+	r.mu.RUnlock()
+	if cached != nil {
+		return cached
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.allDefs == nil {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, n := range r.namesLocked() {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(r.tools[n].defJS)
+		}
+		b.WriteByte(']')
+		r.allDefs = b.Bytes()
+	}
+	return r.allDefs
+}
+
+// DefinitionJSON returns one tool's definition as JSON.
+func (r *Registry) DefinitionJSON(name string) ([]byte, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	if !ok {
+		return nil, false
+	}
+	return e.defJS, true
+}
+
+func (r *Registry) namesLocked() []string {
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Invoke runs one call of the named tool with the model's raw arguments.
+// It never panics and never fails: every outcome, including an unknown tool,
+// malformed arguments, a timeout or a panic in the tool, is a Result.
+func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
+	start := r.opts.Now()
+	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	rec := audit.Record{
+		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source,
+		Timestamp: start.UTC(), Status: StatusPending,
+	}
+	if json.Valid(args) {
+		rec.Arguments = json.RawMessage(r.opts.Redact(string(args)))
+	} else {
+		rec.Arguments = r.opts.Redact(string(args))
+	}
+	r.audit(rec)
+
+	res := r.run(ctx, call, args, meta)
+	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
+
+	rec.Status = res.Status
+	rec.DurationMS = res.DurationMS
+	rec.Result = res.Result
+	if res.Error != nil {
+		rec.ErrorCode = res.Error.Code
+	}
+	r.audit(rec)
+	return res
+}
+
+func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) Result {
+	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
+	fail := func(code, msg string) Result {
+		msg = r.opts.Redact(msg)
+		res.Status = StatusError
+		res.Result = "Error: " + strings.TrimPrefix(msg, "Error: ")
+		res.Error = &ErrorBody{Code: code, Message: strings.TrimPrefix(msg, "Error: ")}
+		return res
+	}
+
+	r.mu.RLock()
+	e, ok := r.tools[call.Tool]
+	r.mu.RUnlock()
+	if !ok {
+		return fail(CodeUnknownTool, fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", call.Tool))
+	}
+
+	if !json.Valid(args) {
+		msg := fmt.Sprintf("Tool call arguments for '%s' were truncated or malformed before execution (%s). Please regenerate the tool call with valid JSON arguments.",
+			call.Tool, jsonProblem(args))
+		if h, ok := e.tool.(MalformedHinter); ok {
+			msg += " " + h.MalformedHint()
+		}
+		return fail(CodeMalformedArguments, msg)
+	}
+	if b := bytes.TrimSpace(args); b[0] != '{' {
+		return fail(CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, like {\"name\": value}", call.Tool))
+	}
+	problems, err := validate(e.schema, args)
+	if err != nil {
+		return fail(CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", call.Tool, err))
+	}
+	if len(problems) > 0 {
+		return fail(CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': %s", call.Tool, strings.Join(problems, "; ")))
+	}
+
+	timeout := r.opts.DefaultTimeout
+	if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
+		timeout = t.Timeout()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx = WithProgress(WithCall(ctx, call), meta.Progress)
+
+	out, err := r.execute(ctx, e.tool, args)
+	if err == nil {
+		res.Result = r.opts.Redact(out)
+		return res
+	}
+	if code, ok := codeOf(err); ok {
+		return fail(code, err.Error())
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fail(CodeTimeout, fmt.Sprintf("Tool '%s' did not finish within %s and was stopped. Next: try a smaller piece of work.", call.Tool, timeout))
+	case ctx.Err() != nil:
+		return fail(CodeCanceled, fmt.Sprintf("Tool '%s' was canceled before it finished (the client went away or the service is shutting down).", call.Tool))
+	}
+	return fail(CodeToolError, fmt.Sprintf("Error executing %s: %v", call.Tool, err))
+}
+
+// execute runs the tool, turning a panic into an error.
+func (r *Registry) execute(ctx context.Context, t Tool, args []byte) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			call, _ := CallFrom(ctx)
+			r.opts.Log.Error().Str("tool", t.Name()).Str("call_id", call.ID).
+				Str("panic", fmt.Sprint(p)).Msg("tool panicked")
+			out, err = "", Errorf(CodeToolError, "Error executing %s: internal failure in the tool (call %s). Next: try again or use another approach; the operator can find the details in the service log.", t.Name(), call.ID)
+		}
+	}()
+	return t.Execute(ctx, args)
+}
+
+func (r *Registry) audit(rec audit.Record) {
+	if r.opts.Audit == nil {
+		return
+	}
+	if err := r.opts.Audit.Write(rec); err != nil {
+		r.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Msg("audit write failed")
+	}
+}
+
+// jsonProblem says where a JSON text breaks, for the malformed-arguments message.
+func jsonProblem(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return "no problem found"
+	case errors.As(err, &se) && se.Offset >= int64(len(b)):
+		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
+	case errors.As(err, &se):
+		return fmt.Sprintf("%v at byte %d", se, se.Offset)
+	case strings.Contains(err.Error(), "unexpected end"):
+		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
+	}
+	return err.Error()
+}
+
+// Decode unmarshals validated arguments into a tool's typed struct.
+func Decode[T any](args json.RawMessage) (T, error) {
+	var v T
+	if err := json.Unmarshal(args, &v); err != nil {
+		return v, Errorf(CodeInvalidArguments, "Invalid parameters: %v", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,160 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// maxEditBytes bounds the files edit_file loads whole.
+const maxEditBytes = 16 << 20
+
+// EditFile replaces exact text in a file, atomically.
+type EditFile struct {
+	ws *workspace.Workspace
+}
+
+// NewEditFile returns edit_file.
+func NewEditFile(ws *workspace.Workspace) *EditFile { return &EditFile{ws: ws} }
+
+const editFileSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace"},
+    "old_str": {"type": "string", "minLength": 1, "description": "The exact text to replace, including whitespace and indentation; include enough surrounding lines to make it unique"},
+    "new_str": {"type": "string", "description": "The text to put in its place"},
+    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one (default false)"}
+  },
+  "required": ["path", "old_str", "new_str"],
+  "additionalProperties": false
+}`
+
+type editFileArgs struct {
+	Path       string `json:"path"`
+	OldStr     string `json:"old_str"`
+	NewStr     string `json:"new_str"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+func (t *EditFile) Name() string { return "edit_file" }
+
+func (t *EditFile) Description() string {
+	return "Edit a text file in the workspace by replacing old_str, which must match the file exactly (whitespace included), with new_str. " +
+		"old_str must occur exactly once unless replace_all is true; if it occurs more often, add surrounding lines to make it unique. " +
+		"Read the file first to copy the text exactly."
+}
+
+func (t *EditFile) Parameters() json.RawMessage { return json.RawMessage(editFileSchema) }
+
+// MalformedHint is added when the model's arguments arrive truncated.
+func (t *EditFile) MalformedHint() string {
+	return "If new_str is large, make several smaller edits, or rewrite the file with write_file in chunks (mode=\"append\")."
+}
+
+func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[editFileArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	if args.OldStr == args.NewStr {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "old_str and new_str are the same, so the edit would change nothing.")
+	}
+	p, err := t.ws.Resolve(args.Path)
+	if err != nil {
+		return "", err
+	}
+	f, err := p.Open()
+	if err != nil {
+		return "", err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return "", workspace.Explain(err, p)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a folder, not a file.", p.Display)
+	}
+	if fi.Size() > maxEditBytes {
+		f.Close()
+		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", p.Display, humanSize(fi.Size()), humanSize(maxEditBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	f.Close()
+	if err != nil {
+		return "", workspace.Explain(err, p)
+	}
+	text := string(data)
+	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is not UTF-8 text, so it cannot be edited as text.", p.Display)
+	}
+
+	count := strings.Count(text, args.OldStr)
+	switch {
+	case count == 0:
+		msg := fmt.Sprintf("old_str was not found in '%s' (%d lines, %s). It must match exactly, including whitespace and indentation.", p.Display, strings.Count(text, "\n")+1, humanSize(fi.Size()))
+		if hint := nearMatch(text, args.OldStr); hint != "" {
+			msg += " " + hint
+		}
+		return "", registry.Errorf(registry.CodeNotFound, "%s Next: read the file with read_file and copy the text exactly.", msg)
+	case count > 1 && !args.ReplaceAll:
+		return "", registry.Errorf(registry.CodeInvalidArguments, "old_str occurs %d times in '%s' (at lines %s), so the edit is ambiguous and nothing was changed. Next: include more surrounding lines in old_str to make it unique, or set replace_all=true to replace every occurrence.", count, p.Display, linesOf(text, args.OldStr, 10))
+	}
+	first := strings.Count(text[:strings.Index(text, args.OldStr)], "\n") + 1
+	if args.ReplaceAll {
+		text = strings.ReplaceAll(text, args.OldStr, args.NewStr)
+	} else {
+		text = strings.Replace(text, args.OldStr, args.NewStr, 1)
+	}
+	if err := t.ws.WriteFile(p, []byte(text), false); err != nil {
+		return "", err
+	}
+	if count == 1 {
+		return fmt.Sprintf("Edited %s: replaced 1 occurrence at line %d", p.Display, first), nil
+	}
+	return fmt.Sprintf("Edited %s: replaced %d occurrences (first at line %d)", p.Display, count, first), nil
+}
+
+// linesOf lists the line numbers where sub starts, at most limit of them.
+func linesOf(text, sub string, limit int) string {
+	var nums []string
+	line, from := 1, 0
+	for len(nums) < limit {
+		i := strings.Index(text[from:], sub)
+		if i < 0 {
+			break
+		}
+		line += strings.Count(text[from:from+i], "\n")
+		nums = append(nums, fmt.Sprint(line))
+		line += strings.Count(sub, "\n")
+		from += i + len(sub)
+	}
+	return strings.Join(nums, ", ")
+}
+
+// nearMatch says where old_str would match if whitespace were ignored, the
+// most common reason an edit misses.
+func nearMatch(text, old string) string {
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	want := norm(old)
+	if want == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	span := strings.Count(old, "\n") + 1
+	for i := 0; i+span <= len(lines) && i < 200000; i++ {
+		if norm(strings.Join(lines[i:i+span], "\n")) == want {
+			return fmt.Sprintf("Text matching it apart from whitespace starts at line %d.", i+1)
+		}
+	}
+	return ""
+}
+
+var _ registry.Tool = (*EditFile)(nil)

@@ -1,0 +1,340 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// SkillGate is consulted when read_file reads skills/<name>/SKILL.md.
+type SkillGate interface {
+	// CheckSkill returns an error to give the model instead of the file (a
+	// disabled skill), or a notice to put on the first line of the output
+	// (what the skill requires that is missing).
+	CheckSkill(name string) (notice string, err error)
+}
+
+// ReadFile reads text files in the workspace, a line range at a time.
+type ReadFile struct {
+	ws       *workspace.Workspace
+	maxChars int
+	skills   SkillGate
+}
+
+// NewReadFile returns read_file. maxChars caps the output of one call;
+// skills may be nil.
+func NewReadFile(ws *workspace.Workspace, maxChars int, skills SkillGate) *ReadFile {
+	return &ReadFile{ws: ws, maxChars: maxChars, skills: skills}
+}
+
+const readFileSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace, e.g. src/main.py"},
+    "paths": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": 4096}, "description": "Several files to read in one call, instead of path"},
+    "start_line": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based (default 1)"},
+    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show, inclusive (default: as far as the output cap allows)"},
+    "show_line_numbers": {"type": "boolean", "description": "Prefix each line with its number (default true)"}
+  },
+  "additionalProperties": false
+}`
+
+type readFileArgs struct {
+	Path            string   `json:"path"`
+	Paths           []string `json:"paths"`
+	StartLine       int      `json:"start_line"`
+	EndLine         int      `json:"end_line"`
+	ShowLineNumbers *bool    `json:"show_line_numbers"`
+}
+
+func (t *ReadFile) Name() string { return "read_file" }
+
+func (t *ReadFile) Description() string {
+	return "Read a text file in the workspace, with numbered lines. Use start_line and end_line to read part of a large file; " +
+		"long output is cut and says which start_line to continue from. Give paths to read several files at once. " +
+		"Binary files are refused."
+}
+
+func (t *ReadFile) Parameters() json.RawMessage { return json.RawMessage(readFileSchema) }
+
+func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[readFileArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	if (args.Path == "") == (len(args.Paths) == 0) {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'read_file': give either path (one file) or paths (several files), not both and not neither.")
+	}
+	if args.StartLine > 0 && args.EndLine > 0 && args.StartLine > args.EndLine {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'read_file': start_line (%d) is after end_line (%d).", args.StartLine, args.EndLine)
+	}
+	opts := readOpts{start: max(args.StartLine, 1), end: args.EndLine, numbers: args.ShowLineNumbers == nil || *args.ShowLineNumbers}
+	if args.Path != "" {
+		out, _, err := t.readOne(ctx, args.Path, opts, t.maxChars)
+		return out, err
+	}
+
+	var b strings.Builder
+	budget, failed, read := t.maxChars, 0, 0
+	for i, p := range args.Paths {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if budget <= 0 {
+			fmt.Fprintf(&b, "[File: %s] not read: the output cap of %d characters is used up. Next: read it in another call.", p, t.maxChars)
+			failed++
+			continue
+		}
+		out, used, err := t.readOne(ctx, p, opts, budget)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			fmt.Fprintf(&b, "[File: %s] Error: %s", p, strings.TrimPrefix(err.Error(), "Error: "))
+			failed++
+			continue
+		}
+		b.WriteString(out)
+		budget -= used
+		read++
+	}
+	fmt.Fprintf(&b, "\n\nRead %d of %d files", read, len(args.Paths))
+	if failed > 0 {
+		fmt.Fprintf(&b, "; %d failed (see above)", failed)
+	}
+	b.WriteString(".")
+	return b.String(), nil
+}
+
+type readOpts struct {
+	start, end int // 1-based, inclusive; end 0 = no limit
+	numbers    bool
+}
+
+// readOne reads one file and returns its section and the characters of
+// file content it used from the budget.
+func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget int) (string, int, error) {
+	p, err := t.ws.Resolve(name)
+	if err != nil {
+		return "", 0, err
+	}
+	var notice string
+	if skill, ok := skillName(p); ok && t.skills != nil {
+		if notice, err = t.skills.CheckSkill(skill); err != nil {
+			return "", 0, err
+		}
+	}
+	f, err := p.Open()
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, workspace.Explain(err, p)
+	}
+	if fi.IsDir() {
+		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is a folder, not a file. Next: use list_dir to see what it holds.", p.Display)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
+	}
+	sec, err := readLines(ctx, f, o, budget, fi.Size())
+	if err != nil {
+		return "", 0, fileError(err, p.Display)
+	}
+
+	var b strings.Builder
+	if notice != "" {
+		b.WriteString(notice)
+		b.WriteByte('\n')
+	}
+	switch {
+	case sec.total == 0 && sec.complete:
+		fmt.Fprintf(&b, "[File: %s | Lines: 0]\n(empty file)", p.Display)
+		return b.String(), 0, nil
+	case o.start > sec.lastSeen:
+		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, p.Display, sec.lastSeen, sec.lastSeen)
+	}
+	lines := fmt.Sprintf("%d", sec.total)
+	if !sec.complete {
+		lines = fmt.Sprintf("more than %d (%s)", sec.lastSeen, humanSize(fi.Size()))
+	}
+	fmt.Fprintf(&b, "[File: %s | Lines: %s | Showing: %d-%d]\n", p.Display, lines, o.start, sec.last)
+	b.WriteString(sec.text)
+	if sec.note != "" {
+		b.WriteString("\n")
+		b.WriteString(sec.note)
+	}
+	return b.String(), sec.used, nil
+}
+
+// skillName reports whether p is skills/<name>/SKILL.md in the workspace.
+func skillName(p workspace.Path) (string, bool) {
+	if p.Outside {
+		return "", false
+	}
+	dir, file := path.Split(p.Name)
+	parent, name := path.Split(strings.TrimSuffix(dir, "/"))
+	if file != "SKILL.md" || parent != "skills/" || name == "" {
+		return "", false
+	}
+	return name, true
+}
+
+var (
+	errBinary  = errors.New("binary")
+	errNotUTF8 = errors.New("not utf-8")
+)
+
+func fileError(err error, display string) error {
+	switch {
+	case errors.Is(err, errBinary):
+		return registry.Errorf(registry.CodeInvalidArguments, "'%s' looks like a binary file (it contains NUL bytes) and cannot be shown as text. Next: use exec with a tool such as 'file' or 'xxd | head' if you need to inspect it.", display)
+	case errors.Is(err, errNotUTF8):
+		return registry.Errorf(registry.CodeInvalidArguments, "'%s' is not UTF-8 text (binary data or another encoding) and cannot be shown. Next: convert it, e.g. exec 'iconv -f GBK -t UTF-8 %s'.", display, display)
+	}
+	return err
+}
+
+// section is what readLines found.
+type section struct {
+	text     string
+	used     int  // characters of content in text
+	last     int  // last line shown
+	lastSeen int  // last line number read (== total when complete)
+	total    int  // lines in the file, when complete
+	complete bool // the whole file was read, so total is known
+	note     string
+}
+
+// countLimit is the file size up to which the total number of lines is
+// counted even past the range shown; beyond it the count would cost more
+// than the lines asked for.
+const countLimit = 4 << 20
+
+// readLines streams f and keeps only the lines asked for, within budget
+// characters. A range of a huge file costs the lines read up to it: past
+// the range, lines are only counted, and only in files up to countLimit.
+func readLines(ctx context.Context, f io.Reader, o readOpts, budget int, size int64) (section, error) {
+	r := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
+		return section{}, errBinary
+	}
+	width := len(fmt.Sprint(max(o.end, o.start+200)))
+	var (
+		b    strings.Builder
+		sec  section
+		line []byte
+		done bool // the range is shown (or the cap reached); only counting from here
+		eof  bool
+	)
+	for n := 1; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return sec, ctx.Err()
+		}
+		if done && size > countLimit {
+			break
+		}
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) == 0 && err == io.EOF {
+			eof = true
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return sec, err
+		}
+		sec.lastSeen = n
+		if done || n < o.start {
+			// Skip the line, however long, without keeping it.
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+		} else {
+			// Keep at most what the budget could show of the line.
+			line = append(line[:0], chunk...)
+			for err == bufio.ErrBufferFull {
+				chunk, err = r.ReadSlice('\n')
+				if len(line) <= budget*utf8.UTFMax {
+					line = append(line, chunk...)
+				}
+			}
+			if len(line) > budget*utf8.UTFMax {
+				// The cut may split a character: drop its broken tail.
+				line = line[:budget*utf8.UTFMax]
+				for i := 0; i < utf8.UTFMax && !utf8.Valid(line); i++ {
+					line = line[:len(line)-1]
+				}
+			}
+			text := strings.TrimRight(string(line), "\r\n")
+			if !utf8.ValidString(text) {
+				return sec, errNotUTF8
+			}
+			chars := utf8.RuneCountInString(text)
+			remaining := budget - sec.used
+			switch {
+			case chars <= remaining:
+				writeLine(&b, n, width, text, o.numbers)
+				sec.used += chars
+				sec.last = n
+			case sec.last == 0:
+				// One line longer than the cap: show its start.
+				writeLine(&b, n, width, cutChars(text, remaining), o.numbers)
+				sec.used += remaining
+				sec.last = n
+				sec.note = fmt.Sprintf("[Line %d is longer than the output cap of %d characters and was cut. Next: continue with start_line=%d, or use exec with 'cut -c' to see the rest of that line.]", n, budget, n+1)
+				done = true
+			default:
+				sec.note = fmt.Sprintf("[Output cut at %d characters. Next: continue with start_line=%d.]", budget, n)
+				done = true
+			}
+			if o.end != 0 && n >= o.end {
+				done = true
+			}
+		}
+		if err == io.EOF {
+			eof = true
+			break
+		}
+	}
+	sec.text = strings.TrimSuffix(b.String(), "\n")
+	sec.complete = eof
+	if eof {
+		sec.total = sec.lastSeen
+	}
+	if sec.note == "" && sec.last > 0 && (!eof || sec.total > sec.last) {
+		sec.note = fmt.Sprintf("[More lines follow. Next: continue with start_line=%d.]", sec.last+1)
+	}
+	return sec, nil
+}
+
+func writeLine(b *strings.Builder, n, width int, text string, numbers bool) {
+	if numbers {
+		fmt.Fprintf(b, "%*d| ", width, n)
+	}
+	b.WriteString(text)
+	b.WriteByte('\n')
+}
+
+func cutChars(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+var _ registry.Tool = (*ReadFile)(nil)

@@ -1,0 +1,80 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// WriteFile creates or replaces a file, or appends to it, atomically.
+type WriteFile struct {
+	ws *workspace.Workspace
+}
+
+// NewWriteFile returns write_file.
+func NewWriteFile(ws *workspace.Workspace) *WriteFile { return &WriteFile{ws: ws} }
+
+const writeFileSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace; missing folders are created"},
+    "content": {"type": "string", "description": "The text to write"},
+    "mode": {"type": "string", "enum": ["overwrite", "append"], "description": "overwrite (default) replaces the file; append adds content at its end"}
+  },
+  "required": ["path", "content"],
+  "additionalProperties": false
+}`
+
+type writeFileArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Mode    string `json:"mode"`
+}
+
+func (t *WriteFile) Name() string { return "write_file" }
+
+func (t *WriteFile) Description() string {
+	return "Write text to a file in the workspace, creating it and its folders if needed. mode=overwrite (default) replaces " +
+		"the file; mode=append adds to its end. Write very large content in several calls: the first with overwrite, the rest with append."
+}
+
+func (t *WriteFile) Parameters() json.RawMessage { return json.RawMessage(writeFileSchema) }
+
+// MalformedHint is added when the model's arguments arrive truncated, which
+// happens most with long content.
+func (t *WriteFile) MalformedHint() string {
+	return "If the content is large, write it in chunks: a first call with mode=\"overwrite\" and the next ones with mode=\"append\"."
+}
+
+func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[writeFileArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	p, err := t.ws.Resolve(args.Path)
+	if err != nil {
+		return "", err
+	}
+	if p.Name == "." {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "path must name a file, not the workspace folder itself.")
+	}
+	appendTo := args.Mode == "append"
+	if err := t.ws.WriteFile(p, []byte(args.Content), appendTo); err != nil {
+		return "", err
+	}
+	n := utf8.RuneCountInString(args.Content)
+	if appendTo {
+		fi, err := p.Stat()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Appended %d chars to %s (the file now has %d bytes)", n, p.Display, fi.Size()), nil
+	}
+	return fmt.Sprintf("Wrote %d chars to %s", n, p.Display), nil
+}
+
+var _ registry.Tool = (*WriteFile)(nil)

@@ -1,0 +1,353 @@
+// Package workspace confines the paths a model names to the workspace
+// folder. Every access goes through os.Root, so ".." and symbolic links that
+// lead out are refused by the kernel-backed openat walk, with no window
+// between a check and the use of the path.
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// MaxPathLen bounds the paths a model may name.
+const MaxPathLen = 4096
+
+// Error codes, matching the registry's.
+const (
+	CodePathDenied = "path_denied"
+	CodeNotFound   = "not_found"
+	CodeInvalid    = "invalid_arguments"
+	CodeToolError  = "tool_error"
+)
+
+// Error is a path problem a model can act on. It carries a registry code.
+type Error struct {
+	Code string
+	Msg  string
+	Err  error // the underlying error, if any
+}
+
+func (e *Error) Error() string     { return e.Msg }
+func (e *Error) ErrorCode() string { return e.Code }
+func (e *Error) Unwrap() error     { return e.Err }
+
+// Workspace is the folder tools work in.
+type Workspace struct {
+	dir      string   // absolute, symbolic links resolved
+	given    string   // absolute as configured, before resolving links
+	root     *os.Root // the workspace
+	restrict bool
+	sys      *os.Root // "/" for paths outside, only when not restricted
+}
+
+// Open creates dir if it is missing and opens it as the workspace. With
+// restrict false, absolute paths and ".." may also reach outside it.
+func Open(dir string, restrict bool) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	w := &Workspace{dir: real, given: abs, root: root, restrict: restrict}
+	if !restrict {
+		if w.sys, err = os.OpenRoot("/"); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// Close releases the workspace's open folders.
+func (w *Workspace) Close() error {
+	if w.sys != nil {
+		w.sys.Close()
+	}
+	return w.root.Close()
+}
+
+// Dir returns the workspace's absolute path with symbolic links resolved.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Restricted reports whether paths are confined to the workspace.
+func (w *Workspace) Restricted() bool { return w.restrict }
+
+// Root returns the workspace as an os.Root.
+func (w *Workspace) Root() *os.Root { return w.root }
+
+// Path is a resolved location: a name under a root. Inside the workspace,
+// Root is the workspace and Display the workspace-relative path; outside
+// (only when not restricted), Root is "/" and Display the absolute path.
+type Path struct {
+	Root    *os.Root
+	Name    string // relative to Root, slash-separated, "." for Root itself
+	Display string // what results show the model
+	Outside bool   // true when the path is outside the workspace
+}
+
+// Resolve turns a path a model gave into a Path. Relative paths are taken
+// from the workspace; an absolute path inside the workspace is accepted; any
+// other absolute path, and any ".." that climbs out, is refused while the
+// workspace is restricted. Symbolic links are checked when the path is used.
+func (w *Workspace) Resolve(p string) (Path, error) {
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return Path{}, &Error{Code: CodePathDenied, Msg: "the path contains a NUL byte. Next: give a plain path relative to the workspace."}
+	case len(p) > MaxPathLen:
+		return Path{}, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("the path is %d bytes long; at most %d are allowed.", len(p), MaxPathLen)}
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		return Path{}, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("path '%s': '~' is not expanded here. Next: give a path relative to the workspace, such as 'notes/todo.md'.", p)}
+	}
+	if p == "" {
+		p = "."
+	}
+	var abs string
+	if filepath.IsAbs(p) {
+		abs = filepath.Clean(p)
+	} else {
+		abs = filepath.Join(w.dir, p)
+	}
+	for _, base := range []string{w.dir, w.given} {
+		if rel, ok := within(base, abs); ok {
+			return Path{Root: w.root, Name: rel, Display: rel}, nil
+		}
+	}
+	if w.restrict {
+		return Path{}, outside(p)
+	}
+	return Path{Root: w.sys, Name: strings.TrimPrefix(abs, "/"), Display: abs, Outside: true}, nil
+}
+
+// within returns abs relative to base when abs is base or below it.
+func within(base, abs string) (string, bool) {
+	if abs == base {
+		return ".", true
+	}
+	prefix := base
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if !strings.HasPrefix(abs, prefix) {
+		return "", false
+	}
+	return filepath.ToSlash(abs[len(prefix):]), true
+}
+
+func outside(p string) *Error {
+	return &Error{Code: CodePathDenied, Msg: fmt.Sprintf("path '%s' is outside the workspace, and access is restricted to the workspace. Next: use a path relative to the workspace root.", p)}
+}
+
+// Explain turns an error from using p into one a model can act on.
+func Explain(err error, p Path) error {
+	if err == nil {
+		return nil
+	}
+	var we *Error
+	if errors.As(err, &we) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "path escapes from parent"):
+		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("path '%s' leads outside the workspace (through '..' or a symbolic link) and is refused. Next: use a path inside the workspace.", p.Display)}
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Code: CodeNotFound, Err: err, Msg: fmt.Sprintf("'%s' does not exist. Next: check the name with list_dir or file_search.", p.Display)}
+	case errors.Is(err, syscall.ENOTDIR):
+		return &Error{Code: CodeNotFound, Err: err, Msg: fmt.Sprintf("'%s' does not exist: a part of the path is a file, not a folder.", p.Display)}
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("permission denied for '%s'.", p.Display)}
+	case errors.Is(err, syscall.ELOOP):
+		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("'%s' is a loop of symbolic links.", p.Display)}
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return &Error{Code: CodeInvalid, Err: err, Msg: fmt.Sprintf("the path '%s' is too long.", p.Display)}
+	}
+	return &Error{Code: CodeToolError, Err: err, Msg: fmt.Sprintf("cannot use '%s': %s", p.Display, stripOp(err))}
+}
+
+// stripOp drops the absolute path the os package puts in its errors, which
+// would tell the model where the workspace is on the host.
+func stripOp(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
+
+// Open opens the file at p for reading.
+func (p Path) Open() (*os.File, error) {
+	f, err := p.Root.Open(p.Name)
+	return f, Explain(err, p)
+}
+
+// Stat follows symbolic links (within the root) and describes the target.
+func (p Path) Stat() (fs.FileInfo, error) {
+	fi, err := p.Root.Stat(p.Name)
+	return fi, Explain(err, p)
+}
+
+// Lstat describes p itself, without following a final symbolic link.
+func (p Path) Lstat() (fs.FileInfo, error) {
+	fi, err := p.Root.Lstat(p.Name)
+	return fi, Explain(err, p)
+}
+
+// Join returns the path of a child of p.
+func (p Path) Join(name string) Path {
+	q := p
+	q.Name = path.Join(p.Name, name)
+	if p.Display == "." {
+		q.Display = name
+	} else {
+		q.Display = path.Join(p.Display, name)
+	}
+	return q
+}
+
+// RealPath returns the absolute host path of p with every symbolic link
+// resolved, as the kernel sees the opened file. Use it where a host path is
+// unavoidable (a child process's working folder); it is checked against the
+// workspace again when restricted.
+func (w *Workspace) RealPath(p Path) (string, error) {
+	f, err := p.Root.Open(p.Name)
+	if err != nil {
+		return "", Explain(err, p)
+	}
+	defer f.Close()
+	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return "", Explain(err, p)
+	}
+	if _, ok := within(w.dir, real); w.restrict && !ok {
+		return "", outside(p.Display)
+	}
+	return real, nil
+}
+
+// maxLinks bounds how many symbolic links a write follows.
+const maxLinks = 40
+
+// target follows symbolic links at the end of p's name while they stay
+// inside p's root, so a write replaces the file a link points to rather than
+// the link. A link that leads out is refused.
+func (w *Workspace) target(p Path) (Path, error) {
+	for i := 0; i < maxLinks; i++ {
+		fi, err := p.Root.Lstat(p.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return p, Explain(err, p)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		dest, err := p.Root.Readlink(p.Name)
+		if err != nil {
+			return p, Explain(err, p)
+		}
+		var abs string
+		switch {
+		case filepath.IsAbs(dest):
+			abs = filepath.Clean(dest)
+		case p.Outside:
+			abs = filepath.Join("/", path.Dir(p.Name), dest)
+		default:
+			abs = filepath.Join(w.dir, path.Dir(p.Name), dest)
+		}
+		next, err := w.Resolve(abs)
+		if err != nil {
+			return p, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("'%s' is a symbolic link that leads outside the workspace; writing through it is refused. Next: write to a path inside the workspace.", p.Display)}
+		}
+		next.Display = p.Display
+		p = next
+	}
+	return p, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("'%s' is a chain of more than %d symbolic links.", p.Display, maxLinks)}
+}
+
+// WriteFile replaces the file at p with data, atomically: the data goes to
+// a temporary file in the same folder, which is synced and renamed over the
+// target. With appendTo, the old content is kept in front of data. Missing
+// parent folders are created. An existing file keeps its permission bits.
+func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
+	dir := path.Dir(p.Name)
+	if err := p.Root.MkdirAll(dir, 0o755); err != nil {
+		return Explain(err, p)
+	}
+	t, err := w.target(p)
+	if err != nil {
+		return err
+	}
+	perm := fs.FileMode(0o644)
+	var old *os.File
+	if fi, err := t.Root.Stat(t.Name); err == nil {
+		if fi.IsDir() {
+			return &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is a folder, not a file.", p.Display)}
+		}
+		perm = fi.Mode().Perm()
+		if appendTo {
+			if old, err = t.Root.Open(t.Name); err != nil {
+				return Explain(err, p)
+			}
+			defer old.Close()
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Explain(err, p)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := path.Join(path.Dir(t.Name), "."+path.Base(t.Name)+".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := t.Root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return Explain(err, p)
+	}
+	err = func() error {
+		if old != nil {
+			if _, err := io.Copy(f, old); err != nil {
+				return err
+			}
+		}
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		if err := f.Chmod(perm); err != nil {
+			return err
+		}
+		return f.Sync()
+	}()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = t.Root.Rename(tmp, t.Name)
+	}
+	if err != nil {
+		_ = t.Root.Remove(tmp)
+		return Explain(err, p)
+	}
+	return nil
+}
