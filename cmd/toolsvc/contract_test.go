@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -61,6 +62,16 @@ func checkContract(t testing.TB, req *http.Request, resp *http.Response, body []
 	r := req.Clone(context.Background())
 	r.URL.Scheme, r.URL.Host, r.Host = "", "", ""
 	route, params, err := router.FindRoute(r)
+	if err != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+		// Routes that do not exist answer with the documented error body.
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if json.Unmarshal(body, &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
+			t.Errorf("contract: %s %s -> %d: body is not an HTTPError: %s", req.Method, req.URL.Path, resp.StatusCode, body)
+		}
+		return
+	}
 	if err != nil {
 		t.Errorf("contract: %s %s is not in api/openapi.yaml: %v", req.Method, req.URL.Path, err)
 		return

@@ -78,9 +78,9 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 		f.Close()
 		return "", workspace.Explain(err, p)
 	}
-	if fi.IsDir() {
+	if !fi.Mode().IsRegular() {
 		f.Close()
-		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a folder, not a file.", p.Display)
+		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a folder or a special file, not a regular file.", p.Display)
 	}
 	if fi.Size() > maxEditBytes {
 		f.Close()

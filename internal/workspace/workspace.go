@@ -198,9 +198,11 @@ func stripOp(err error) string {
 	return err.Error()
 }
 
-// Open opens the file at p for reading.
+// Open opens the file or folder at p for reading. It opens without
+// blocking, so a named pipe planted in the workspace cannot hang the call;
+// callers check the type with Stat on the opened file.
 func (p Path) Open() (*os.File, error) {
-	f, err := p.Root.Open(p.Name)
+	f, err := p.Root.OpenFile(p.Name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	return f, Explain(err, p)
 }
 
@@ -296,6 +298,9 @@ func (w *Workspace) target(p Path) (Path, error) {
 func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
 	dir := path.Dir(p.Name)
 	if err := p.Root.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+			return &Error{Code: CodeInvalid, Err: err, Msg: fmt.Sprintf("cannot create '%s': a part of its folder path is a file, not a folder.", p.Display)}
+		}
 		return Explain(err, p)
 	}
 	t, err := w.target(p)
@@ -307,6 +312,9 @@ func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
 	if fi, err := t.Root.Stat(t.Name); err == nil {
 		if fi.IsDir() {
 			return &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is a folder, not a file.", p.Display)}
+		}
+		if !fi.Mode().IsRegular() {
+			return &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is not a regular file (a device, pipe or socket).", p.Display)}
 		}
 		perm = fi.Mode().Perm()
 		if appendTo {
