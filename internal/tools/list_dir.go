@@ -98,7 +98,6 @@ func (t *ListDir) Execute(ctx context.Context, raw json.RawMessage) (string, err
 	return b.String(), nil
 }
 
-
 type lister struct {
 	ctx        context.Context
 	max        int
