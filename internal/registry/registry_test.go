@@ -1,0 +1,267 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/audit"
+)
+
+// fakeTool is a tool whose schema and behaviour a test chooses.
+type fakeTool struct {
+	name    string
+	schema  string
+	run     func(ctx context.Context, args json.RawMessage) (string, error)
+	timeout time.Duration
+}
+
+func (f *fakeTool) Name() string                { return f.name }
+func (f *fakeTool) Description() string         { return "a test tool" }
+func (f *fakeTool) Parameters() json.RawMessage { return json.RawMessage(f.schema) }
+func (f *fakeTool) Timeout() time.Duration      { return f.timeout }
+func (f *fakeTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
+	if f.run == nil {
+		return "ok " + string(args), nil
+	}
+	return f.run(ctx, args)
+}
+
+// richSchema uses every rule the seed lists.
+const richSchema = `{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "minLength": 2, "maxLength": 5},
+    "count": {"type": "integer", "minimum": 1, "maximum": 10},
+    "ratio": {"type": "number", "minimum": 0, "maximum": 1},
+    "flag": {"type": "boolean"},
+    "color": {"type": "string", "enum": ["red", "green"]},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+    "opts": {
+      "type": "object",
+      "properties": {
+        "depth": {"type": "integer", "minimum": 0},
+        "inner": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+      },
+      "required": ["depth"]
+    },
+    "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`
+
+type memAudit struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (m *memAudit) Write(r audit.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+	return nil
+}
+
+func newTestRegistry(t *testing.T, tools ...Tool) (*Registry, *memAudit) {
+	t.Helper()
+	a := &memAudit{}
+	r := New(Options{Audit: a})
+	for _, tool := range tools {
+		if err := r.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r, a
+}
+
+func TestValidationMessages(t *testing.T) {
+	r, _ := newTestRegistry(t, &fakeTool{name: "rich", schema: richSchema})
+	cases := []struct {
+		name, args string
+		wants      []string
+	}{
+		{"string type", `{"name": 1}`, []string{"name should be string, not integer"}},
+		{"minLength", `{"name": "a"}`, []string{"name must be at least 2 characters long"}},
+		{"maxLength", `{"name": "abcdef"}`, []string{"name must be at most 5 characters long"}},
+		{"integer type", `{"name": "ab", "count": "3"}`, []string{"count should be integer, not string"}},
+		{"integer minimum", `{"name": "ab", "count": 0}`, []string{"count must be >= 1"}},
+		{"integer maximum", `{"name": "ab", "count": 11}`, []string{"count must be <= 10"}},
+		{"number type", `{"name": "ab", "ratio": true}`, []string{"ratio should be number, not boolean"}},
+		{"number minimum", `{"name": "ab", "ratio": -0.5}`, []string{"ratio must be >= 0"}},
+		{"number maximum", `{"name": "ab", "ratio": 1.5}`, []string{"ratio must be <= 1"}},
+		{"boolean", `{"name": "ab", "flag": 1}`, []string{"flag should be boolean, not integer"}},
+		{"enum", `{"name": "ab", "color": "blue"}`, []string{`color must be one of ["red", "green"]`}},
+		{"array type", `{"name": "ab", "tags": {}}`, []string{"tags should be array, not object"}},
+		{"array items recursive", `{"name": "ab", "tags": ["ok", "toolong", 3]}`, []string{"tags[1] must be at most 3 characters long", "tags[2] should be string, not integer"}},
+		{"object type", `{"name": "ab", "opts": []}`, []string{"opts should be object, not array"}},
+		{"object required", `{"name": "ab", "opts": {}}`, []string{"missing required opts.depth"}},
+		{"object properties recursive", `{"name": "ab", "opts": {"depth": -1, "inner": {}}}`, []string{"opts.depth must be >= 0", "missing required opts.inner.x"}},
+		{"array of objects", `{"name": "ab", "items": [{"id": 1}, {}]}`, []string{"missing required items[1].id"}},
+		{"required", `{}`, []string{"missing required name"}},
+		{"unknown parameter", `{"name": "ab", "extra": 1}`, []string{"unknown parameter extra"}},
+		{"every problem listed", `{"count": 0, "flag": "x"}`, []string{"count must be >= 1", "flag should be boolean", "missing required name", "; "}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := r.Invoke(context.Background(), "rich", []byte(c.args), Meta{})
+			if res.Status != StatusError || res.Error.Code != CodeInvalidArguments {
+				t.Fatalf("got %+v", res)
+			}
+			if !strings.HasPrefix(res.Result, "Error: Invalid parameters for tool 'rich': ") {
+				t.Errorf("prefix: %s", res.Result)
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(res.Result, w) {
+					t.Errorf("lacks %q: %s", w, res.Result)
+				}
+			}
+		})
+	}
+	ok := r.Invoke(context.Background(), "rich", []byte(`{"name":"ab","count":3,"ratio":0.5,"flag":true,"color":"red","tags":["a"],"opts":{"depth":0,"inner":{"x":1.5}},"items":[{"id":1}]}`), Meta{})
+	if ok.Status != StatusSuccess {
+		t.Errorf("valid arguments refused: %s", ok.Result)
+	}
+}
+
+func TestRegister(t *testing.T) {
+	r := New(Options{})
+	good := &fakeTool{name: "good", schema: `{"type":"object"}`}
+	if err := r.Register(good); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		tool Tool
+		want string
+	}{
+		{"duplicate", &fakeTool{name: "good", schema: `{"type":"object"}`}, "already registered"},
+		{"bad name", &fakeTool{name: "has space", schema: `{"type":"object"}`}, "name must match"},
+		{"long name", &fakeTool{name: strings.Repeat("a", 65), schema: `{"type":"object"}`}, "name must match"},
+		{"not json", &fakeTool{name: "x1", schema: `{type: object}`}, "invalid parameters schema"},
+		{"not an object schema", &fakeTool{name: "x2", schema: `{"type":"string"}`}, `"type": "object"`},
+		{"invalid schema", &fakeTool{name: "x3", schema: `{"type":"object","properties":{"a":{"type":"nonsense"}}}`}, "invalid parameters schema"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			err := r.Register(c.tool)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Register = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDefinitionsSortedAndStable(t *testing.T) {
+	r, _ := newTestRegistry(t,
+		&fakeTool{name: "zeta", schema: `{"type": "object"}`},
+		&fakeTool{name: "alpha", schema: `{"type":"object",  "properties": {"b": {"type":"string"}, "a": {"type":"integer"}}}`},
+	)
+	first := string(r.DefinitionsJSON())
+	if !strings.HasPrefix(first, `[{"type":"function","function":{"name":"alpha"`) || !strings.Contains(first, `"parameters":{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"integer"}}}`) {
+		t.Errorf("definitions: %s", first)
+	}
+	for i := 0; i < 20; i++ {
+		if string(r.DefinitionsJSON()) != first {
+			t.Fatal("definitions not byte-stable")
+		}
+	}
+	defs := r.Definitions()
+	if len(defs) != 2 || defs[0].Function.Name != "alpha" || defs[1].Function.Name != "zeta" {
+		t.Errorf("Definitions order: %+v", defs)
+	}
+}
+
+func TestInvokeOutcomes(t *testing.T) {
+	panicky := &fakeTool{name: "panicky", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
+		panic("boom")
+	}}
+	slow := &fakeTool{name: "slow", schema: `{"type":"object"}`, timeout: 20 * time.Millisecond, run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	failing := &fakeTool{name: "failing", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
+		return "", errors.New("disk on fire")
+	}}
+	coded := &fakeTool{name: "coded", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
+		return "", Errorf(CodeBusy, "Error: too busy. Next: retry.")
+	}}
+	secret := &fakeTool{name: "secret", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
+		return "the key is sk-0123456789", nil
+	}}
+	a := &memAudit{}
+	r := New(Options{Audit: a, Redact: func(s string) string { return strings.ReplaceAll(s, "sk-0123456789", "[REDACTED]") }})
+	for _, tool := range []Tool{panicky, slow, failing, coded, secret} {
+		if err := r.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		tool, code, want string
+	}{
+		{"panicky", CodeToolError, "internal failure in the tool"},
+		{"slow", CodeTimeout, "did not finish within 20ms"},
+		{"failing", CodeToolError, "Error executing failing: disk on fire"},
+		{"coded", CodeBusy, "Error: too busy. Next: retry."},
+		{"missing", CodeUnknownTool, "Tool 'missing' not found"},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			res := r.Invoke(context.Background(), c.tool, nil, Meta{})
+			if res.Status != StatusError || res.Error.Code != c.code || !strings.Contains(res.Result, c.want) {
+				t.Errorf("got %+v", res)
+			}
+			if strings.HasPrefix(res.Result, "Error: Error:") {
+				t.Errorf("doubled prefix: %s", res.Result)
+			}
+		})
+	}
+	res := r.Invoke(context.Background(), "secret", nil, Meta{})
+	if res.Result != "the key is [REDACTED]" {
+		t.Errorf("secret not redacted: %s", res.Result)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res := r.Invoke(ctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != CodeCanceled {
+		t.Errorf("canceled call: %+v", res)
+	}
+	// Every call leaves a pending and a final record with the same call ID.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.recs)%2 != 0 {
+		t.Fatalf("%d records", len(a.recs))
+	}
+	for i := 0; i < len(a.recs); i += 2 {
+		p, f := a.recs[i], a.recs[i+1]
+		if p.Status != StatusPending || f.Status == StatusPending || p.CallID != f.CallID || len(p.CallID) != 36 {
+			t.Errorf("records %d: %+v / %+v", i, p, f)
+		}
+	}
+}
+
+func TestCallContext(t *testing.T) {
+	var got Call
+	var events []string
+	tool := &fakeTool{name: "ctx", schema: `{"type":"object"}`, run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		got, _ = CallFrom(ctx)
+		if !Streaming(ctx) {
+			return "", errors.New("not streaming")
+		}
+		Progress(ctx, "output", "half")
+		return "done", nil
+	}}
+	r, _ := newTestRegistry(t, tool)
+	res := r.Invoke(context.Background(), "ctx", []byte(`{}`), Meta{SessionID: "s1", Source: "feishu", Progress: func(e, d string) { events = append(events, e+":"+d) }})
+	if res.Status != StatusSuccess || got.ID != res.CallID || got.SessionID != "s1" || got.Source != "feishu" || got.Tool != "ctx" {
+		t.Errorf("call %+v, result %+v", got, res)
+	}
+	if len(events) != 1 || events[0] != "output:half" {
+		t.Errorf("events %v", events)
+	}
+	// Without a listener, Progress is a no-op.
+	Progress(context.Background(), "x", "y")
+}
