@@ -14,11 +14,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // Record is one call as the audit log keeps it.
@@ -53,7 +55,8 @@ type Options struct {
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
 	opts Options
-	days sync.Map // day folder name -> struct{}, folders known to exist
+	mu   sync.Mutex
+	days sync.Map // day folder name -> open descriptor (int)
 }
 
 // New creates the audit folder if needed and returns the log.
@@ -85,6 +88,8 @@ func FileName(rec Record) string {
 
 // Write stores rec, replacing any earlier record of the same call in one
 // rename, so a reader sees either the old or the new record, never a mix.
+// The first record of a call (pending) appears whole by linking an
+// unnamed file into place.
 func (l *Log) Write(rec Record) error {
 	rec.Timestamp = rec.Timestamp.UTC()
 	rec.ResultLength = utf8.RuneCountInString(rec.Result)
@@ -100,35 +105,95 @@ func (l *Log) Write(rec Record) error {
 	data = append(data, '\n')
 
 	rel := FileName(rec)
-	dir := filepath.Join(l.opts.Dir, filepath.Dir(rel))
-	if _, ok := l.days.Load(dir); !ok {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		l.days.Store(dir, struct{}{})
+	dir, err := l.dir(filepath.Dir(rel))
+	if err != nil {
+		return err
 	}
-	return writeAtomic(filepath.Join(l.opts.Dir, rel), data)
+	name := filepath.Base(rel)
+	if rec.Status == "pending" {
+		if err := linkNew(dir, name, data); err == nil {
+			return nil
+		}
+		// No O_TMPFILE here (some file systems lack it): rename instead.
+	}
+	if err := replace(dir, name, data); err != nil {
+		return fmt.Errorf("audit: %s: %w", rel, err)
+	}
+	return nil
 }
 
-func writeAtomic(path string, data []byte) error {
+// dir returns an open descriptor of a day folder, creating the folder the
+// first time. Descriptors stay open: files are created relative to them,
+// which spares a path walk per write.
+func (l *Log) dir(day string) (int, error) {
+	if fd, ok := l.days.Load(day); ok {
+		return fd.(int), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fd, ok := l.days.Load(day); ok {
+		return fd.(int), nil
+	}
+	path := filepath.Join(l.opts.Dir, day)
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return -1, fmt.Errorf("audit: %w", err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	l.days.Store(day, fd)
+	return fd, nil
+}
+
+// linkNew makes name appear with data, whole, by writing an unnamed file
+// and linking it in. It fails if name exists.
+func linkNew(dir int, name string, data []byte) error {
+	fd, err := unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := writeAll(fd, data); err != nil {
+		return err
+	}
+	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
+}
+
+// replace writes data to a temporary file in dir and renames it over name.
+// Plain system calls rather than os.File: a regular file gains nothing from
+// the runtime poller, and skipping it saves five calls per write.
+func replace(dir int, name string, data []byte) error {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o640)
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return err
 	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
+	werr := writeAll(fd, data)
+	if cerr := unix.Close(fd); werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(tmp, path)
+		werr = unix.Renameat(dir, tmp, dir, name)
 	}
 	if werr != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("audit: %w", werr)
+		_ = unix.Unlinkat(dir, tmp, 0)
+	}
+	return werr
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
 	}
 	return nil
 }
@@ -226,7 +291,9 @@ func (l *Log) Prune() (int, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			return n, fmt.Errorf("audit: prune: %w", err)
 		}
-		l.days.Delete(dir)
+		if fd, ok := l.days.LoadAndDelete(name); ok {
+			unix.Close(fd.(int))
+		}
 		n++
 	}
 	return n, nil
@@ -252,4 +319,14 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 			prune()
 		}
 	}
+}
+
+// Close releases the day folders' descriptors.
+func (l *Log) Close() error {
+	l.days.Range(func(k, fd any) bool {
+		unix.Close(fd.(int))
+		l.days.Delete(k)
+		return true
+	})
+	return nil
 }
