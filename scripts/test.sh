@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what the tests need
+# (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
+# for exec's sandbox), downloads the Go modules, then vets and runs every
+# test with the race detector.
+#   scripts/test.sh            # everything
+#   scripts/test.sh ./internal/registry/...   # some packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(chromium xvfb bubblewrap fonts-dejavu-core ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+go mod download
+go vet ./...
+unformatted=$(gofmt -l cmd internal scripts)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+if [ $# -eq 0 ]; then set -- ./...; fi
+go test -race -count=1 -timeout 18m "$@"
