@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -29,7 +30,12 @@ type ReadFile struct {
 	ws       *workspace.Workspace
 	maxChars int
 	skills   SkillGate
+	readers  sync.Pool // *bufio.Reader of readBufSize, reused across calls
 }
+
+// readBufSize is the read buffer of one file; pooled, since allocating and
+// clearing 64 KiB per call was most of the cost of reading a small file.
+const readBufSize = 64 << 10
 
 // NewReadFile returns read_file. maxChars caps the output of one call;
 // skills may be nil.
@@ -149,7 +155,15 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	if !fi.Mode().IsRegular() {
 		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
 	}
-	sec, err := readLines(ctx, f, o, budget, fi.Size())
+	r, _ := t.readers.Get().(*bufio.Reader)
+	if r == nil {
+		r = bufio.NewReaderSize(f, readBufSize)
+	} else {
+		r.Reset(f)
+	}
+	sec, err := readLines(ctx, r, o, budget, fi.Size())
+	r.Reset(nil)
+	t.readers.Put(r)
 	if err != nil {
 		return "", 0, fileError(err, p.Display)
 	}
@@ -226,8 +240,7 @@ const countLimit = 4 << 20
 // readLines streams f and keeps only the lines asked for, within budget
 // characters. A range of a huge file costs the lines read up to it: past
 // the range, lines are only counted, and only in files up to countLimit.
-func readLines(ctx context.Context, f io.Reader, o readOpts, budget int, size int64) (section, error) {
-	r := bufio.NewReaderSize(f, 64<<10)
+func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, size int64) (section, error) {
 	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
 		return section{}, errBinary
 	}
