@@ -1,0 +1,338 @@
+// Package extract turns a fetched web page into the readable text a model
+// needs: the main content of an HTML page (trafilatura first, readability as
+// the fallback) as plain text or Markdown, JSON pretty-printed, and any
+// charset decoded to UTF-8. It does no I/O.
+package extract
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	mdconv "github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
+	"github.com/go-shiori/go-readability"
+	trafilatura "github.com/markusmobius/go-trafilatura"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Mode is the output form of an HTML page.
+type Mode string
+
+// The extraction modes web_fetch offers.
+const (
+	ModeText     Mode = "text"
+	ModeMarkdown Mode = "markdown"
+)
+
+// Extractor names reported in results.
+const (
+	ByTrafilatura = "trafilatura"
+	ByReadability = "readability"
+	ByJSON        = "json"
+	ByRaw         = "raw"
+)
+
+// goodEnough is the length (in characters) of main text under which
+// trafilatura's answer is compared with readability's: below it trafilatura
+// may have picked a teaser or a cookie banner.
+const goodEnough = 250
+
+// DefaultMaxChars is how much of a page's text is analysed by default. Past
+// a few hundred thousand characters trafilatura's time grows with the
+// square of the length (about 2 s for 1 MB of text, 20 s for 4 MB), and a
+// model is never shown more than web_fetch's 200,000 characters anyway.
+const DefaultMaxChars = 300000
+
+// Options configure an Extractor.
+type Options struct {
+	// MaxChars is the text (outside scripts and styles) analysed per page;
+	// the rest of the document is dropped first. 0 means DefaultMaxChars.
+	MaxChars int
+}
+
+// Page is the readable content of a page.
+type Page struct {
+	Title     string
+	Text      string
+	Extractor string
+	// Cut reports that the page had more than MaxChars of text and only its
+	// beginning was analysed.
+	Cut bool
+}
+
+// Extractor converts HTML to text or Markdown. It is safe for concurrent
+// use; build one and share it.
+type Extractor struct {
+	md       *mdconv.Converter
+	maxChars int
+	// primary is trafilatura.ExtractDocument; tests replace it to reach
+	// the fallback.
+	primary func(*html.Node, trafilatura.Options) (*trafilatura.ExtractResult, error)
+}
+
+// New returns an Extractor.
+func New(opts Options) *Extractor {
+	if opts.MaxChars <= 0 {
+		opts.MaxChars = DefaultMaxChars
+	}
+	return &Extractor{
+		maxChars: opts.MaxChars,
+		primary:  trafilatura.ExtractDocument,
+		md: mdconv.NewConverter(mdconv.WithPlugins(
+			base.NewBasePlugin(),
+			commonmark.NewCommonmarkPlugin(),
+			table.NewTablePlugin(),
+			strikethrough.NewStrikethroughPlugin(),
+		)),
+	}
+}
+
+// HTML extracts the main content of a UTF-8 HTML page. pageURL (may be
+// nil) makes relative links absolute. An error means neither extractor found
+// any text; the caller may still report the title.
+func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mode Mode) (Page, error) {
+	doc, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		return Page{}, fmt.Errorf("parse HTML: %w", err)
+	}
+	title := docTitle(doc)
+	cut := cutAfter(doc, e.maxChars) <= 0
+
+	var best Page
+	protectPre(doc, false)
+	tr, trErr := e.primary(doc, trafilatura.Options{
+		OriginalURL:     pageURL,
+		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
+		ExcludeComments: true,
+		HtmlDateMode:    trafilatura.Disabled,
+		Focus:           trafilatura.Balanced,
+	})
+	protectPre(doc, true) // trafilatura worked on a clone; readability gets the page as it was
+	if trErr == nil && tr != nil && tr.ContentNode != nil {
+		restoreCode(tr.ContentNode)
+		if tr.Metadata.Title != "" {
+			title = tr.Metadata.Title
+		}
+		best = Page{Title: title, Extractor: ByTrafilatura}
+		best.Text, err = e.render(ctx, tr.ContentNode, pageURL, mode)
+		if err != nil {
+			best.Text = ""
+		}
+	}
+	if utf8.RuneCountInString(best.Text) < goodEnough {
+		if ctx.Err() != nil {
+			return Page{}, ctx.Err()
+		}
+		// readability.FromDocument works on a clone; doc is intact.
+		art, err := readability.FromDocument(doc, pageURL)
+		if err == nil {
+			txt, err := e.render(ctx, art.Node, pageURL, mode)
+			if err == nil && utf8.RuneCountInString(strings.TrimSpace(txt)) > utf8.RuneCountInString(strings.TrimSpace(best.Text)) {
+				t := title
+				if t == "" {
+					t = strings.TrimSpace(art.Title)
+				}
+				best = Page{Title: t, Text: txt, Extractor: ByReadability}
+			}
+		}
+	}
+	best.Cut = cut
+	best.Title = cleanSpace(best.Title)
+	if best.Title == "" {
+		best.Title = cleanSpace(title)
+	}
+	best.Text = tidy(best.Text)
+	if best.Text == "" {
+		if trErr != nil {
+			return best, fmt.Errorf("no readable text: %w", trErr)
+		}
+		return best, errors.New("no readable text")
+	}
+	return best, nil
+}
+
+// render gives a content node as Markdown, or as plain text with its
+// paragraphs, list items and table rows on their own lines.
+func (e *Extractor) render(ctx context.Context, n *html.Node, pageURL *url.URL, mode Mode) (string, error) {
+	if n == nil {
+		return "", errors.New("no content")
+	}
+	if mode != ModeMarkdown {
+		return PlainText(n), nil
+	}
+	opts := []mdconv.ConvertOptionFunc{mdconv.WithContext(ctx)}
+	if pageURL != nil {
+		opts = append(opts, mdconv.WithDomain(pageURL.Scheme+"://"+pageURL.Host))
+	}
+	out, err := e.md.ConvertNode(n, opts...)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// docTitle is the text of the first <title>.
+func docTitle(n *html.Node) string {
+	if n.Type == html.ElementNode && n.Data == "title" {
+		var b strings.Builder
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.TextNode {
+				b.WriteString(c.Data)
+			}
+		}
+		return b.String()
+	}
+	if n.Type == html.ElementNode && (n.Data == "body" || n.Data == "svg") {
+		return ""
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if t := docTitle(c); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+var (
+	manyBlankLines = regexp.MustCompile(`\n[ \t]*\n(?:[ \t]*\n)+`)
+	trailingSpace  = regexp.MustCompile(`[ \t]+\n`)
+)
+
+// tidy trims trailing spaces and runs of blank lines, which cost a model
+// tokens and carry nothing.
+func tidy(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = trailingSpace.ReplaceAllString(s, "\n")
+	s = manyBlankLines.ReplaceAllString(s, "\n\n")
+	return strings.TrimSpace(s)
+}
+
+func cleanSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// JSON pretty-prints a JSON document with two-space indentation. Numbers
+// keep their spelling; invalid JSON is an error (the caller may fall back
+// to the raw text).
+func JSON(body []byte) (string, error) {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(body), "", "  "); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// VisibleTextLen is a rough count of the characters a reader would see in
+// an HTML page without running its scripts: text outside script, style,
+// template, noscript and head. It tells a page rendered by JavaScript from
+// one that is merely short.
+func VisibleTextLen(body []byte) int {
+	doc, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	var walk func(*html.Node)
+	walk = func(x *html.Node) {
+		if x.Type == html.ElementNode {
+			switch x.Data {
+			case "script", "style", "template", "noscript", "head":
+				return
+			}
+		}
+		if x.Type == html.TextNode {
+			n += utf8.RuneCountInString(strings.TrimSpace(x.Data))
+		}
+		for c := x.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return n
+}
+
+// Whitespace inside <pre> is meaning (code indentation, line breaks), but
+// trafilatura collapses it like any other text and drops invisible
+// characters. Before trafilatura runs it is swapped for the visible control
+// pictures (U+2424, U+2420, U+2409), and swapped back inside code afterwards.
+var (
+	preProtect   = strings.NewReplacer("\n", "\u2424", " ", "\u2420", "\t", "\u2409")
+	preUnprotect = strings.NewReplacer("\u2424", "\n", "\u2420", " ", "\u2409", "\t")
+)
+
+// protectPre marks the whitespace of every <pre> under n (undo: true
+// restores it).
+func protectPre(n *html.Node, undo bool) {
+	if n.Type == html.ElementNode && n.Data == "pre" {
+		r := preProtect
+		if undo {
+			r = preUnprotect
+		}
+		eachText(n, func(t *html.Node) { t.Data = r.Replace(t.Data) })
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		protectPre(c, undo)
+	}
+}
+
+// restoreCode undoes protectPre in trafilatura's output, where <pre> has
+// become <code>: the whitespace comes back, and a code element that spans
+// lines becomes a <pre> block again.
+func restoreCode(n *html.Node) {
+	if n.Type == html.ElementNode && (n.Data == "code" || n.Data == "pre") {
+		multiline := false
+		eachText(n, func(t *html.Node) {
+			t.Data = preUnprotect.Replace(t.Data)
+			multiline = multiline || strings.Contains(t.Data, "\n")
+		})
+		if multiline && n.Data == "code" {
+			n.Data, n.DataAtom = "pre", atom.Pre
+		}
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		restoreCode(c)
+	}
+}
+
+func eachText(n *html.Node, fn func(*html.Node)) {
+	if n.Type == html.TextNode {
+		fn(n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		eachText(c, fn)
+	}
+}
+
+// cutAfter drops everything in n after the first budget characters of
+// reader-visible text and returns the budget left (0 or less: something was
+// dropped).
+func cutAfter(n *html.Node, budget int) int {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if budget <= 0 {
+			n.RemoveChild(c)
+			c = next
+			continue
+		}
+		switch {
+		case c.Type == html.TextNode:
+			budget -= utf8.RuneCountInString(strings.TrimSpace(c.Data))
+		case c.Type == html.ElementNode && skipped[c.Data]:
+		default:
+			budget = cutAfter(c, budget)
+		}
+		c = next
+	}
+	return budget
+}
