@@ -1,0 +1,378 @@
+package memory
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kinds of line, kept per line in the index.
+const (
+	kindEntry     = iota // YYYY-MM-DD|source|content
+	kindMalformed        // text in another form (hand-written)
+	kindBlank
+)
+
+// verifyWindow is how many bytes at the start and before the end of what
+// the index holds are compared with the file before new bytes are read
+// incrementally. It catches the usual hand edits in place (the first or
+// last lines rewritten) that also grow the file. Editors that save by
+// rename give a new inode, and any change that shrinks the file or keeps
+// its size changes size or mtime: those reload the whole file. An in-place
+// rewrite that grows the file and changes only its middle is the one case
+// seen late (at the next shrink, rename or restart).
+const verifyWindow = 4096
+
+// index is the memory file parsed once and kept while the file only grows:
+// the complete lines as written and lower-cased (for search), where each
+// line starts, and what kind each line is. New bytes appended by this or
+// another process are read incrementally; any other change reloads it.
+type index struct {
+	loaded   bool // describes an existing file
+	dev, ino uint64
+	size     int64 // file size when last read
+	mtime    time.Time
+
+	raw     []byte   // complete lines (each ending in '\n') as in the file
+	fold    []byte   // raw lower-cased, line for line
+	starts  []uint32 // start of each line in raw
+	fstarts []uint32 // start of each line in fold
+	kinds   []uint8
+
+	entries   int     // non-blank lines
+	malformed []int32 // line numbers (1-based)
+	blank     []int32
+	first     string // earliest and latest entry dates
+	last      string
+
+	// tail is the file's last line when it has no line break yet (a file
+	// edited by hand, or a write in progress elsewhere). It is read again
+	// on every refresh, never merged into the complete lines.
+	tail     []byte
+	foldTail []byte
+}
+
+func (x *index) reset() { *x = index{} }
+
+// lines returns the number of lines, the unterminated tail included.
+func (x *index) lines() int {
+	if len(x.tail) > 0 {
+		return len(x.starts) + 1
+	}
+	return len(x.starts)
+}
+
+// refresh brings the index up to date with f, whose description is fi.
+func (x *index) refresh(f *os.File, fi fs.FileInfo, maxBytes int64) error {
+	if fi.Size() > maxBytes {
+		x.reset()
+		return &TooLargeError{Size: fi.Size(), Max: maxBytes}
+	}
+	var dev, ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		dev, ino = uint64(st.Dev), st.Ino
+	}
+	same := x.loaded && dev == x.dev && ino == x.ino
+	switch {
+	case same && fi.Size() == x.size && fi.ModTime().Equal(x.mtime):
+		return nil
+	case same && fi.Size() > x.size && x.unchanged(f):
+		// Grown: read from the end of the complete lines, which also
+		// re-reads an unterminated tail.
+	default:
+		x.reset()
+	}
+	x.loaded, x.dev, x.ino = true, dev, ino
+	from := int64(len(x.raw))
+	buf := make([]byte, fi.Size()-from)
+	n, err := f.ReadAt(buf, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		x.reset()
+		return err
+	}
+	buf = buf[:n]
+	x.size, x.mtime = from+int64(n), fi.ModTime()
+	complete := bytes.LastIndexByte(buf, '\n') + 1
+	x.add(buf[:complete])
+	x.tail = append(x.tail[:0], buf[complete:]...)
+	x.foldTail = appendFold(x.foldTail[:0], x.tail)
+	return nil
+}
+
+// unchanged reports whether the file still holds, at the start and before
+// the end of the complete lines, the bytes the index holds there.
+func (x *index) unchanged(f *os.File) bool {
+	end := int64(len(x.raw))
+	for _, start := range []int64{0, max(0, end-verifyWindow)} {
+		n := min(verifyWindow, end-start)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return false
+		}
+		if !bytes.Equal(buf, x.raw[start:start+n]) {
+			return false
+		}
+	}
+	return true
+}
+
+// add appends complete lines (chunk ends with '\n' or is empty).
+func (x *index) add(chunk []byte) {
+	if len(chunk) == 0 {
+		return
+	}
+	base := len(x.raw)
+	x.raw = append(x.raw, chunk...)
+	fbase := len(x.fold)
+	x.fold = appendFold(x.fold, chunk)
+	for off := 0; off < len(chunk); {
+		nl := bytes.IndexByte(chunk[off:], '\n')
+		line := chunk[off : off+nl]
+		n := int32(len(x.starts) + 1)
+		x.starts = append(x.starts, uint32(base+off))
+		kind := classify(line)
+		x.kinds = append(x.kinds, kind)
+		switch kind {
+		case kindEntry:
+			x.entries++
+			x.noteDate(string(line[:len(DateLayout)]))
+		case kindMalformed:
+			x.entries++
+			x.malformed = append(x.malformed, n)
+		case kindBlank:
+			x.blank = append(x.blank, n)
+		}
+		off += nl + 1
+	}
+	folded := x.fold[fbase:]
+	for off := 0; off < len(folded); {
+		x.fstarts = append(x.fstarts, uint32(fbase+off))
+		off += bytes.IndexByte(folded[off:], '\n') + 1
+	}
+}
+
+func (x *index) noteDate(d string) {
+	if x.first == "" || d < x.first {
+		x.first = d
+	}
+	if d > x.last {
+		x.last = d
+	}
+}
+
+func classify(line []byte) uint8 {
+	text := strings.TrimSuffix(string(line), "\r")
+	if strings.TrimSpace(text) == "" {
+		return kindBlank
+	}
+	if _, _, ok := parseLine(text); ok {
+		return kindEntry
+	}
+	return kindMalformed
+}
+
+// line returns line i (0-based), the tail included.
+func (x *index) line(i int) Line {
+	var b []byte
+	if i == len(x.starts) {
+		b = x.tail
+	} else {
+		end := len(x.raw) - 1
+		if i+1 < len(x.starts) {
+			end = int(x.starts[i+1]) - 1
+		}
+		b = x.raw[x.starts[i]:end]
+	}
+	l := Line{N: i + 1, Text: strings.TrimSuffix(string(b), "\r")}
+	l.Date, l.Source, _ = parseLine(l.Text)
+	return l
+}
+
+// blankAt reports whether line i (0-based, tail included) is blank.
+func (x *index) blankAt(i int) bool {
+	if i == len(x.starts) {
+		return classify(x.tail) == kindBlank
+	}
+	return x.kinds[i] == kindBlank
+}
+
+// stats describes the whole file, the tail included.
+func (x *index) stats() Stats {
+	s := Stats{Lines: x.lines(), Entries: x.entries, First: x.first, Last: x.last, Exists: x.loaded}
+	s.Malformed = toInts(x.malformed)
+	s.Blank = toInts(x.blank)
+	if len(x.tail) > 0 {
+		n := len(x.starts) + 1
+		switch classify(x.tail) {
+		case kindEntry:
+			s.Entries++
+			d := string(x.tail[:len(DateLayout)])
+			if s.First == "" || d < s.First {
+				s.First = d
+			}
+			if d > s.Last {
+				s.Last = d
+			}
+		case kindMalformed:
+			s.Entries++
+			s.Malformed = append(s.Malformed, n)
+		case kindBlank:
+			s.Blank = append(s.Blank, n)
+		}
+	}
+	return s
+}
+
+func toInts(v []int32) []int {
+	out := make([]int, len(v))
+	for i, n := range v {
+		out[i] = int(n)
+	}
+	return out
+}
+
+// search returns the lines (0-based indexes, newest first, at most max)
+// holding any (or, with all, every) keyword, and how many lines match in
+// all. Keywords must be folded with foldString.
+//
+// It scans the lower-cased file once per keyword with bytes.Index, which
+// skips over non-matching text at memory speed, and marks each line at
+// most once per keyword; a line is then in when its mark count is right.
+func (x *index) search(kws []string, all bool, max int) (hits []int, total int) {
+	n := len(x.starts)
+	need := uint8(1)
+	if all {
+		need = uint8(len(kws))
+	}
+	tailHit := len(x.tail) > 0 && matchLine(x.foldTail, kws, all)
+	if tailHit {
+		total++
+		hits = append(hits, n)
+	}
+	if n == 0 {
+		return hits, total
+	}
+	counts := make([]uint8, n)
+	for _, kw := range kws {
+		k := []byte(kw)
+		index := bytes.Index
+		if x.denseStart(k) {
+			index = indexWindowed
+		}
+		line := 0
+		for pos := 0; pos < len(x.fold); {
+			i := index(x.fold[pos:], k)
+			if i < 0 {
+				break
+			}
+			p := pos + i
+			for line+1 < n && int(x.fstarts[line+1]) <= p {
+				line++
+			}
+			counts[line]++
+			if line+1 < n {
+				pos = int(x.fstarts[line+1])
+			} else {
+				break
+			}
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		if counts[i] >= need {
+			total++
+			if len(hits) < max {
+				hits = append(hits, i)
+			}
+		}
+	}
+	return hits, total
+}
+
+// Windowed search: bytes.Index looks for the first byte of the keyword and
+// checks each place it occurs, which is slow when that byte is frequent
+// ("t" of "tea" in English text: a call per few bytes). On slices of at
+// most window bytes it instead compares the whole keyword with SIMD
+// instructions at every offset, at a steady cost per byte.
+const (
+	window        = 64 // bytealg.MaxBruteForce on amd64
+	windowMaxKey  = 16 // longer keywords step too little per window
+	sampleBytes   = 1 << 20
+	denseFraction = 50 // a first byte in more than 1/50 of the text is dense
+)
+
+// denseStart reports whether the keyword's first byte is frequent in the
+// text, judged on a sample, so that indexWindowed is the faster scan. Only
+// ASCII first bytes qualify: the lead byte of a Chinese character is
+// frequent too, but bytes.Index already switches to its SIMD comparison
+// when so many candidates fail, and between hits it stays there.
+func (x *index) denseStart(k []byte) bool {
+	if len(k) > windowMaxKey || k[0] >= utf8.RuneSelf {
+		return false
+	}
+	sample := x.fold[:min(len(x.fold), sampleBytes)]
+	return bytes.Count(sample, k[:1])*denseFraction > len(sample)
+}
+
+// indexWindowed is bytes.Index(s, k) computed window by window.
+func indexWindowed(s, k []byte) int {
+	step := window - len(k) + 1
+	for pos := 0; pos < len(s); pos += step {
+		if i := bytes.Index(s[pos:min(pos+window, len(s))], k); i >= 0 {
+			return pos + i
+		}
+	}
+	return -1
+}
+
+// matchLine reports whether the folded line holds any or all kws.
+func matchLine(folded []byte, kws []string, all bool) bool {
+	for _, kw := range kws {
+		found := bytes.Contains(folded, []byte(kw))
+		if found && !all {
+			return true
+		}
+		if !found && all {
+			return false
+		}
+	}
+	return all
+}
+
+// appendFold appends src lower-cased to dst. ASCII is folded byte by byte;
+// other characters through unicode.ToLower (Chinese and other scripts
+// without case stay as they are); invalid UTF-8 is copied unchanged. Line
+// breaks are kept, so lines line up with the original.
+func appendFold(dst, src []byte) []byte {
+	dst = slices.Grow(dst, len(src))
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += size
+	}
+	return dst
+}
+
+// foldString lower-cases s the way the index folds the file.
+func foldString(s string) string { return string(appendFold(nil, []byte(s))) }

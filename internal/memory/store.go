@@ -1,0 +1,378 @@
+// Package memory keeps an agent's long-term memory in one human-readable
+// file, workspace/memory/MEMORY.md, compatible with CountBot: one entry per
+// line, "YYYY-MM-DD|source|content".
+//
+// Writers append one whole line with a single O_APPEND write and fsync,
+// serialised within the process by a semaphore and across processes by an
+// flock on memory/.MEMORY.md.lock, so concurrent writers never lose or tear
+// an entry. Readers take no lock: they parse the file once and keep the
+// parsed form while the file only grows, reading just the new bytes.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Where the memory lives, relative to the workspace.
+const (
+	Dir      = "memory"
+	File     = "MEMORY.md"
+	Path     = Dir + "/" + File
+	LockFile = ".MEMORY.md.lock"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBytes = 64 << 20
+	DefaultLockWait = 10 * time.Second
+)
+
+// ErrEmpty is returned by Write for content that is empty once folded.
+var ErrEmpty = errors.New("memory: empty content")
+
+// ErrBusy is returned by Write when the file lock stays held by another
+// writer for longer than Options.LockWait.
+var ErrBusy = errors.New("memory: the memory file is locked by another writer")
+
+// TooLargeError is returned when the memory file is larger than the store
+// is willing to hold in memory.
+type TooLargeError struct{ Size, Max int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("memory: %s is %d bytes, more than the %d the store loads", Path, e.Size, e.Max)
+}
+
+// NotRegularError is returned when memory/MEMORY.md is a folder, a pipe or
+// a device rather than a file.
+type NotRegularError struct{}
+
+func (NotRegularError) Error() string { return "memory: " + Path + " is not a regular file" }
+
+// Options configure a Store. Zero values get the defaults.
+type Options struct {
+	Now      func() time.Time // the date written into entries; default time.Now
+	MaxBytes int64            // largest file loaded for search and read
+	LockWait time.Duration    // how long Write waits for another process's lock
+}
+
+// Store is the memory file of one workspace. It is safe for concurrent use,
+// and several processes may use the same file at once.
+type Store struct {
+	root *os.Root
+	opts Options
+	sem  chan struct{} // serialises this process's writers; a channel so waiting honours ctx
+
+	mu  sync.Mutex // guards idx
+	idx index
+}
+
+// New returns the store of the workspace root. The memory folder and file
+// are created by the first Write.
+func New(root *os.Root, opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.LockWait <= 0 {
+		opts.LockWait = DefaultLockWait
+	}
+	return &Store{root: root, opts: opts, sem: make(chan struct{}, 1)}
+}
+
+// Written describes an entry Write saved.
+type Written struct {
+	Text string // the line written
+	// Line is the entry's line number, Entry its number among the file's
+	// non-blank lines, and Total the number of non-blank lines after the
+	// write. All three are 0 when the file is too large to count.
+	Line, Entry, Total int
+}
+
+// Write appends an entry for content from source (the channel; "web" when
+// empty), dated today. The line reaches the disk before Write returns.
+func (s *Store) Write(ctx context.Context, source, content string) (Written, error) {
+	if FoldContent(content) == "" {
+		return Written{}, ErrEmpty
+	}
+	text := FormatEntry(s.opts.Now(), source, content)
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return Written{}, ctx.Err()
+	}
+	if err := s.root.MkdirAll(Dir, 0o755); err != nil {
+		return Written{}, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Written{}, err
+	}
+	defer unlock()
+
+	off, err := s.appendLine(text)
+	if err != nil {
+		return Written{}, err
+	}
+	if off == 0 {
+		// The file may be new: make its name as durable as its content.
+		if d, err := s.root.Open(Dir); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
+	}
+	w := Written{Text: text}
+	// Still under the lock, so no other cooperating writer has added a line
+	// after ours: the counts are those right after the write.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refresh(); err != nil {
+		var tl *TooLargeError
+		if errors.As(err, &tl) {
+			return w, nil
+		}
+		return w, err
+	}
+	w.Total = s.idx.stats().Entries
+	w.Line, w.Entry = s.idx.lineAt(off)
+	return w, nil
+}
+
+// appendLine appends text and a line break in one write and syncs it. It
+// returns the offset the line starts at. A file whose last line has no line
+// break (edited by hand) gets one first, so the entry stays on its own line.
+func (s *Store) appendLine(text string) (int64, error) {
+	f, err := s.root.OpenFile(Path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, NotRegularError{}
+	}
+	buf := make([]byte, 0, len(text)+2)
+	off := fi.Size()
+	if off > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], off-1); err != nil {
+			return 0, err
+		}
+		if last[0] != '\n' {
+			buf = append(buf, '\n')
+			off++
+		}
+	}
+	buf = append(buf, text...)
+	buf = append(buf, '\n')
+	// One write of the whole line: with O_APPEND the kernel places it at
+	// the end as a unit, so even a writer that ignores the lock cannot
+	// interleave inside it.
+	n, err := f.Write(buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("memory: short write (%d of %d bytes)", n, len(buf))
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return off, f.Close()
+}
+
+// lock takes the cross-process lock on memory/.MEMORY.md.lock. The lock
+// file is opened relative to the memory folder, itself opened through the
+// workspace root, and O_NOFOLLOW refuses a lock file that is a symbolic
+// link: nothing outside the workspace is created or locked.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	dir, err := s.root.Open(Dir)
+	if err != nil {
+		return nil, err
+	}
+	lk := flock.New(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), LockFile),
+		flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
+		flock.SetPermissions(0o644))
+	wctx, cancel := context.WithTimeout(ctx, s.opts.LockWait)
+	defer cancel()
+	// flock(2) cannot be interrupted by a context, so poll; the lock is
+	// held for one append and fsync, well under a millisecond.
+	ok, err := lk.TryLockContext(wctx, time.Millisecond)
+	if !ok || err != nil {
+		dir.Close()
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, ErrBusy
+		case err == nil:
+			return nil, ErrBusy
+		}
+		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: unwrapPath(err)}
+	}
+	return func() {
+		_ = lk.Unlock()
+		dir.Close()
+	}, nil
+}
+
+// unwrapPath drops the /proc/self/fd/N path from an os error, which would
+// mean nothing to a model.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// refresh brings the index up to date with the file. s.mu must be held.
+func (s *Store) refresh() error {
+	f, err := s.root.OpenFile(Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		s.idx.reset()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		s.idx.reset()
+		return NotRegularError{}
+	}
+	return s.idx.refresh(f, fi, s.opts.MaxBytes)
+}
+
+// Stats describes the memory file.
+type Stats struct {
+	Exists    bool
+	Lines     int    // lines in the file
+	Entries   int    // non-blank lines
+	First     string // earliest entry date, "" when there is none
+	Last      string // latest entry date
+	Malformed []int  // numbers of non-blank lines not in the YYYY-MM-DD|source|content form
+	Blank     []int  // numbers of blank lines
+}
+
+// SearchResult is what Search found.
+type SearchResult struct {
+	Hits  []Line // newest (last in the file) first
+	Total int    // matching lines, of which Hits are the newest
+	Stats Stats
+}
+
+// Search returns the lines holding any of keywords (or, with all, every
+// one), compared case-insensitively as substrings, so it works for text
+// without spaces between words such as Chinese. At most max hits are
+// returned, newest first, with the total number of matches.
+func (s *Store) Search(ctx context.Context, keywords []string, all bool, max int) (SearchResult, error) {
+	kws := make([]string, 0, len(keywords))
+	seen := make(map[string]bool)
+	for _, k := range keywords {
+		if k = foldString(k); k != "" && !seen[k] {
+			seen[k] = true
+			kws = append(kws, k)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refresh(); err != nil {
+		return SearchResult{}, err
+	}
+	res := SearchResult{Stats: s.idx.stats()}
+	if len(kws) == 0 || max <= 0 {
+		return res, nil
+	}
+	hits, total := s.idx.search(kws, all, max)
+	res.Total = total
+	for _, i := range hits {
+		res.Hits = append(res.Hits, s.idx.line(i))
+	}
+	return res, ctx.Err()
+}
+
+// Range returns lines start to end (1-based, inclusive; end is clipped to
+// the file), blank ones included so the numbers match the file.
+func (s *Store) Range(ctx context.Context, start, end int) ([]Line, Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refresh(); err != nil {
+		return nil, Stats{}, err
+	}
+	st := s.idx.stats()
+	end = min(end, st.Lines)
+	var out []Line
+	for n := max(start, 1); n <= end; n++ {
+		out = append(out, s.idx.line(n-1))
+	}
+	return out, st, ctx.Err()
+}
+
+// Recent returns the last n non-blank lines, oldest first.
+func (s *Store) Recent(ctx context.Context, n int) ([]Line, Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refresh(); err != nil {
+		return nil, Stats{}, err
+	}
+	st := s.idx.stats()
+	var out []Line
+	for i := st.Lines - 1; i >= 0 && len(out) < n; i-- {
+		if !s.idx.blankAt(i) {
+			out = append(out, s.idx.line(i))
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, st, ctx.Err()
+}
+
+// lineAt returns the line number of the line starting at byte off, and its
+// number among the non-blank lines; 0, 0 when no line starts there (the
+// file was replaced meanwhile).
+func (x *index) lineAt(off int64) (line, entry int) {
+	n := x.lines()
+	for i := n - 1; i >= 0; i-- {
+		var start int64
+		if i == len(x.starts) {
+			start = int64(len(x.raw))
+		} else {
+			start = int64(x.starts[i])
+		}
+		if start < off {
+			return 0, 0
+		}
+		if start == off {
+			entry = x.entries
+			if len(x.tail) > 0 && classify(x.tail) != kindBlank {
+				entry++
+			}
+			for j := n - 1; j > i; j-- {
+				if !x.blankAt(j) {
+					entry--
+				}
+			}
+			return i + 1, entry
+		}
+	}
+	return 0, 0
+}

@@ -1,0 +1,311 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/memory"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// Bounds of the memory tool's output.
+const (
+	memoryMaxOutput    = 40000 // characters of one result
+	memoryMaxHitChars  = 2000  // characters of one search hit; read shows the whole line
+	memoryMaxRange     = 200   // lines one read may ask for
+	memoryDefaultRange = 50    // lines read when only one end of the range is given
+	memoryMaxListed    = 20    // malformed or blank line numbers named in a note
+	memoryMaxKeywords  = 20
+)
+
+// Memory is the agent's long-term memory: one tool whose action writes an
+// entry, searches the entries, or reads them, over a memory.Store.
+type Memory struct {
+	store *memory.Store
+}
+
+// NewMemory returns the memory tool over store.
+func NewMemory(store *memory.Store) *Memory { return &Memory{store: store} }
+
+const memorySchema = `{
+  "type": "object",
+  "properties": {
+    "action": {"type": "string", "enum": ["write", "search", "read"], "description": "write: save one entry; search: find entries by keywords; read: show the newest entries or a line range"},
+    "content": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "write: the fact to remember, self-contained (who, what, when); line breaks become spaces"},
+    "keywords": {"type": "string", "minLength": 1, "maxLength": 500, "description": "search: space-separated keywords, matched case-insensitively as substrings of the whole entry (date and source included); works for Chinese, e.g. '部署 测试'"},
+    "match_mode": {"type": "string", "enum": ["or", "and"], "description": "search: 'or' = entries with any keyword (default), 'and' = entries with every keyword"},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": 100, "description": "search: most entries shown, newest first (default 15)"},
+    "start_line": {"type": "integer", "minimum": 1, "description": "read: first line of a range, 1-based (line numbers are those search shows)"},
+    "end_line": {"type": "integer", "minimum": 1, "description": "read: last line of the range, inclusive (at most 200 lines per call)"},
+    "recent_count": {"type": "integer", "minimum": 1, "maximum": 100, "description": "read without a range: how many of the newest entries to show (default 10)"}
+  },
+  "required": ["action"],
+  "additionalProperties": false
+}`
+
+type memoryArgs struct {
+	Action      string `json:"action"`
+	Content     string `json:"content"`
+	Keywords    string `json:"keywords"`
+	MatchMode   string `json:"match_mode"`
+	MaxResults  int    `json:"max_results"`
+	StartLine   int    `json:"start_line"`
+	EndLine     int    `json:"end_line"`
+	RecentCount int    `json:"recent_count"`
+}
+
+func (t *Memory) Name() string { return "memory" }
+
+func (t *Memory) Description() string {
+	return "Long-term memory kept across sessions in memory/MEMORY.md, one entry per line 'YYYY-MM-DD|source|content'. " +
+		"action=write saves a fact worth remembering (content); action=search finds entries by space-separated keywords " +
+		"(match_mode or|and, newest first, with line numbers); action=read shows the recent_count newest entries, or lines start_line..end_line. " +
+		"Search memory before asking the user something they may have told you already."
+}
+
+func (t *Memory) Parameters() json.RawMessage { return json.RawMessage(memorySchema) }
+
+func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[memoryArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	var out string
+	switch args.Action {
+	case "write":
+		out, err = t.write(ctx, args)
+	case "search":
+		out, err = t.search(ctx, args)
+	default:
+		out, err = t.read(ctx, args)
+	}
+	if err != nil {
+		return "", memoryError(err)
+	}
+	return out, nil
+}
+
+func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
+	if a.Content == "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': action=write needs content, the fact to remember.")
+	}
+	call, _ := registry.CallFrom(ctx)
+	w, err := t.store.Write(ctx, call.Source, a.Content)
+	if err != nil {
+		return "", err
+	}
+	if w.Line == 0 {
+		return fmt.Sprintf("Saved to %s (the file is too large for the entries to be counted):\n%s", memory.Path, w.Text), nil
+	}
+	return fmt.Sprintf("Saved to %s as entry %d (line %d); the memory now holds %d %s:\n%s",
+		memory.Path, w.Entry, w.Line, w.Total, memoryPlural(w.Total, "entry", "entries"), w.Text), nil
+}
+
+func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
+	kws := strings.Fields(a.Keywords)
+	if len(kws) == 0 {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': action=search needs keywords, separated by spaces (e.g. 'tea preference').")
+	}
+	if len(kws) > memoryMaxKeywords {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': %d keywords given; at most %d are allowed. Next: keep the most specific ones.", len(kws), memoryMaxKeywords)
+	}
+	all := a.MatchMode == "and"
+	maxResults := a.MaxResults
+	if maxResults == 0 {
+		maxResults = 15
+	}
+	res, err := t.store.Search(ctx, kws, all, maxResults)
+	if err != nil {
+		return "", err
+	}
+	mode := "any"
+	if all {
+		mode = "all"
+	}
+	query := strings.Join(kws, " ")
+	if res.Stats.Entries == 0 {
+		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path), nil
+	}
+	if res.Total == 0 {
+		return fmt.Sprintf("No entries match %s of '%s' in %s (%d entries). Next: try other or fewer keywords, match_mode=or, or action=read to see the newest entries.",
+			mode, query, memory.Path, res.Stats.Entries), nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d entries)", res.Total, memoryPlural(res.Total, "entry", "entries"), mode, query, memory.Path, res.Stats.Entries)
+	if len(res.Hits) < res.Total {
+		fmt.Fprintf(&b, "; showing the %d newest", len(res.Hits))
+	} else {
+		b.WriteString(", newest first")
+	}
+	b.WriteString(":\n")
+	shown, budget := 0, memoryMaxOutput
+	for _, h := range res.Hits {
+		text := h.Text
+		if n := utf8.RuneCountInString(text); n > memoryMaxHitChars {
+			text = fmt.Sprintf("%s ... (%d more characters; read the whole line with action=read start_line=%d end_line=%d)",
+				cutChars(text, memoryMaxHitChars), n-memoryMaxHitChars, h.N, h.N)
+		}
+		n := utf8.RuneCountInString(text)
+		if n > budget {
+			break
+		}
+		budget -= n
+		fmt.Fprintf(&b, "[%d] %s\n", h.N, text)
+		shown++
+	}
+	if shown < res.Total {
+		fmt.Fprintf(&b, "[Only the %d newest of %d matches are shown. Next: use more specific keywords or match_mode=and, raise max_results (up to 100), or read older lines with action=read start_line/end_line.]\n",
+			shown, res.Total)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
+	if a.StartLine > 0 && a.EndLine > 0 && a.StartLine > a.EndLine {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': start_line (%d) is after end_line (%d).", a.StartLine, a.EndLine)
+	}
+	ranged := a.StartLine > 0 || a.EndLine > 0
+	var (
+		lines []memory.Line
+		st    memory.Stats
+		err   error
+		cut   bool // the range asked for was longer than one read shows
+	)
+	start, end := a.StartLine, a.EndLine
+	if ranged {
+		switch {
+		case start == 0:
+			start = max(1, end-memoryDefaultRange+1)
+		case end == 0:
+			end = start + memoryDefaultRange - 1
+		case end-start+1 > memoryMaxRange:
+			end, cut = start+memoryMaxRange-1, true
+		}
+		lines, st, err = t.store.Range(ctx, start, end)
+	} else {
+		n := a.RecentCount
+		if n == 0 {
+			n = 10
+		}
+		lines, st, err = t.store.Recent(ctx, n)
+	}
+	if err != nil {
+		return "", err
+	}
+	if st.Entries == 0 && (!ranged || st.Lines == 0) {
+		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path), nil
+	}
+	if ranged && start > st.Lines {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "start_line %d is beyond the end of %s, which has %d lines. Next: use a start_line between 1 and %d, or omit the range to see the newest entries.",
+			start, memory.Path, st.Lines, max(st.Lines, 1))
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d %s in %d lines", memory.Path, st.Entries, memoryPlural(st.Entries, "entry", "entries"), st.Lines)
+	if st.First != "" {
+		fmt.Fprintf(&b, ", dated %s to %s", st.First, st.Last)
+	}
+	b.WriteString(".\n")
+	if ranged {
+		fmt.Fprintf(&b, "Lines %d-%d:\n", start, lines[len(lines)-1].N)
+	} else {
+		if len(lines) == st.Entries {
+			fmt.Fprintf(&b, "All %d %s, oldest first:\n", len(lines), memoryPlural(len(lines), "entry", "entries"))
+		} else if len(lines) == 1 {
+			b.WriteString("The newest entry:\n")
+		} else {
+			fmt.Fprintf(&b, "The %d newest entries, oldest first:\n", len(lines))
+		}
+	}
+	budget := memoryMaxOutput
+	last := 0
+	for _, l := range lines {
+		n := utf8.RuneCountInString(l.Text)
+		if n > budget {
+			if last == 0 {
+				fmt.Fprintf(&b, "[%d] %s\n[Line %d is longer than the output cap of %d characters and was cut.]\n", l.N, cutChars(l.Text, budget), l.N, memoryMaxOutput)
+				last = l.N
+			}
+			cut = true
+			break
+		}
+		fmt.Fprintf(&b, "[%d] %s\n", l.N, l.Text)
+		budget -= n
+		last = l.N
+	}
+	if ranged && last < st.Lines {
+		fmt.Fprintf(&b, "[More lines follow (%d-%d). Next: continue with start_line=%d.]\n", last+1, st.Lines, last+1)
+	} else if !ranged && len(lines) < st.Entries && last == lines[len(lines)-1].N {
+		fmt.Fprintf(&b, "[Not shown: %d older %s. Next: raise recent_count (up to 100), search with action=search, or read a range with start_line/end_line.]\n",
+			st.Entries-len(lines), memoryPlural(st.Entries-len(lines), "entry", "entries"))
+	} else if cut && !ranged {
+		fmt.Fprintf(&b, "[Output cut at %d characters. Next: read a range with start_line/end_line.]\n", memoryMaxOutput)
+	}
+	if len(st.Malformed) > 0 {
+		fmt.Fprintf(&b, "Note: %d %s not in the form YYYY-MM-DD|source|content (kept as written): %s.\n",
+			len(st.Malformed), memoryPlural(len(st.Malformed), "line is", "lines are"), memoryLineList(st.Malformed))
+	}
+	if len(st.Blank) > 0 {
+		fmt.Fprintf(&b, "Note: %d blank %s: %s.\n", len(st.Blank), memoryPlural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// memoryLineList names at most memoryMaxListed line numbers.
+func memoryLineList(ns []int) string {
+	parts := make([]string, 0, min(len(ns), memoryMaxListed))
+	for _, n := range ns[:min(len(ns), memoryMaxListed)] {
+		parts = append(parts, fmt.Sprint(n))
+	}
+	s := memoryPlural(len(ns), "line ", "lines ") + strings.Join(parts, ", ")
+	if len(ns) > memoryMaxListed {
+		s += fmt.Sprintf(" and %d more", len(ns)-memoryMaxListed)
+	}
+	return s
+}
+
+func memoryPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// memoryError turns a store error into one a model can act on.
+func memoryError(err error) error {
+	var (
+		tooLarge *memory.TooLargeError
+		notReg   memory.NotRegularError
+		pe       *os.PathError
+		coded    registry.Coded
+	)
+	switch {
+	case errors.As(err, &coded), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, memory.ErrEmpty):
+		return registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': content is empty once line breaks and control characters are removed. Next: give the fact to remember as text.")
+	case errors.Is(err, memory.ErrBusy):
+		return registry.Errorf(registry.CodeBusy, "%s is locked by another writer and stayed locked too long. Next: retry the write shortly.", memory.Path)
+	case errors.As(err, &tooLarge):
+		return registry.Errorf(registry.CodeUnavailable, "%s is %s, more than the %s memory loads for search and read. Next: move older entries to another file (for example memory/archive.md) and search again; writes still work.",
+			memory.Path, humanSize(tooLarge.Size), humanSize(tooLarge.Max))
+	case errors.Is(err, syscall.ELOOP) && errors.As(err, &pe) && pe.Path == memory.Dir+"/"+memory.LockFile:
+		return registry.Errorf(registry.CodePathDenied, "%s is a symbolic link; the memory lock file must be a plain file, and a link is never followed. Next: ask the user to remove it.", pe.Path)
+	case errors.As(err, &notReg):
+		return registry.Errorf(registry.CodeToolError, "%s is not a regular file (a folder, pipe or device). Next: ask the user to move it aside; memory cannot be used until then.", memory.Path)
+	}
+	display := memory.Path
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, memory.Dir) {
+		display = pe.Path
+	}
+	return workspace.Explain(err, workspace.Path{Name: display, Display: display})
+}
+
+var _ registry.Tool = (*Memory)(nil)
