@@ -1,0 +1,119 @@
+// Package procgroup runs a command as the leader of its own session and
+// process group, so that the command and everything it starts can be
+// killed together, and so that a descendant holding the output pipes open
+// cannot keep the caller waiting.
+package procgroup
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prepare sets cmd up to start in a new session (setsid: a new process
+// group with the command as leader, and no controlling terminal to inject
+// keystrokes into). When cmd's context is done the whole group is killed;
+// waitDelay bounds how long Wait then waits for the output pipes.
+func Prepare(cmd *exec.Cmd, waitDelay time.Duration) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	// No Pdeathsig: it fires when the forking OS thread exits, not the
+	// process (golang/go#27505), and could kill a healthy command.
+	cmd.Cancel = func() error { return Kill(cmd.Process.Pid) }
+	cmd.WaitDelay = waitDelay
+}
+
+// Kill sends SIGKILL to every process of the group pgid. A group that is
+// already gone is not an error.
+func Kill(pgid int) error {
+	if pgid <= 1 {
+		return errors.New("procgroup: refusing to kill a group id <= 1")
+	}
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Alive reports whether any process of the group pgid still exists.
+func Alive(pgid int) bool {
+	return pgid > 1 && syscall.Kill(-pgid, 0) == nil
+}
+
+// Wait waits for cmd's process to end, kills what is left of its group
+// (background jobs, grandchildren holding the pipes) and then reaps it with
+// cmd.Wait. The leader is observed with WNOWAIT and stays a zombie until
+// the group is killed, so its number cannot be reused for another group in
+// between.
+func Wait(cmd *exec.Cmd) error {
+	pid := cmd.Process.Pid
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	_ = Kill(pid)
+	err := cmd.Wait()
+	awaitGone(pid, 2*time.Second)
+	return err
+}
+
+// awaitGone waits until no process of the group is left alive, at most
+// max. Killed members other than the leader were children of the leader;
+// they go to init (or a subreaper) and stay zombies until it reaps them,
+// which some inits do only now and then. A zombie is dead and holds
+// nothing, so the wait ends when only zombies are left. A member still
+// alive after max (it cannot happen with SIGKILL short of a stuck kernel
+// call) is left to its reaper rather than blocking the call.
+func awaitGone(pgid int, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for wait := 50 * time.Microsecond; Alive(pgid) && len(LiveMembers(pgid)) > 0 && time.Now().Before(deadline); wait = min(2*wait, 10*time.Millisecond) {
+		_ = Kill(pgid)
+		time.Sleep(wait)
+	}
+}
+
+// LiveMembers returns the processes of group pgid that are not zombies, by
+// reading /proc.
+func LiveMembers(pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var live []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			live = append(live, pid)
+		}
+	}
+	return live
+}

@@ -1,0 +1,547 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/headtail"
+	"github.com/countbot/toolsvc/internal/procgroup"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// CommandGuard judges a shell script before it runs. Check returns nil to
+// allow it, or an error carrying the policy_denied code and the reason.
+type CommandGuard interface {
+	Check(script string) error
+}
+
+// ExecOptions configure the exec tool.
+type ExecOptions struct {
+	DefaultTimeout time.Duration // when the call gives none
+	MaxTimeout     time.Duration // upper bound of a call's timeout
+	MaxConcurrent  int           // commands running at once; more wait, then get busy
+	MaxOutput      int           // characters of output in a result
+	EnvAllow       []string      // extra variable names passed to commands ("NAME" or "PREFIX_*")
+	Guard          CommandGuard  // required
+	Sandbox        *sandbox.Sandbox
+	// TempDir is where each command's private temporary folder is made;
+	// default os.TempDir(). It must not be inside the workspace.
+	TempDir string
+	// Environ returns the service's environment; default os.Environ.
+	Environ func() []string
+}
+
+// Exec runs shell commands in the workspace: /bin/sh -c in its own process
+// group, with an allowlisted environment, bounded output and time, inside
+// the configured sandbox.
+type Exec struct {
+	ws   *workspace.Workspace
+	opts ExecOptions
+	sem  chan struct{}
+	desc string
+
+	mu      sync.Mutex
+	running map[int]struct{} // process group ids, killed by Close
+	closed  bool
+}
+
+// NewExec returns the exec tool.
+func NewExec(ws *workspace.Workspace, o ExecOptions) *Exec {
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = 30 * time.Second
+	}
+	if o.MaxTimeout < o.DefaultTimeout {
+		o.MaxTimeout = o.DefaultTimeout
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 4
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = 10000
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ
+	}
+	e := &Exec{ws: ws, opts: o, sem: make(chan struct{}, o.MaxConcurrent), running: map[int]struct{}{}}
+	e.desc = e.describe()
+	return e
+}
+
+// execArgs are the arguments of a call; see Parameters.
+type execArgs struct {
+	Command    string `json:"command"`
+	WorkingDir string `json:"working_dir"`
+	Timeout    int    `json:"timeout"`
+}
+
+// Name implements registry.Tool.
+func (e *Exec) Name() string { return "exec" }
+
+// Description implements registry.Tool.
+func (e *Exec) Description() string { return e.desc }
+
+func (e *Exec) describe() string {
+	net := "not restricted (no sandbox)"
+	if sb := e.opts.Sandbox; sb != nil && sb.Mode() != sandbox.None {
+		net = onOff(sb.Network(), "on", "off")
+	}
+	return fmt.Sprintf("Run a shell command with /bin/sh -c in the workspace and return its output: stdout, then "+
+		"stderr after 'STDERR:'; a failed command starts with 'COMMAND FAILED (exit code N)'. Use it for builds, "+
+		"tests, git, grep and other command-line work. The workspace is writable; the rest of the system is "+
+		"read-only; $TMPDIR is a private temporary folder deleted after the call; network: %s. Destructive "+
+		"commands (rm -rf, mkfs, dd, shutdown...) are refused by a safety guard. Commands stop after %d s "+
+		"unless 'timeout' says otherwise (at most %d s). Output beyond %d characters is cut in the middle: "+
+		"send large output to a file and read it with read_file, or narrow it with grep, head or tail.",
+		net, int(e.opts.DefaultTimeout/time.Second), int(e.opts.MaxTimeout/time.Second), e.opts.MaxOutput)
+}
+
+func onOff(b bool, on, off string) string {
+	if b {
+		return on
+	}
+	return off
+}
+
+// Parameters implements registry.Tool.
+func (e *Exec) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
+    "working_dir": {"type": "string", "description": "Folder to run in, relative to the workspace. Default: the workspace root."},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Seconds before the command is stopped. Default: %d."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second)))
+}
+
+// Timeout implements registry.Timeouter: the registry's deadline is a
+// backstop above the largest per-call timeout, so that exec's own timeout,
+// which reports the output captured so far, fires first.
+func (e *Exec) Timeout() time.Duration { return e.opts.MaxTimeout + 15*time.Second }
+
+// Execute implements registry.Tool.
+func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	a, err := registry.Decode[execArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "the command is empty. Next: give the shell command to run.")
+	}
+	dir, err := e.workingDir(a.WorkingDir)
+	if err != nil {
+		return "", err
+	}
+	if err := e.opts.Guard.Check(a.Command); err != nil {
+		return "", err
+	}
+	timeout := e.opts.DefaultTimeout
+	if a.Timeout > 0 {
+		timeout = min(time.Duration(a.Timeout)*time.Second, e.opts.MaxTimeout)
+	}
+	// One deadline covers the wait for a free slot and the run.
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case e.sem <- struct{}{}:
+		defer func() { <-e.sem }()
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return "", canceled()
+		}
+		return "", registry.Errorf(registry.CodeBusy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
+	}
+	return e.run(ctx, cctx, a.Command, dir, timeout)
+}
+
+// workingDir resolves the call's working_dir through the workspace, with
+// symbolic links resolved, to a host path for the child.
+func (e *Exec) workingDir(p string) (string, error) {
+	path, err := e.ws.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := path.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "working_dir '%s' is a file, not a folder. Next: give a folder relative to the workspace, or leave working_dir out.", path.Display)
+	}
+	return e.ws.RealPath(path)
+}
+
+// run starts the command and waits for it, its timeout, or the caller.
+func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.Duration) (string, error) {
+	tmp, err := os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
+	if err != nil {
+		return "", registry.Errorf(registry.CodeToolError, "could not create a temporary folder for the command: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	argv := []string{"/bin/sh", "-c", command}
+	path, args, childTmp := argv[0], argv[1:], tmp
+	if e.opts.Sandbox != nil {
+		path, args, childTmp = e.opts.Sandbox.Command(tmp, argv)
+	}
+	// Room for MaxOutput characters of up to 4 bytes at each end.
+	keep := utf8.UTFMax * e.opts.MaxOutput
+	stdout := headtail.New(keep, keep)
+	stderr := headtail.New(keep, keep)
+	stream := newStreamer(ctx)
+	defer stream.stop()
+
+	cmd := exec.CommandContext(cctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = e.env(childTmp)
+	cmd.Stdout = stream.tee(stdout)
+	cmd.Stderr = stream.tee(stderr)
+	procgroup.Prepare(cmd, 2*time.Second)
+	start := cmd.Start
+	if e.opts.Sandbox != nil {
+		start = func() error { return e.opts.Sandbox.Start(cmd, tmp) }
+	}
+	if err := start(); err != nil {
+		return "", registry.Errorf(registry.CodeToolError, "could not start the shell: %v", err)
+	}
+	pgid := cmd.Process.Pid
+	if !e.track(pgid) {
+		_ = procgroup.Kill(pgid)
+	}
+	err = procgroup.Wait(cmd)
+	e.untrack(pgid)
+	stream.stop()
+
+	switch {
+	case ctx.Err() != nil:
+		return "", canceled()
+	case cctx.Err() != nil && !exitedByItself(cmd.ProcessState):
+		last := lastLines(e.format(stdout, stderr, 0, false), 2000)
+		if strings.TrimSpace(last) == "" {
+			last = "(no output)"
+		}
+		return "", registry.Errorf(registry.CodeTimeout, "Command timed out after %s and was stopped; every process it started was killed.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, last, int(e.opts.MaxTimeout/time.Second))
+	}
+	code := exitCode(cmd.ProcessState, err)
+	return e.format(stdout, stderr, code, true), nil
+}
+
+func canceled() error {
+	return registry.Errorf(registry.CodeCanceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); every process it started was killed.")
+}
+
+// exitedByItself reports whether the shell exited rather than being killed,
+// so a command that finished as its deadline passed is not called timed
+// out.
+func exitedByItself(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Exited()
+}
+
+// exitCode returns the shell's exit status, 128+N for a signal as shells
+// report it.
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		if err != nil {
+			return -1
+		}
+		return 0
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// env builds the child's environment from the allowlist only: the
+// service's own variables (API keys, tokens) never reach commands. HOME is
+// the workspace, so tools that keep settings in dotfiles keep them there
+// between calls, and TMPDIR the call's private folder.
+func (e *Exec) env(tmp string) []string {
+	out := []string{"HOME=" + e.ws.Dir(), "TMPDIR=" + tmp}
+	hasPath := false
+	for _, kv := range e.opts.Environ() {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !e.allowedEnv(name) {
+			continue
+		}
+		hasPath = hasPath || name == "PATH"
+		out = append(out, kv)
+	}
+	if !hasPath {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	return out
+}
+
+func (e *Exec) allowedEnv(name string) bool {
+	if strings.HasPrefix(name, "TOOLSVC_") || name == "HOME" || name == "TMPDIR" {
+		return false
+	}
+	switch name {
+	case "PATH", "LANG", "LANGUAGE", "TZ", "TERM":
+		return true
+	}
+	if strings.HasPrefix(name, "LC_") {
+		return true
+	}
+	for _, a := range e.opts.EnvAllow {
+		if a == name || (strings.HasSuffix(a, "*") && strings.HasPrefix(name, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// format renders the output in CountBot's form: a failure announced first
+// and last, stdout, then stderr under "STDERR:" when not blank, and
+// "(no output)" when there is nothing. Each stream is cut in the middle to
+// fit MaxOutput, with a note of how much was cut.
+func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) string {
+	outN, errN := stdout.Total(), stderr.Total()
+	errBlank := errN == 0 || isBlank(stderr)
+	if errBlank {
+		errN = 0
+	}
+	max := int64(e.opts.MaxOutput)
+	outB, errB := outN, errN
+	if outN+errN > max {
+		errB = min(errN, maxI(max/2, max-outN))
+		outB = min(outN, max-errB)
+	}
+	var parts []string
+	if final && code != 0 {
+		parts = append(parts, fmt.Sprintf("COMMAND FAILED (exit code %d)", code))
+	}
+	if outN > 0 {
+		parts = append(parts, render(stdout, int(outB), "stdout"))
+	}
+	if !errBlank {
+		parts = append(parts, "STDERR:\n"+render(stderr, int(errB), "stderr"))
+	}
+	if final && code != 0 {
+		parts = append(parts, fmt.Sprintf("\nExit code: %d", code))
+	}
+	if len(parts) == 0 || (len(parts) == 1 && strings.TrimSpace(parts[0]) == "") {
+		return "(no output)"
+	}
+	return strings.Join(parts, "\n")
+}
+
+func maxI(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func isBlank(b *headtail.Buffer) bool {
+	h, t, d := b.Snapshot()
+	return d == 0 && strings.TrimSpace(string(h)+string(t)) == ""
+}
+
+// render returns one stream within budget characters: whole when it fits,
+// else its first and last halves around a note saying how much was cut.
+// Invalid UTF-8 is replaced, never passed on.
+func render(b *headtail.Buffer, budget int, name string) string {
+	head, tail, dropped := b.Snapshot()
+	all := append(head, tail...)
+	total := int64(len(all)) + dropped
+	if dropped == 0 && utf8.RuneCount(all) <= budget {
+		return strings.ToValidUTF8(string(all), "\uFFFD")
+	}
+	h := prefixRunes(all, budget/2)
+	start := suffixStart(all, budget-budget/2)
+	if start < h {
+		start = h
+	}
+	cut := total - int64(h) - int64(len(all)-start)
+	note := fmt.Sprintf("\n\n... [%d bytes of %s cut here (%d bytes in all); the first %d and last %d characters are shown. Next: send the output to a file (command > out.txt) and read it with read_file, or narrow it with grep, head or tail] ...\n\n",
+		cut, name, total, budget/2, budget-budget/2)
+	return strings.ToValidUTF8(string(all[:h]), "\uFFFD") + note + strings.ToValidUTF8(string(all[start:]), "\uFFFD")
+}
+
+// prefixRunes returns the length in bytes of the first n characters of b.
+func prefixRunes(b []byte, n int) int {
+	i := 0
+	for k := 0; k < n && i < len(b); k++ {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return i
+}
+
+// suffixStart returns where the last n characters of b begin.
+func suffixStart(b []byte, n int) int {
+	i := len(b)
+	for k := 0; k < n && i > 0; k++ {
+		_, size := utf8.DecodeLastRune(b[:i])
+		i -= size
+	}
+	return i
+}
+
+// lastLines keeps the end of s, at most max bytes, starting at a line.
+func lastLines(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		s = s[i+1:]
+	}
+	return "...\n" + strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func (e *Exec) track(pgid int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running[pgid] = struct{}{}
+	return !e.closed
+}
+
+func (e *Exec) untrack(pgid int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.running, pgid)
+}
+
+// Close kills every running command's process group. Shutdown also
+// cancels the calls; this makes sure nothing outlives the service.
+func (e *Exec) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for pgid := range e.running {
+		_ = procgroup.Kill(pgid)
+	}
+}
+
+// Streaming of output as it comes, for callers that asked for events.
+const (
+	streamEvery    = 100 * time.Millisecond
+	streamMaxEvent = 16 << 10 // bytes per event; more within one period is dropped and counted
+)
+
+// streamer sends output to registry.Progress in bounded events, at most one
+// per streamEvery. It does nothing when nobody listens.
+type streamer struct {
+	ctx     context.Context
+	on      bool
+	mu      sync.Mutex
+	pending []byte
+	dropped int64
+	done    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+func newStreamer(ctx context.Context) *streamer {
+	s := &streamer{ctx: ctx, on: registry.Streaming(ctx), done: make(chan struct{})}
+	if s.on {
+		s.wg.Add(1)
+		go s.loop()
+	}
+	return s
+}
+
+// tee returns a writer that feeds buf and, when streaming, the events.
+func (s *streamer) tee(buf *headtail.Buffer) writerFunc {
+	if !s.on {
+		return buf.Write
+	}
+	return func(p []byte) (int, error) {
+		s.add(p)
+		return buf.Write(p)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func (s *streamer) add(p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	room := streamMaxEvent - len(s.pending)
+	if room < len(p) {
+		s.dropped += int64(len(p) - max(room, 0))
+		p = p[:max(room, 0)]
+	}
+	s.pending = append(s.pending, p...)
+}
+
+func (s *streamer) loop() {
+	defer s.wg.Done()
+	t := time.NewTicker(streamEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.flush(false)
+		case <-s.done:
+			s.flush(true)
+			return
+		}
+	}
+}
+
+// flush sends what is pending, keeping back a rune cut at the end unless
+// this is the last flush.
+func (s *streamer) flush(last bool) {
+	s.mu.Lock()
+	data := s.pending
+	dropped := s.dropped
+	s.dropped = 0
+	keep := 0
+	if !last {
+		for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(data[i]) {
+				if !utf8.FullRune(data[i:]) {
+					keep = len(data) - i
+				}
+				break
+			}
+		}
+	}
+	s.pending = append([]byte(nil), data[len(data)-keep:]...)
+	data = data[:len(data)-keep]
+	s.mu.Unlock()
+	if len(data) > 0 {
+		registry.Progress(s.ctx, "output", strings.ToValidUTF8(string(data), "\uFFFD"))
+	}
+	if dropped > 0 {
+		registry.Progress(s.ctx, "output", fmt.Sprintf("\n[... %d bytes of output not streamed; the result shows the first and last parts ...]\n", dropped))
+	}
+}
+
+// stop sends what is left and ends the streaming; it may be called twice.
+func (s *streamer) stop() {
+	s.once.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+	})
+}
+
+var (
+	_ registry.Tool      = (*Exec)(nil)
+	_ registry.Timeouter = (*Exec)(nil)
+)
