@@ -1,0 +1,133 @@
+// Package desktop captures the X11 screen (a real desktop or Xvfb) with
+// github.com/kbinani/screenshot.
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"io"
+	"log"
+	"os"
+	"sync"
+
+	"github.com/jezek/xgb"
+	"github.com/kbinani/screenshot"
+)
+
+// Error codes, matching the registry's.
+const (
+	CodeInvalid     = "invalid_arguments"
+	CodeUnavailable = "unavailable"
+	CodeToolError   = "tool_error"
+)
+
+// Error is a failure a model can act on. It carries a registry error code.
+type Error struct {
+	Code string
+	Msg  string
+}
+
+func (e *Error) Error() string     { return e.Msg }
+func (e *Error) ErrorCode() string { return e.Code }
+
+// MaxPixels bounds a capture (8K by 8K), so a huge virtual screen cannot
+// exhaust memory.
+const MaxPixels = 7680 * 7680
+
+// Capturer takes desktop screenshots, one at a time.
+type Capturer struct {
+	mu sync.Mutex
+}
+
+// quietXGB silences the X library's package logger once per process: it
+// would otherwise print a line to stderr for every connection made without
+// an ~/.Xauthority file (the usual case under Xvfb). It is the one
+// package-level variable here, because the logger it sets is one too.
+var quietXGB sync.Once
+
+// New returns a Capturer.
+func New() *Capturer {
+	quietXGB.Do(func() { xgb.Logger = log.New(io.Discard, "", 0) })
+	return &Capturer{}
+}
+
+// Displays returns the bounds of every display, relative to the first one.
+func (c *Capturer) Displays() ([]image.Rectangle, error) {
+	if err := probe(); err != nil {
+		return nil, err
+	}
+	n := screenshot.NumActiveDisplays()
+	if n <= 0 {
+		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("the X display %s reports no screens (its Xinerama/RandR extension gave none). Next: the operator should check the X server.", os.Getenv("DISPLAY"))}
+	}
+	out := make([]image.Rectangle, n)
+	for i := range out {
+		out[i] = screenshot.GetDisplayBounds(i)
+	}
+	return out, nil
+}
+
+// Capture grabs monitor 0 (every display: the box around all of them) or
+// monitor N (the Nth display, counted from 1). It stops waiting when ctx
+// ends.
+func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	displays, err := c.Displays()
+	if err != nil {
+		return nil, err
+	}
+	if monitor < 0 || monitor > len(displays) {
+		return nil, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("monitor %d does not exist: this desktop has %d display(s). Next: use monitor 0 for all displays, or 1 to %d for one.", monitor, len(displays), len(displays))}
+	}
+	var rect image.Rectangle
+	if monitor == 0 {
+		for _, d := range displays {
+			rect = rect.Union(d)
+		}
+	} else {
+		rect = displays[monitor-1]
+	}
+	if rect.Empty() {
+		return nil, &Error{Code: CodeUnavailable, Msg: "the display has no size. Next: the operator should check the X server."}
+	}
+	if rect.Dx()*rect.Dy() > MaxPixels {
+		return nil, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("the desktop is %dx%d pixels, more than this tool captures at once. Next: capture one display with monitor=1..%d.", rect.Dx(), rect.Dy(), len(displays))}
+	}
+	type result struct {
+		img *image.RGBA
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		img, err := screenshot.CaptureRect(rect)
+		done <- result{img, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, &Error{Code: CodeToolError, Msg: fmt.Sprintf("capturing the X display %s failed: %v", os.Getenv("DISPLAY"), r.err)}
+		}
+		return r.img, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// probe says clearly why there is no X display to capture.
+func probe() error {
+	display := os.Getenv("DISPLAY")
+	if display == "" {
+		return &Error{Code: CodeUnavailable, Msg: "desktop screenshots need an X11 display, and DISPLAY is not set (the service runs without a screen). " +
+			"Next: the operator must start toolsvc with DISPLAY set to an X server (for example DISPLAY=:0), or under a virtual one " +
+			"(Xvfb :99 & then DISPLAY=:99, or xvfb-run); web pages can still be captured with type=web."}
+	}
+	conn, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("cannot connect to the X display DISPLAY=%s (%v). "+
+			"Next: the operator must check that the X server (or Xvfb) runs and that toolsvc may use it (xauth), or unset DISPLAY and run under xvfb-run.", display, err)}
+	}
+	conn.Close()
+	return nil
+}

@@ -1,0 +1,68 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"strings"
+	"testing"
+
+	"github.com/countbot/toolsvc/internal/desktop/desktoptest"
+)
+
+func TestNoDisplay(t *testing.T) {
+	for _, display := range []string{"", ":4242"} {
+		t.Run("DISPLAY="+display, func(t *testing.T) {
+			t.Setenv("DISPLAY", display)
+			var c Capturer
+			_, err := c.Capture(context.Background(), 0)
+			var de *Error
+			if !errors.As(err, &de) || de.Code != CodeUnavailable {
+				t.Fatalf("want an unavailable error, got %v", err)
+			}
+			for _, want := range []string{"DISPLAY", "Xvfb"} {
+				if !strings.Contains(de.Msg, want) {
+					t.Errorf("message lacks %q: %s", want, de.Msg)
+				}
+			}
+		})
+	}
+}
+
+func TestCaptureXvfb(t *testing.T) {
+	display := desktoptest.Xvfb(t, "640x480x24", "320x240x24")
+	desktoptest.FillRoot(t, display, 0x00ff00)
+	c := New()
+	tests := []struct {
+		monitor int
+		w, h    int
+	}{
+		{0, 640, 480}, // Xvfb puts both screens at the origin: the box around them is the larger
+		{1, 640, 480},
+		{2, 320, 240},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("monitor=", tt.monitor), func(t *testing.T) {
+			img, err := c.Capture(context.Background(), tt.monitor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := img.Bounds().Size(); got != (image.Point{tt.w, tt.h}) {
+				t.Fatalf("monitor %d: size %v, want %dx%d", tt.monitor, got, tt.w, tt.h)
+			}
+			// The painted background shows on the first screen.
+			if tt.monitor <= 1 {
+				r, g, b, _ := img.At(10, 10).RGBA()
+				if r>>8 != 0 || g>>8 != 0xff || b>>8 != 0 {
+					t.Errorf("pixel (10,10) = %d,%d,%d, want pure green", r>>8, g>>8, b>>8)
+				}
+			}
+		})
+	}
+	_, err := c.Capture(context.Background(), 3)
+	var de *Error
+	if !errors.As(err, &de) || de.Code != CodeInvalid {
+		t.Fatalf("monitor 3 of 2: want invalid_arguments, got %v", err)
+	}
+}

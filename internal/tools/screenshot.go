@@ -1,0 +1,235 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/desktop"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// Screenshot captures the desktop (X11) or a web page (headless Chromium)
+// to a PNG in the workspace.
+type Screenshot struct {
+	ws      *workspace.Workspace
+	browser *browser.Browser
+	desktop *desktop.Capturer
+	opts    ScreenshotOptions
+}
+
+// ScreenshotOptions bound the tool.
+type ScreenshotOptions struct {
+	// Timeout is the longest a web capture may take; the call's timeout
+	// argument is capped to it.
+	Timeout time.Duration
+	// Now gives the time used in file names; nil is time.Now.
+	Now func() time.Time
+}
+
+// Defaults of the tool's arguments.
+const (
+	screenshotDir            = "temp/screenshots"
+	defaultViewportWidth     = 1280
+	defaultViewportHeight    = 720
+	defaultScreenshotTimeout = 30 * time.Second
+)
+
+// NewScreenshot returns screenshot. The browser is shared and started on the
+// first web capture.
+func NewScreenshot(ws *workspace.Workspace, b *browser.Browser, d *desktop.Capturer, opts ScreenshotOptions) *Screenshot {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Screenshot{ws: ws, browser: b, desktop: d, opts: opts}
+}
+
+const screenshotSchema = `{
+  "type": "object",
+  "properties": {
+    "type": {"type": "string", "enum": ["desktop", "web"], "description": "web: render a web page in a headless browser; desktop: the screen (X11 display) of the machine the service runs on. Default: web when url is given, else desktop"},
+    "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "web: the http:// or https:// page to capture"},
+    "output_path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Where to save the PNG, relative to the workspace, ending in .png. Default: temp/screenshots/<unique name>.png"},
+    "region": {"type": "string", "enum": ["full"], "description": "desktop: 'full' captures the whole of the displays chosen by monitor"},
+    "monitor": {"type": "integer", "minimum": 0, "maximum": 16, "description": "desktop: 0 (default) = all displays together; 1, 2, ... = only that display"},
+    "full_page": {"type": "boolean", "description": "web: capture the whole page height (up to 16384 px) instead of the viewport only"},
+    "viewport_width": {"type": "integer", "minimum": 320, "maximum": 3840, "description": "web: browser viewport width in pixels (default 1280)"},
+    "viewport_height": {"type": "integer", "minimum": 240, "maximum": 2160, "description": "web: browser viewport height in pixels (default 720)"},
+    "wait_time": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "web: extra milliseconds to wait after the page has loaded, for scripts and animations (default 0)"},
+    "timeout": {"type": "integer", "minimum": 1000, "maximum": 300000, "description": "web: milliseconds allowed for the whole capture (default 30000; the service may cap it lower)"}
+  },
+  "additionalProperties": false
+}`
+
+type screenshotArgs struct {
+	Type           string `json:"type"`
+	URL            string `json:"url"`
+	OutputPath     string `json:"output_path"`
+	Region         string `json:"region"`
+	Monitor        int    `json:"monitor"`
+	FullPage       bool   `json:"full_page"`
+	ViewportWidth  int    `json:"viewport_width"`
+	ViewportHeight int    `json:"viewport_height"`
+	WaitTime       int    `json:"wait_time"`
+	Timeout        int    `json:"timeout"`
+}
+
+func (t *Screenshot) Name() string { return "screenshot" }
+
+func (t *Screenshot) Description() string {
+	return "Take a screenshot and save it as a PNG in the workspace. type=web renders an http(s) page in a headless browser " +
+		"(url; viewport_width/viewport_height; full_page for the whole page; wait_time for late scripts). type=desktop captures the " +
+		"screen of the machine the service runs on (monitor 0 = all displays, 1.. = one display). Internal and private addresses " +
+		"are refused. The result gives the saved path (default temp/screenshots/), the pixel size and the file size; " +
+		"send or read the file with other tools."
+}
+
+func (t *Screenshot) Parameters() json.RawMessage { return json.RawMessage(screenshotSchema) }
+
+// Timeout covers the longest web capture plus a browser start; the
+// capture's own timeout (the argument) is applied inside.
+func (t *Screenshot) Timeout() time.Duration {
+	return 2*t.opts.Timeout + browser.DefaultStartTimeout + 5*time.Second
+}
+
+func (t *Screenshot) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[screenshotArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	if args.Type == "" {
+		args.Type = "desktop"
+		if args.URL != "" {
+			args.Type = "web"
+		}
+	}
+	out, err := t.outputPath(args)
+	if err != nil {
+		return "", err
+	}
+	switch args.Type {
+	case "web":
+		return t.web(ctx, args, out)
+	default:
+		return t.desktopShot(ctx, args, out)
+	}
+}
+
+// outputPath resolves where the PNG goes: the model's output_path, confined
+// to the workspace whatever RESTRICT_TO_WORKSPACE says, or a unique name
+// under temp/screenshots/.
+func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
+	if args.OutputPath == "" {
+		var rnd [4]byte
+		_, _ = rand.Read(rnd[:])
+		name := fmt.Sprintf("%s/%s-%s-%s.png", screenshotDir, args.Type, t.opts.Now().UTC().Format("20060102-150405.000"), hex.EncodeToString(rnd[:]))
+		return t.ws.Resolve(name)
+	}
+	p, err := t.ws.Resolve(args.OutputPath)
+	if err != nil {
+		return p, err
+	}
+	if p.Outside {
+		return p, registry.Errorf(registry.CodePathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
+	}
+	if p.Name == "." || !strings.EqualFold(path.Ext(p.Name), ".png") {
+		return p, registry.Errorf(registry.CodeInvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
+	}
+	return p, nil
+}
+
+func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
+	if args.URL == "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
+	}
+	timeout := defaultScreenshotTimeout
+	if args.Timeout > 0 {
+		timeout = time.Duration(args.Timeout) * time.Millisecond
+	}
+	req := browser.Request{
+		Timeout:  min(timeout, t.opts.Timeout),
+		URL:      args.URL,
+		Width:    orDefault(args.ViewportWidth, defaultViewportWidth),
+		Height:   orDefault(args.ViewportHeight, defaultViewportHeight),
+		FullPage: args.FullPage,
+		Wait:     time.Duration(args.WaitTime) * time.Millisecond,
+	}
+	registry.Progress(ctx, "status", "loading "+args.URL)
+	shot, err := t.browser.Capture(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if err := t.ws.WriteFile(out, shot.PNG, false); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Screenshot of %s saved to %s (%dx%d px, %s).", args.URL, out.Display, shot.Width, shot.Height, humanSize(int64(len(shot.PNG))))
+	if shot.FinalURL != "" && shot.FinalURL != args.URL {
+		fmt.Fprintf(&b, "\nFinal URL: %s", shot.FinalURL)
+	}
+	if shot.Status != 0 {
+		fmt.Fprintf(&b, "\nHTTP status: %d", shot.Status)
+	}
+	if shot.Title != "" {
+		fmt.Fprintf(&b, "\nTitle: %s", shot.Title)
+	}
+	for _, n := range shot.Notes {
+		fmt.Fprintf(&b, "\nNote: %s.", n)
+	}
+	if shot.NBlocked > 0 {
+		fmt.Fprintf(&b, "\nThe network policy refused %d request(s) of the page, so parts of it may be missing:", shot.NBlocked)
+		for _, s := range shot.Blocked {
+			fmt.Fprintf(&b, "\n- %s", s)
+		}
+		if shot.NBlocked > len(shot.Blocked) {
+			fmt.Fprintf(&b, "\n- ... and %d more", shot.NBlocked-len(shot.Blocked))
+		}
+	}
+	return b.String(), nil
+}
+
+func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
+	if args.URL != "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
+	}
+	img, err := t.desktop.Capture(ctx, args.Monitor)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return "", registry.Errorf(registry.CodeToolError, "encoding the PNG failed: %v", err)
+	}
+	if err := t.ws.WriteFile(out, buf.Bytes(), false); err != nil {
+		return "", err
+	}
+	which := "all displays"
+	if args.Monitor > 0 {
+		which = fmt.Sprintf("display %d", args.Monitor)
+	}
+	size := img.Bounds().Size()
+	return fmt.Sprintf("Desktop screenshot (%s) saved to %s (%dx%d px, %s).", which, out.Display, size.X, size.Y, humanSize(int64(buf.Len()))), nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+var _ registry.Tool = (*Screenshot)(nil)
+var _ registry.Timeouter = (*Screenshot)(nil)
