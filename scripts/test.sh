@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap fonts-dejavu-core ca-certificates)
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
