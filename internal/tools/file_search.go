@@ -1,0 +1,272 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/walk"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// FileSearch finds files and folders by name below a folder of the
+// workspace, with a parallel walk that never follows symbolic links.
+type FileSearch struct {
+	ws      *workspace.Workspace
+	workers int
+	budget  time.Duration
+}
+
+// NewFileSearch returns file_search. workers is how many folders it reads
+// at once (0: one per CPU); after budget it stops and reports what it has
+// found so far, marked partial.
+func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *FileSearch {
+	return &FileSearch{ws: ws, workers: workers, budget: budget}
+}
+
+const fileSearchSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "maxLength": 4096, "description": "Folder to search, relative to the workspace; '.' is the whole workspace"},
+    "pattern": {"type": "string", "maxLength": 255, "description": "Name pattern, case-insensitive, matched against whole entry names: * any characters, ? one character, [abc] or [a-z] one of a set, [!a-z] one not in it. Examples: '*.py', 'test_*', '*config*'. Default '*'"},
+    "type": {"type": "string", "enum": ["file", "dir", "all"], "description": "file: regular files, dir: folders, all: everything, symbolic links included (default all)"},
+    "max_depth": {"type": "integer", "minimum": -1, "maximum": 4096, "description": "How deep to search: 0 only the folder's direct entries, 1 also those of its subfolders, ...; -1 unlimited (default -1)"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Matches to show, 1-100 (default 20); the total is always counted"},
+    "exclude": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 255}, "description": "Name patterns of entries to skip with everything below them, e.g. [\"node_modules\", \".git\", \"*.min.js\"]"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+
+type fileSearchArgs struct {
+	Path     string   `json:"path"`
+	Pattern  string   `json:"pattern"`
+	Type     string   `json:"type"`
+	MaxDepth *int     `json:"max_depth"`
+	Limit    int      `json:"limit"`
+	Exclude  []string `json:"exclude"`
+}
+
+// Defaults of the optional arguments.
+const (
+	searchDefaultLimit = 20
+	searchDefaultDepth = -1
+)
+
+func (t *FileSearch) Name() string { return "file_search" }
+
+func (t *FileSearch) Description() string {
+	return "Find files and folders by name below a folder of the workspace, in all its subfolders unless max_depth says otherwise. " +
+		"pattern matches whole names, case-insensitively: * any characters, ? one character, [a-z] a set ('*.py', 'test_*', '*config*'). " +
+		"type picks file, dir or all; exclude skips entries such as node_modules or .git with everything below them. " +
+		"Returns the total number of matches and the first `limit` of them sorted by path: [FILE] path (size), [DIR] path, [LINK] path -> target. " +
+		"Symbolic links are listed, never followed. Paths in the result are relative to the workspace and can be passed to read_file."
+}
+
+func (t *FileSearch) Parameters() json.RawMessage { return json.RawMessage(fileSearchSchema) }
+
+// Timeout leaves the search its whole budget plus time to describe the
+// matches it shows, so the budget, not the registry, cuts a long search and
+// the model still gets what was found.
+func (t *FileSearch) Timeout() time.Duration { return t.budget + 10*time.Second }
+
+func (t *FileSearch) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	args, err := registry.Decode[fileSearchArgs](raw)
+	if err != nil {
+		return "", err
+	}
+	q, err := newSearchQuery(args)
+	if err != nil {
+		return "", err
+	}
+	p, err := t.ws.Resolve(args.Path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := p.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a file, not a folder. Next: give the folder to search in path and the name in pattern.", p.Display)
+	}
+	// O_DIRECTORY: should the folder be swapped for a pipe meanwhile, the
+	// open fails instead of blocking.
+	root, err := p.Root.OpenFile(p.Name, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return "", workspace.Explain(err, p)
+	}
+	defer root.Close()
+
+	n := walk.WorkerCount(t.workers)
+	tops := make([]*walk.Top, n)
+	for i := range tops {
+		tops[i] = walk.NewTop(q.limit)
+	}
+	wctx, cancel := context.WithTimeout(ctx, t.budget)
+	defer cancel()
+	stats, err := walk.Walk(wctx, root, walk.Options{
+		Workers:  n,
+		MaxDepth: q.maxDepth,
+		Skip:     q.skipper(),
+		Visit: func(w int, dir string, name []byte, kind walk.Kind) {
+			if q.wants(kind) && q.pattern.Match(name) {
+				tops[w].Offer(dir, name, kind)
+			}
+		},
+	})
+	partial := false
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		partial = true
+	default:
+		return "", workspace.Explain(err, p)
+	}
+	total, first := walk.Merge(q.limit, tops...)
+	return t.format(p, q, total, first, stats.Unreadable, partial), nil
+}
+
+// searchQuery is the validated form of the arguments.
+type searchQuery struct {
+	pattern  *walk.Pattern
+	exclude  []*walk.Pattern
+	kind     string
+	maxDepth int
+	limit    int
+}
+
+func newSearchQuery(a fileSearchArgs) (*searchQuery, error) {
+	q := &searchQuery{kind: a.Type, maxDepth: searchDefaultDepth, limit: a.Limit}
+	if q.kind == "" {
+		q.kind = "all"
+	}
+	if a.MaxDepth != nil {
+		q.maxDepth = *a.MaxDepth
+	}
+	if q.limit == 0 {
+		q.limit = searchDefaultLimit
+	}
+	// The search is recursive already; accept the "**/*.go" habit of glob
+	// tools as "*.go".
+	pat := a.Pattern
+	for strings.HasPrefix(pat, "**/") {
+		pat = pat[3:]
+	}
+	if pat == "" || pat == "**" {
+		pat = "*"
+	}
+	if strings.Contains(pat, "/") {
+		return nil, registry.Errorf(registry.CodeInvalidArguments, "pattern '%s' contains '/': patterns match entry names, not paths. Next: put the folder in path and the name pattern in pattern, e.g. path 'src', pattern '*.go'.", a.Pattern)
+	}
+	var err error
+	if q.pattern, err = walk.Compile(pat); err != nil {
+		return nil, registry.Errorf(registry.CodeInvalidArguments, "pattern '%s' is not valid (%v). Next: close every '[' with ']', and write '\\' before a literal *, ? or [.", a.Pattern, err)
+	}
+	for _, e := range a.Exclude {
+		if strings.Contains(e, "/") {
+			return nil, registry.Errorf(registry.CodeInvalidArguments, "exclude '%s' contains '/': exclude patterns match entry names, not paths. Next: give the name alone, such as 'node_modules'.", e)
+		}
+		ep, err := walk.Compile(e)
+		if err != nil {
+			return nil, registry.Errorf(registry.CodeInvalidArguments, "exclude pattern '%s' is not valid (%v). Next: close every '[' with ']'.", e, err)
+		}
+		q.exclude = append(q.exclude, ep)
+	}
+	return q, nil
+}
+
+// skipper returns the walk's Skip function: whether an entry is excluded,
+// with its subtree. Nil when nothing is, to save a call per entry.
+func (q *searchQuery) skipper() func(name []byte) bool {
+	if len(q.exclude) == 0 {
+		return nil
+	}
+	return func(name []byte) bool {
+		for _, e := range q.exclude {
+			if e.Match(name) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// wants reports whether entries of this kind are asked for. Symbolic links
+// and special files are neither files nor folders: only type=all lists them,
+// since telling what a link points to would mean following it.
+func (q *searchQuery) wants(k walk.Kind) bool {
+	switch q.kind {
+	case "file":
+		return k == walk.File
+	case "dir":
+		return k == walk.Dir
+	}
+	return true
+}
+
+func (t *FileSearch) format(p workspace.Path, q *searchQuery, total int, first []walk.Match, unreadable int, partial bool) string {
+	var b strings.Builder
+	count := fmt.Sprint(total)
+	if partial {
+		count = "at least " + count
+	}
+	fmt.Fprintf(&b, "Found %s file(s) matching '%s' in: %s", count, q.pattern, p.Display)
+	if total == 0 && !partial {
+		b.WriteString("\nNext: patterns match whole names, ignoring case; use '*part*' to match part of a name, and check path, type, max_depth and exclude.")
+	}
+	if total > len(first) {
+		fmt.Fprintf(&b, "\nOnly the first %d (sorted by path) are shown. Next: narrow the search with a more specific pattern, a subfolder as path, type, max_depth or exclude, or raise limit (at most 100).", len(first))
+	}
+	for _, m := range first {
+		b.WriteByte('\n')
+		b.WriteString(t.describe(p, m))
+	}
+	if unreadable > 0 {
+		fmt.Fprintf(&b, "\nNote: %d folders could not be read (no permission, or removed during the search); their contents are not included.", unreadable)
+	}
+	if partial {
+		fmt.Fprintf(&b, "\nNote: the search stopped after %s before it covered the whole folder, so the results are partial. Next: search a subfolder, or use max_depth or exclude to skip large folders.", t.budget)
+	}
+	return b.String()
+}
+
+// describe formats one match. Sizes and link targets are looked up only
+// for the matches shown, through the workspace's root, never following a
+// link.
+func (t *FileSearch) describe(p workspace.Path, m walk.Match) string {
+	name := path.Join(p.Name, m.Path)
+	display := m.Path
+	if p.Display != "." {
+		display = path.Join(p.Display, m.Path)
+	}
+	switch m.Kind {
+	case walk.Dir:
+		return "[DIR] " + display
+	case walk.Link:
+		if target, err := p.Root.Readlink(name); err == nil {
+			return "[LINK] " + display + " -> " + target
+		}
+		return "[LINK] " + display
+	case walk.File:
+		if fi, err := p.Root.Lstat(name); err == nil {
+			return fmt.Sprintf("[FILE] %s (%s)", display, humanSize(fi.Size()))
+		}
+		return "[FILE] " + display
+	}
+	return "[OTHER] " + display
+}
+
+var (
+	_ registry.Tool      = (*FileSearch)(nil)
+	_ registry.Timeouter = (*FileSearch)(nil)
+)
