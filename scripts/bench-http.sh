@@ -23,6 +23,8 @@ TOOLSVC_ADDR=127.0.0.1:18080 TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$W/data
 SVC=$!
 "$W/barehttp" -addr 127.0.0.1:18081 -root "$W/ws" &
 BARE=$!
+mkdir -p "$W/data-noaudit"
+TOOLSVC_ADDR=127.0.0.1:18082 TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$W/data-noaudit" TOOLSVC_AUDIT_ENABLED=false "$W/toolsvc" > "$W/toolsvc-noaudit.log" &
 for _ in $(seq 50); do curl -sf http://127.0.0.1:18080/healthz >/dev/null && curl -s http://127.0.0.1:18081/ -d '{"path":"small.txt"}' >/dev/null && break; sleep 0.1; done
 sleep 1
 rss() { awk '/^VmRSS/ {print $2/1024 " MiB"}' /proc/$1/status; }
@@ -35,26 +37,25 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("BODY")
 LUA
-# run URL CONNS -> prints requests/s; sets REQS
+# run URL CONNS BODY -> prints "requests/s requests"
 run() {
-  local out
-  out=$(BODY="$3" wrk -t1 -c"$2" -d"${DUR}s" -s "$W/post.lua" "$1")
-  REQS=$(echo "$out" | awk '/requests in/ {print $1}')
-  echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}'
+  BODY="$3" wrk -t1 -c"$2" -d"${DUR}s" -s "$W/post.lua" "$1" |
+    awk '/requests in/ {n = $1} /Requests\/sec/ {r = $2} END {printf "%.0f %d\n", r, n}'
 }
 SMALL='{"path":"small.txt"}'
 curl -s http://127.0.0.1:18080/tools/read_file/invoke -d "$SMALL" | grep -q '"status":"success"' || { echo "toolsvc read_file failed"; exit 1; }
 TCK=$(getconf CLK_TCK)
 echo
 echo "read_file small.txt, wrk -t1, ${DUR}s each (calls/s):"
-printf '%-6s %10s %10s %7s %16s\n' conns bare toolsvc ratio "toolsvc CPU/call"
+printf '%-6s %10s %10s %7s %16s %18s\n' conns bare toolsvc ratio "toolsvc CPU/call" "toolsvc audit off"
 for c in 16 1; do
-  b=$(run http://127.0.0.1:18081/ $c "$SMALL")
+  read -r b _ < <(run http://127.0.0.1:18081/ $c "$SMALL")
   c0=$(cpu $SVC)
-  s=$(run http://127.0.0.1:18080/tools/read_file/invoke $c "$SMALL")
+  read -r s n < <(run http://127.0.0.1:18080/tools/read_file/invoke $c "$SMALL")
   c1=$(cpu $SVC)
-  us=$(awk -v d=$((c1 - c0)) -v n="$REQS" -v t="$TCK" 'BEGIN {printf "%.0f us", d / t / n * 1e6}')
-  printf '%-6s %10s %10s %7s %16s\n' "$c" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" "$us"
+  us=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN {printf "%.0f us", d / t / n * 1e6}')
+  read -r o _ < <(run http://127.0.0.1:18082/tools/read_file/invoke $c "$SMALL")
+  printf '%-6s %10s %10s %7s %16s %18s\n' "$c" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" "$us" "$o"
 done
 
 MCP=/tmp/peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
@@ -67,12 +68,12 @@ fi
 
 echo
 echo "1 GiB file (first 100 lines) against small.txt (first 100 lines), wrk -c1:"
-yes 'a line of log text that is about sixty characters long........' | head -c 1073741824 > "$W/ws/big.txt"
+yes 'a line of log text that is about sixty characters long........' | head -c 1073741824 > "$W/ws/big.txt" || true
 BIG='{"path":"big.txt","start_line":1,"end_line":100}'
 SMALLR='{"path":"small.txt","start_line":1,"end_line":100}'
 curl -s http://127.0.0.1:18080/tools/read_file/invoke -d "$BIG" | grep -q '"status":"success"' || { echo "read of big.txt failed"; exit 1; }
-s=$(run http://127.0.0.1:18080/tools/read_file/invoke 1 "$SMALLR")
-b=$(run http://127.0.0.1:18080/tools/read_file/invoke 1 "$BIG")
+read -r s _ < <(run http://127.0.0.1:18080/tools/read_file/invoke 1 "$SMALLR")
+read -r b _ < <(run http://127.0.0.1:18080/tools/read_file/invoke 1 "$BIG")
 echo "small: $s calls/s, 1 GiB: $b calls/s, time ratio big/small: $(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')"
 for range in '"start_line":1,"end_line":100' '"start_line":8000000,"end_line":8000100' '"start_line":16000000,"end_line":16000100' '"start_line":16777000'; do
   curl -s http://127.0.0.1:18080/tools/read_file/invoke -d "{\"path\":\"big.txt\",$range}" -o /dev/null

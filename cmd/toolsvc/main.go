@@ -22,6 +22,7 @@ import (
 	toolhttp "github.com/countbot/toolsvc/internal/http"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/skills"
 	"github.com/countbot/toolsvc/internal/tools"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -88,11 +89,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		defer al.Close()
 		regOpts.Audit = al
 		go al.RunRetention(stopping, time.Hour)
 	}
 	reg := registry.New(regOpts)
-	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log})
+	sk := skills.New(ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
+	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk})
 	if err != nil {
 		return err
 	}
@@ -106,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Log:           log,
 		Stopping:      stopping,
 		Ready:         func() error { return ready(ws, dataDir) },
+		Routes:        toolhttp.SkillsRoutes(sk, log),
 	})
 	srv := &http.Server{
 		Handler:           handler,

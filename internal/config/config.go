@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 	"text/tabwriter"
@@ -43,6 +44,40 @@ type Config struct {
 	// Filesystem tools
 	ReadMaxChars   int `envconfig:"READ_MAX_CHARS" default:"50000" desc:"read_file output cap per call, in characters"`
 	ListMaxEntries int `envconfig:"LIST_MAX_ENTRIES" default:"500" desc:"list_dir entries shown per call"`
+
+	// file_search (issue 4)
+	SearchWorkers int           `envconfig:"SEARCH_WORKERS" default:"0" desc:"folders file_search reads at once; 0 means one per CPU"`
+	SearchTimeout time.Duration `envconfig:"SEARCH_TIMEOUT" default:"30s" desc:"file_search stops after this long and reports what it found so far, marked partial"`
+
+	// memory and skills (issue 4)
+	MemoryEnabled  bool `envconfig:"MEMORY_ENABLED" default:"true" desc:"offer the memory tool (workspace/memory/MEMORY.md, one entry per line YYYY-MM-DD|source|content)"`
+	SkillsDisabled List `envconfig:"SKILLS_DISABLED" desc:"comma-separated skill names (folders under workspace/skills/) that read_file refuses to load and GET /skills reports as disabled"`
+
+	// Network guard and web_fetch (issue 5)
+	NetAllowCIDRs      List          `envconfig:"NET_ALLOW_CIDRS" desc:"comma-separated CIDRs (or single IPs) outbound tools may reach although private, loopback or otherwise non-public, e.g. 10.20.0.0/16"`
+	NetAllowHosts      List          `envconfig:"NET_ALLOW_HOSTS" desc:"comma-separated host names outbound tools may reach whatever they resolve to (except cloud metadata): wiki.corp or *.corp.example"`
+	FetchMaxBytes      int64         `envconfig:"FETCH_MAX_BYTES" default:"10485760" desc:"web_fetch reads at most this many bytes of a response body (decompressed); the rest is cut and the result says so"`
+	FetchTimeout       time.Duration `envconfig:"FETCH_TIMEOUT" default:"30s" desc:"web_fetch time limit per page, redirects and body included"`
+	FetchMaxRedirects  int           `envconfig:"FETCH_MAX_REDIRECTS" default:"5" desc:"redirects web_fetch follows per page; every hop is checked by the network guard"`
+	FetchMaxConcurrent int           `envconfig:"FETCH_MAX_CONCURRENT" default:"4" desc:"pages one web_fetch batch fetches at once"`
+	FetchMaxURLs       int           `envconfig:"FETCH_MAX_URLS" default:"10" desc:"most URLs in one web_fetch batch"`
+
+	// screenshot (issue 5)
+	ChromePath         string        `envconfig:"CHROME_PATH" desc:"Chromium or Chrome binary for screenshot type=web; empty: the first of chromium, chromium-browser, google-chrome... on PATH"`
+	ScreenshotMaxPages int           `envconfig:"SCREENSHOT_MAX_PAGES" default:"4" desc:"screenshot: browser pages open at once; more web captures wait within their timeout, then get a busy result"`
+	ScreenshotTimeout  time.Duration `envconfig:"SCREENSHOT_TIMEOUT" default:"60s" desc:"screenshot: the longest a web capture may take; the call's timeout argument (default 30s) is capped to it"`
+
+	// exec (issue 3)
+	ExecTimeout       time.Duration `envconfig:"EXEC_TIMEOUT" default:"30s" desc:"exec: how long a command may run when the call gives no timeout"`
+	ExecMaxTimeout    time.Duration `envconfig:"EXEC_MAX_TIMEOUT" default:"10m" desc:"exec: the largest timeout a call may ask for"`
+	ExecMaxConcurrent int           `envconfig:"EXEC_MAX_CONCURRENT" default:"4" desc:"exec: commands running at once; more wait within their timeout, then get a busy result"`
+	ExecMaxOutput     int           `envconfig:"EXEC_MAX_OUTPUT" default:"10000" desc:"exec: characters of output in a result; more is cut in the middle with a note"`
+	ExecEnvAllow      List          `envconfig:"EXEC_ENV_ALLOW" desc:"exec: extra environment variables passed to commands (NAME or PREFIX_*), besides PATH, LANG, LC_*, TZ and TERM; TOOLSVC_* never pass"`
+	ExecDenyPatterns  Patterns      `envconfig:"EXEC_DENY_PATTERNS" desc:"exec: extra regular expressions refusing commands, added to the built-in denylist (one per line, or comma-separated)"`
+	ExecAllowPatterns Patterns      `envconfig:"EXEC_ALLOW_PATTERNS" desc:"exec: when set, every command in a script must match one of these regular expressions (the denylist still applies)"`
+	ExecSandbox       string        `envconfig:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it; an unavailable explicit mode stops start-up"`
+	ExecNetwork       bool          `envconfig:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network (enforced only under a sandbox); web_fetch is the guarded way out"`
+	ExecPrivatePaths  List          `envconfig:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
 }
 
 // Secrets is a comma-separated list of secret values. It never prints them.
@@ -157,7 +192,82 @@ func (c Config) Validate() error {
 	if c.AuditRetentionDays < 0 {
 		bad("AUDIT_RETENTION_DAYS", "must be zero (keep all) or more")
 	}
+	// file_search (issue 4)
+	if c.SearchWorkers < 0 || c.SearchWorkers > 256 {
+		bad("SEARCH_WORKERS", "must be between 0 (one per CPU) and 256")
+	}
+	if c.SearchTimeout <= 0 {
+		bad("SEARCH_TIMEOUT", "must be greater than zero")
+	}
+	// Network guard and web_fetch (issue 5)
+	for _, v := range c.NetAllowCIDRs {
+		if !validCIDR(v) {
+			bad("NET_ALLOW_CIDRS", "%q is not a CIDR such as 10.20.0.0/16 or fd00::/8, nor a single IP address", v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    int64
+	}{
+		{"FETCH_MAX_BYTES", c.FetchMaxBytes},
+		{"FETCH_TIMEOUT", int64(c.FetchTimeout)},
+		{"FETCH_MAX_CONCURRENT", int64(c.FetchMaxConcurrent)},
+		{"FETCH_MAX_URLS", int64(c.FetchMaxURLs)},
+	} {
+		if p.v <= 0 {
+			bad(p.name, "must be greater than zero")
+		}
+	}
+	if c.FetchMaxRedirects < 0 || c.FetchMaxRedirects > 20 {
+		bad("FETCH_MAX_REDIRECTS", "must be between 0 and 20")
+	}
+	// screenshot (issue 5)
+	if c.ScreenshotMaxPages < 1 || c.ScreenshotMaxPages > 32 {
+		bad("SCREENSHOT_MAX_PAGES", "must be between 1 and 32")
+	}
+	if c.ScreenshotTimeout < time.Second {
+		bad("SCREENSHOT_TIMEOUT", "must be at least 1s")
+	}
+	// exec (issue 3)
+	if c.ExecTimeout < time.Second {
+		bad("EXEC_TIMEOUT", "must be at least 1s")
+	}
+	if c.ExecMaxTimeout < c.ExecTimeout {
+		bad("EXEC_MAX_TIMEOUT", "must be at least TOOLSVC_EXEC_TIMEOUT (%s)", c.ExecTimeout)
+	}
+	if c.ExecMaxConcurrent <= 0 {
+		bad("EXEC_MAX_CONCURRENT", "must be greater than zero")
+	}
+	if c.ExecMaxOutput < 100 {
+		bad("EXEC_MAX_OUTPUT", "must be at least 100 characters")
+	}
+	for _, n := range c.ExecEnvAllow {
+		if strings.HasPrefix(strings.ToUpper(n), Prefix+"_") || strings.ContainsAny(n, "= ") {
+			bad("EXEC_ENV_ALLOW", "%q cannot be passed to commands: TOOLSVC_* variables stay in the service, and names hold no '=' or space", n)
+		}
+	}
+	switch c.ExecSandbox {
+	case "auto", "landlock", "bwrap", "none":
+	default:
+		bad("EXEC_SANDBOX", "%q is not one of auto, landlock, bwrap, none", c.ExecSandbox)
+	}
+	for _, p := range c.ExecPrivatePaths {
+		if !strings.HasPrefix(p, "/") {
+			bad("EXEC_PRIVATE_PATHS", "%q must be an absolute path", p)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// validCIDR accepts what netguard.ParseCIDR accepts: a CIDR or one IP
+// address without a zone.
+func validCIDR(v string) bool {
+	if strings.Contains(v, "/") {
+		_, err := netip.ParsePrefix(v)
+		return err == nil
+	}
+	ip, err := netip.ParseAddr(v)
+	return err == nil && ip.Zone() == ""
 }
 
 func isLoopback(host string) bool {

@@ -3,10 +3,20 @@
 package tools
 
 import (
+	"fmt"
+
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/desktop"
+	"github.com/countbot/toolsvc/internal/extract"
+	"github.com/countbot/toolsvc/internal/memory"
+	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/shellguard"
+	"github.com/countbot/toolsvc/internal/skills"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -17,6 +27,13 @@ type Deps struct {
 	Workspace *workspace.Workspace
 	DataDir   string // the service's private folder, never visible to tools
 	Log       zerolog.Logger
+	// Guard is the one network guard every outbound tool dials through.
+	// Nil: Register builds it from Config (NET_ALLOW_CIDRS, NET_ALLOW_HOSTS).
+	Guard *netguard.Guard
+	// Skills gates read_file of skills/<name>/SKILL.md (issue 4); the same
+	// loader serves GET /skills. Nil: Register builds it from Config
+	// (SKILLS_DISABLED).
+	Skills *skills.Loader
 }
 
 // Register builds every tool whose dependencies are configured and adds it
@@ -30,12 +47,60 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		}
 	}
 	c := d.Config
+	// Network guard (issue 5): built once, before any tool that reaches the
+	// network, and shared by all of them (web_fetch, screenshot's proxy...).
+	if d.Guard == nil {
+		g, err := netguard.New(netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts})
+		if err != nil {
+			return nil, err
+		}
+		d.Guard = g
+	}
+	// Skills (issue 4): read_file of a SKILL.md goes through the loader.
+	if d.Skills == nil {
+		d.Skills = skills.New(d.Workspace.Root(), c.SkillsDisabled)
+	}
 	list := []registry.Tool{
-		NewReadFile(d.Workspace, c.ReadMaxChars, nil),
+		NewReadFile(d.Workspace, c.ReadMaxChars, d.Skills),
 		NewWriteFile(d.Workspace),
 		NewEditFile(d.Workspace),
 		NewListDir(d.Workspace, c.ListMaxEntries),
 	}
+	// file_search (issue 4)
+	list = append(list, NewFileSearch(d.Workspace, c.SearchWorkers, c.SearchTimeout))
+	// memory (issue 4): long-term memory in workspace/memory/MEMORY.md.
+	if c.MemoryEnabled {
+		list = append(list, NewMemory(memory.New(d.Workspace.Root(), memory.Options{})))
+	}
+	// web_fetch (issue 5): through the shared guard.
+	list = append(list, NewWebFetch(d.Guard, extract.New(extract.Options{}), WebFetchOptions{
+		MaxBytes:      c.FetchMaxBytes,
+		Timeout:       c.FetchTimeout,
+		MaxRedirects:  c.FetchMaxRedirects,
+		MaxConcurrent: c.FetchMaxConcurrent,
+		MaxURLs:       c.FetchMaxURLs,
+	}))
+	// screenshot (issue 5): one headless Chromium shared by every call,
+	// started on first use, whose every connection goes through the guard
+	// (via a proxy inside the service); stopped on shutdown.
+	shots := browser.New(browser.Options{
+		ExecPath: c.ChromePath,
+		MaxPages: c.ScreenshotMaxPages,
+		Guard:    d.Guard,
+		Log:      d.Log.With().Str("component", "browser").Logger(),
+	})
+	closers = append(closers, func() { _ = shots.Close() })
+	list = append(list, NewScreenshot(d.Workspace, shots, desktop.New(), ScreenshotOptions{Timeout: c.ScreenshotTimeout}))
+	// exec (issue 3): the guard judges every script, the sandbox confines
+	// what passes. A bad pattern or an unavailable sandbox mode that was
+	// asked for by name stops start-up.
+	ex, err := newExecTool(d)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	closers = append(closers, ex.Close)
+	list = append(list, ex)
 	for _, t := range list {
 		if err := reg.Register(t); err != nil {
 			cleanup()
@@ -43,4 +108,37 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// newExecTool builds exec with its command guard and sandbox (issue 3).
+func newExecTool(d Deps) (*Exec, error) {
+	c := d.Config
+	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
+	if err != nil {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
+	}
+	sb, err := sandbox.New(sandbox.Options{
+		Mode:      sandbox.Mode(c.ExecSandbox),
+		Network:   c.ExecNetwork,
+		Workspace: d.Workspace.Dir(),
+		Private:   append([]string{d.DataDir}, c.ExecPrivatePaths...),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev := d.Log.Info()
+	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() {
+		ev = d.Log.Warn()
+	}
+	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
+		Bool("network_enforced", sb.NetworkEnforced()).Msg("exec sandbox: " + sb.Describe())
+	return NewExec(d.Workspace, ExecOptions{
+		DefaultTimeout: c.ExecTimeout,
+		MaxTimeout:     c.ExecMaxTimeout,
+		MaxConcurrent:  c.ExecMaxConcurrent,
+		MaxOutput:      c.ExecMaxOutput,
+		EnvAllow:       c.ExecEnvAllow,
+		Guard:          guard,
+		Sandbox:        sb,
+	}), nil
 }
