@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -124,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("TOOLSVC_ADDR: %w", err)
 	}
+	// Package initialisation (go-trafilatura's date parser compiles its
+	// locale tables) leaves garbage behind; return it to the OS before idling.
+	debug.FreeOSMemory()
 	log.Info().Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
 		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).
 		Bool("auth", len(cfg.APIKeys) > 0).Strs("tools", reg.Names()).Msg("listening")
