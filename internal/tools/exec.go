@@ -94,14 +94,16 @@ func (e *Exec) Name() string { return "exec" }
 func (e *Exec) Description() string { return e.desc }
 
 func (e *Exec) describe() string {
+	where := "The workspace is writable; the rest of the system is read-only"
 	net := "not restricted (no sandbox)"
 	if sb := e.opts.Sandbox; sb != nil && sb.Mode() != sandbox.None {
 		net = onOff(sb.Network(), "on", "off")
+	} else {
+		where = "Work in the workspace"
 	}
 	return fmt.Sprintf("Run a shell command with /bin/sh -c in the workspace and return its output: stdout, then "+
 		"stderr after 'STDERR:'; a failed command starts with 'COMMAND FAILED (exit code N)'. Use it for builds, "+
-		"tests, git, grep and other command-line work. The workspace is writable; the rest of the system is "+
-		"read-only; $TMPDIR is a private temporary folder deleted after the call; network: %s. Destructive "+
+		"tests, git, grep and other command-line work. "+where+"; $TMPDIR is a private temporary folder deleted after the call; network: %s. Destructive "+
 		"commands (rm -rf, mkfs, dd, shutdown...) are refused by a safety guard. Commands stop after %d s "+
 		"unless 'timeout' says otherwise (at most %d s). Output beyond %d characters is cut in the middle: "+
 		"send large output to a file and read it with read_file, or narrow it with grep, head or tail.",
