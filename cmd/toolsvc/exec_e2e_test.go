@@ -670,3 +670,20 @@ func BenchmarkExecTrue(b *testing.B) {
 		})
 	}
 }
+
+// TestExecTempFolderIsPrivatePerCall checks that what one command leaves in
+// $TMPDIR is gone before the next: a folder left with files is removed, and
+// only an empty one is handed on.
+func TestExecTempFolderIsPrivatePerCall(t *testing.T) {
+	s := startServer(t, map[string]string{"EXEC_SANDBOX": "none"})
+	first := strings.TrimSpace(mustSucceed(t, s.invoke(t, "exec", `{"command":"echo secret > \"$TMPDIR/left\" && printf %s \"$TMPDIR\""}`)))
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Errorf("the first call's temp folder %s survived it with a file in it: %v", first, err)
+	}
+	for i := 0; i < 3; i++ {
+		out := mustSucceed(t, s.invoke(t, "exec", `{"command":"ls -A \"$TMPDIR\"; stat -c %a \"$TMPDIR\""}`))
+		if strings.TrimSpace(out) != "700" {
+			t.Errorf("call %d: TMPDIR not empty and private: %q", i, out)
+		}
+	}
+}
