@@ -219,16 +219,9 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 // workingDir resolves the call's working_dir through the workspace, with
 // symbolic links resolved, to a host path for the child.
 func (e *Exec) workingDir(p string) (string, error) {
-	path, err := e.ws.Resolve(p)
+	path, err := e.ws.ResolveDir(p, "give working_dir a folder relative to the workspace, or leave it out.")
 	if err != nil {
 		return "", err
-	}
-	fi, err := path.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "working_dir '%s' is a file, not a folder. Next: give a folder relative to the workspace, or leave working_dir out.", path.Display)
 	}
 	return e.ws.RealPath(path)
 }

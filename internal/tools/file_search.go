@@ -86,16 +86,9 @@ func (t *FileSearch) Execute(ctx context.Context, raw json.RawMessage) (string, 
 	if err != nil {
 		return "", err
 	}
-	p, err := t.ws.Resolve(args.Path)
+	p, err := t.ws.ResolveDir(args.Path, "give the folder to search in path and the name in pattern.")
 	if err != nil {
 		return "", err
-	}
-	fi, err := p.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a file, not a folder. Next: give the folder to search in path and the name in pattern.", p.Display)
 	}
 	// O_DIRECTORY: should the folder be swapped for a pipe meanwhile, the
 	// open fails instead of blocking.

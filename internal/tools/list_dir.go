@@ -58,16 +58,9 @@ func (t *ListDir) Execute(ctx context.Context, raw json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
-	p, err := t.ws.Resolve(args.Path)
+	p, err := t.ws.ResolveDir(args.Path, "use read_file to read it.")
 	if err != nil {
 		return "", err
-	}
-	fi, err := p.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is a file, not a folder. Next: use read_file to read it.", p.Display)
 	}
 
 	l := lister{ctx: ctx, max: t.maxEntries, recursive: args.Recursive}

@@ -138,6 +138,24 @@ func (w *Workspace) Resolve(p string) (Path, error) {
 	return Path{Root: w.sys, Name: strings.TrimPrefix(abs, "/"), Display: abs, Outside: true}, nil
 }
 
+// ResolveDir resolves p like Resolve and requires it to be a folder. A file
+// is refused with a message ending in next, which tells the model what to
+// do instead.
+func (w *Workspace) ResolveDir(p, next string) (Path, error) {
+	path, err := w.Resolve(p)
+	if err != nil {
+		return path, err
+	}
+	fi, err := path.Stat()
+	if err != nil {
+		return path, err
+	}
+	if !fi.IsDir() {
+		return path, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", path.Display, next)}
+	}
+	return path, nil
+}
+
 // within returns abs relative to base when abs is base or below it.
 func within(base, abs string) (string, bool) {
 	if abs == base {
