@@ -21,6 +21,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Record is one call as the audit log keeps it.
@@ -94,7 +96,7 @@ func (l *Log) Write(rec Record) error {
 	rec.Timestamp = rec.Timestamp.UTC()
 	rec.ResultLength = utf8.RuneCountInString(rec.Result)
 	if rec.ResultLength > l.opts.MaxResultChars {
-		rec.Result = cutRunes(rec.Result, l.opts.MaxResultChars)
+		rec.Result = runes.Prefix(rec.Result, l.opts.MaxResultChars)
 		rec.ResultTruncated = true
 	}
 	rec.Arguments, rec.ArgumentsTruncated = l.cleanArguments(rec.Arguments)
@@ -208,7 +210,7 @@ func (l *Log) cleanArguments(args any) (any, bool) {
 	if !ok {
 		s, _ := args.(string)
 		if utf8.RuneCountInString(s) > l.opts.MaxArgChars {
-			return cutRunes(s, l.opts.MaxArgChars), true
+			return runes.Prefix(s, l.opts.MaxArgChars), true
 		}
 		return s, false
 	}
@@ -247,21 +249,10 @@ func (l *Log) clean(v any, cut *bool) any {
 	case string:
 		if utf8.RuneCountInString(t) > l.opts.MaxArgChars {
 			*cut = true
-			return cutRunes(t, l.opts.MaxArgChars)
+			return runes.Prefix(t, l.opts.MaxArgChars)
 		}
 	}
 	return v
-}
-
-func cutRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }
 
 // Prune deletes day folders older than the retention period and returns how

@@ -12,6 +12,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/memory"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -150,7 +151,7 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 		text := h.Text
 		if n := utf8.RuneCountInString(text); n > memoryMaxHitChars {
 			text = fmt.Sprintf("%s ... (%d more characters; read the whole line with action=read start_line=%d end_line=%d)",
-				cutChars(text, memoryMaxHitChars), n-memoryMaxHitChars, h.N, h.N)
+				runes.Prefix(text, memoryMaxHitChars), n-memoryMaxHitChars, h.N, h.N)
 		}
 		n := utf8.RuneCountInString(text)
 		if n > budget {
@@ -230,7 +231,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 		n := utf8.RuneCountInString(l.Text)
 		if n > budget {
 			if last == 0 {
-				fmt.Fprintf(&b, "[%d] %s\n[Line %d is longer than the output cap of %d characters and was cut.]\n", l.N, cutChars(l.Text, budget), l.N, memoryMaxOutput)
+				fmt.Fprintf(&b, "[%d] %s\n[Line %d is longer than the output cap of %d characters and was cut.]\n", l.N, runes.Prefix(l.Text, budget), l.N, memoryMaxOutput)
 				last = l.N
 			}
 			cut = true

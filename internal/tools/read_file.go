@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -302,7 +303,7 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 				sec.last = n
 			case sec.last == 0:
 				// One line longer than the cap: show its start.
-				writeLine(&b, n, width, cutChars(text, remaining), o.numbers)
+				writeLine(&b, n, width, runes.Prefix(text, remaining), o.numbers)
 				sec.used += remaining
 				sec.last = n
 				sec.note = fmt.Sprintf("[Line %d is longer than the output cap of %d characters and was cut. Next: continue with start_line=%d, or use exec with 'cut -c' to see the rest of that line.]", n, budget, n+1)
@@ -337,17 +338,6 @@ func writeLine(b *strings.Builder, n, width int, text string, numbers bool) {
 	}
 	b.WriteString(text)
 	b.WriteByte('\n')
-}
-
-func cutChars(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }
 
 var _ registry.Tool = (*ReadFile)(nil)

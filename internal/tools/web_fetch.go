@@ -24,6 +24,7 @@ import (
 	"github.com/countbot/toolsvc/internal/extract"
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // WebFetchOptions bound what one web_fetch call may cost.
@@ -314,7 +315,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 		}
 	}
 	if n := utf8.RuneCountInString(res.Text); n > maxChars {
-		res.Text = truncateRunes(res.Text, maxChars)
+		res.Text = runes.Prefix(res.Text, maxChars)
 		res.Truncated = true
 		next := fmt.Sprintf("call again with a larger maxChars (up to %d)", maxFetchChars)
 		switch {
@@ -434,7 +435,7 @@ func statusError(res fetchResult) error {
 		code, next = registry.CodeUnavailable, "try again later, or use another source"
 	}
 	msg := fmt.Sprintf("%s answered HTTP %d %s.", res.FinalURL, res.Status, http.StatusText(res.Status))
-	if excerpt := strings.Join(strings.Fields(truncateRunes(res.Text, 300)), " "); excerpt != "" {
+	if excerpt := strings.Join(strings.Fields(runes.Prefix(res.Text, 300)), " "); excerpt != "" {
 		msg += " The page says: " + excerpt
 	}
 	return registry.Errorf(code, "%s Next: %s.", msg, next)
@@ -495,25 +496,11 @@ func certReason(err error) string {
 	return "verification failed"
 }
 
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}
-
 func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return truncateRunes(s, n) + "..."
+	return runes.Prefix(s, n) + "..."
 }
 
 var (

@@ -1,0 +1,22 @@
+// Package runes cuts text by characters rather than bytes, so a cut never
+// splits a UTF-8 character: the audit log, read_file and web_fetch all
+// bound what they return in characters.
+package runes
+
+// Prefix returns the first n characters of s, or s if it is shorter.
+func Prefix(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s // fewer bytes than n, so fewer characters
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

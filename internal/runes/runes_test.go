@@ -1,0 +1,24 @@
+package runes
+
+import "testing"
+
+func TestPrefix(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello", 3, "hel"},
+		{"hello", 5, "hello"},
+		{"hello", 9, "hello"},
+		{"你好世界", 2, "你好"},
+		{"a你b", 2, "a你"},
+		{"abc", 0, ""},
+		{"", 3, ""},
+	}
+	for _, c := range cases {
+		if got := Prefix(c.in, c.n); got != c.want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
