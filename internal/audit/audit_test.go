@@ -166,14 +166,3 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-func BenchmarkWrite(b *testing.B) {
-	l, _ := New(Options{Dir: b.TempDir()})
-	rec := Record{Timestamp: time.Now(), Status: "success", ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`), Result: "hello"}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		rec.CallID = fmt.Sprint(i)
-		if err := l.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
