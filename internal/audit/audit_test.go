@@ -165,4 +165,3 @@ func TestPrune(t *testing.T) {
 		t.Error("retention 0 deleted something")
 	}
 }
-

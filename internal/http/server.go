@@ -4,7 +4,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,7 +186,7 @@ func (s *server) invokeStream(ctx context.Context, w http.ResponseWriter, rc *ht
 	}
 	meta.Progress = send
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
-	data, err := json.Marshal(res)
+	data, err := marshal(res)
 	if err != nil {
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
