@@ -335,6 +335,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"TOOLSVC_CALL_TIMEOUT": "soon"}, "TOOLSVC_CALL_TIMEOUT"},
 		{map[string]string{"TOOLSVC_RESTRICT_TO_WORKSPACE": "maybe"}, "TOOLSVC_RESTRICT_TO_WORKSPACE"},
 		{map[string]string{"TOOLSVC_API_KEYS": "short"}, "TOOLSVC_API_KEYS"},
+		{map[string]string{"TOOLSVC_EXEC_ENV_ALLOW": "MYAPP_*,*"}, "TOOLSVC_EXEC_ENV_ALLOW"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {

@@ -245,6 +245,11 @@ func (c Config) Validate() error {
 		if strings.HasPrefix(strings.ToUpper(n), Prefix+"_") || strings.ContainsAny(n, "= ") {
 			bad("EXEC_ENV_ALLOW", "%q cannot be passed to commands: TOOLSVC_* variables stay in the service, and names hold no '=' or space", n)
 		}
+		// "*" or "A*" would hand commands nearly the whole environment,
+		// the LLM and channel keys of the service included.
+		if p, wild := strings.CutSuffix(n, "*"); wild && len(p) < 3 {
+			bad("EXEC_ENV_ALLOW", "%q is too broad: a pattern must name a prefix of at least 3 characters, such as MYAPP_*", n)
+		}
 	}
 	switch c.ExecSandbox {
 	case "auto", "landlock", "bwrap", "none":
