@@ -176,11 +176,7 @@ func TestExecResults(t *testing.T) {
 			if tc.exact != "" && out != tc.exact {
 				t.Errorf("got %q, want %q", out, tc.exact)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("result lacks %q:\n%s", w, out)
-				}
-			}
+			assertContains(t, "result", out, tc.want...)
 		})
 	}
 }

@@ -50,11 +50,7 @@ func TestReadFile(t *testing.T) {
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
 			out := mustSucceed(t, s.invoke(t, "read_file", c.args))
-			for _, w := range c.wants {
-				if !strings.Contains(out, w) {
-					t.Errorf("lacks %q:\n%s", w, out)
-				}
-			}
+			assertContains(t, "result", out, c.wants...)
 			for _, n := range c.not {
 				if strings.Contains(out, n) {
 					t.Errorf("has %q:\n%s", n, out)

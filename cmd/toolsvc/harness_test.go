@@ -210,12 +210,18 @@ func mustFail(t testing.TB, res registry.Result, code string, wants ...string) s
 	if !strings.HasPrefix(res.Result, "Error: ") {
 		t.Errorf("%s: result does not start with 'Error: ': %s", res.Tool, res.Result)
 	}
+	assertContains(t, res.Tool+" result", res.Result, wants...)
+	return res.Result
+}
+
+// assertContains reports each of wants that text (named what) lacks.
+func assertContains(t testing.TB, what, text string, wants ...string) {
+	t.Helper()
 	for _, w := range wants {
-		if !strings.Contains(res.Result, w) {
-			t.Errorf("%s: result lacks %q: %s", res.Tool, w, res.Result)
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, text)
 		}
 	}
-	return res.Result
 }
 
 // writeWS writes a file into the workspace, creating folders.

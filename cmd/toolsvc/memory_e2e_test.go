@@ -152,11 +152,7 @@ func TestMemorySearch(t *testing.T) {
 			if c.name == "default max_results is 15" && len(got) != 15 {
 				t.Errorf("%d hits, want 15", len(got))
 			}
-			for _, w := range c.wants {
-				if !strings.Contains(out, w) {
-					t.Errorf("result lacks %q:\n%s", w, out)
-				}
-			}
+			assertContains(t, "result", out, c.wants...)
 		})
 	}
 	for _, c := range []struct {
@@ -222,11 +218,7 @@ func TestMemoryRead(t *testing.T) {
 			if len(shown) != c.count || !strings.HasPrefix(shown[0], c.first) || !strings.HasPrefix(shown[len(shown)-1], c.last) {
 				t.Errorf("shown %d lines from %.40q to %.40q, want %d from %q to %q\n%s", len(shown), shown[0], shown[len(shown)-1], c.count, c.first, c.last, out)
 			}
-			for _, w := range c.wants {
-				if !strings.Contains(out, w) {
-					t.Errorf("result lacks %q:\n%s", w, out)
-				}
-			}
+			assertContains(t, "result", out, c.wants...)
 		})
 	}
 	for _, c := range []struct {

@@ -97,6 +97,17 @@ func classify(ip netip.Addr) string {
 	return classifyV6(ip)
 }
 
+// wrapped judges IPv4 addresses carried inside an IPv6 one by the named
+// mechanism: the IPv6 address is refused when any of them would be.
+func wrapped(mechanism string, v4s ...[4]byte) string {
+	for _, v4 := range v4s {
+		if k := classify(netip.AddrFrom4(v4)); k != "" {
+			return k + ", wrapped in " + mechanism
+		}
+	}
+	return ""
+}
+
 func classifyV6(ip netip.Addr) string {
 	b := ip.As16()
 	switch {
@@ -115,28 +126,13 @@ func classifyV6(ip netip.Addr) string {
 	case nat64Local.Contains(ip):
 		return "local-use NAT64 (64:ff9b:1::/48)"
 	case nat64Well.Contains(ip):
-		v4 := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-		if k := classify(v4); k != "" {
-			return k + ", wrapped in NAT64 (64:ff9b::/96)"
-		}
-		return ""
+		return wrapped("NAT64 (64:ff9b::/96)", [4]byte{b[12], b[13], b[14], b[15]})
 	case sixToFour.Contains(ip):
-		v4 := netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
-		if k := classify(v4); k != "" {
-			return k + ", wrapped in 6to4 (2002::/16)"
-		}
-		return ""
+		return wrapped("6to4 (2002::/16)", [4]byte{b[2], b[3], b[4], b[5]})
 	case teredo.Contains(ip):
 		// Teredo: the server's IPv4 is bits 32-63, the client's is the
 		// last 32 bits inverted. Either may point inside.
-		server := netip.AddrFrom4([4]byte{b[4], b[5], b[6], b[7]})
-		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
-		for _, v4 := range []netip.Addr{server, client} {
-			if k := classify(v4); k != "" {
-				return k + ", wrapped in Teredo (2001::/32)"
-			}
-		}
-		return ""
+		return wrapped("Teredo (2001::/32)", [4]byte{b[4], b[5], b[6], b[7]}, [4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
 	case uniqueLocal.Contains(ip):
 		return "unique local IPv6 (fc00::/7)"
 	case linkLocalV6.Contains(ip):
