@@ -64,6 +64,59 @@ func TestPendingThenFinal(t *testing.T) {
 	}
 }
 
+// TestFinalFreesNoInode checks that the final record swaps places with the
+// pending one instead of deleting it: the pending file's inode lives on
+// under .replaced/, so writing the log frees nothing per call.
+func TestFinalFreesNoInode(t *testing.T) {
+	l := newLog(t, Options{})
+	rec := Record{CallID: "c3", ToolName: "read_file", Timestamp: time.Now(), Status: "pending"}
+	if err := l.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.Dir(), FileName(rec))
+	pending, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Status = "success"
+	if err := l.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	final, _ := os.Stat(path)
+	if os.SameFile(pending, final) {
+		t.Fatal("final record was written in place")
+	}
+	moved := filepath.Join(l.Dir(), ".replaced", FileName(rec))
+	kept, err := os.Stat(moved)
+	if err != nil || !os.SameFile(pending, kept) {
+		t.Fatalf("pending file not kept under .replaced: %v", err)
+	}
+	if got := readRecord(t, l, rec); got.Status != "success" {
+		t.Errorf("record at the call's name: %+v", got)
+	}
+	data, _ := os.ReadFile(moved)
+	if !strings.Contains(string(data), `"status":"pending"`) {
+		t.Errorf("replaced file: %s", data)
+	}
+}
+
+// TestFinalWithoutPending: a final record whose pending record was never
+// written (say the pending write failed) is moved into place.
+func TestFinalWithoutPending(t *testing.T) {
+	l := newLog(t, Options{})
+	rec := Record{CallID: "c4", Timestamp: time.Now(), Status: "error", ErrorCode: "TIMEOUT"}
+	if err := l.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := readRecord(t, l, rec); got.Status != "error" || got.ErrorCode != "TIMEOUT" {
+		t.Errorf("record: %+v", got)
+	}
+	left, _ := os.ReadDir(filepath.Join(l.Dir(), ".replaced", rec.Timestamp.UTC().Format("2006-01-02")))
+	if len(left) != 0 {
+		t.Errorf("left behind under .replaced: %v", left)
+	}
+}
+
 func TestNamesSortByTime(t *testing.T) {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var names []string
@@ -159,9 +212,24 @@ func TestPrune(t *testing.T) {
 	if strings.Join(names, ",") != "2026-11-02,2026-12-02,not-a-day" {
 		t.Errorf("left %v", names)
 	}
-	keep := newLog(t, Options{RetentionDays: 0})
+	keep := newLog(t, Options{RetentionDays: 0, Now: func() time.Time { return now }})
 	os.MkdirAll(filepath.Join(keep.Dir(), "2000-01-01"), 0o755)
+	// Replaced records go after a day whatever the retention.
+	for _, d := range []string{"2026-11-30", "2026-12-01", "2026-12-02"} {
+		os.MkdirAll(filepath.Join(keep.Dir(), ".replaced", d), 0o755)
+	}
 	if n, _ := keep.Prune(); n != 0 {
 		t.Error("retention 0 deleted something")
+	}
+	if _, err := os.Stat(filepath.Join(keep.Dir(), "2000-01-01")); err != nil {
+		t.Error("retention 0 deleted a day folder")
+	}
+	left, _ = os.ReadDir(filepath.Join(keep.Dir(), ".replaced"))
+	names = names[:0]
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "2026-12-01,2026-12-02" {
+		t.Errorf("replaced folders left: %v", names)
 	}
 }
