@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -64,10 +65,18 @@ type Options struct {
 
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
-	opts Options
-	mu   sync.Mutex
-	days sync.Map // day folder name -> open descriptor (int)
+	opts   Options
+	births string  // the folder new files are made in, this process's own
+	bfd    int     // births, open
+	spares *spares // unnamed files created ahead of need
+	mu     sync.Mutex
+	days   sync.Map // day folder name -> open descriptor (int)
+	closed sync.Once
 }
+
+// readySpares is how many unnamed files are kept ready: enough for the
+// records of a burst of calls, few enough to cost nothing when idle.
+const readySpares = 64
 
 // New creates the audit folder if needed and returns the log.
 func New(opts Options) (*Log, error) {
@@ -83,7 +92,63 @@ func New(opts Options) (*Log, error) {
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	return &Log{opts: opts}, nil
+	spreadSubfolders(opts.Dir)
+	removeOrphanBirths(opts.Dir)
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	births := filepath.Join(opts.Dir, fmt.Sprintf("%s%d-%x", birthsPrefix, os.Getpid(), rnd))
+	if err := os.Mkdir(births, 0o750); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	fd, err := unix.Open(births, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(births)
+		return nil, fmt.Errorf("audit: open %s: %w", births, err)
+	}
+	return &Log{opts: opts, births: births, bfd: fd, spares: newSpares(fd, readySpares)}, nil
+}
+
+// birthsPrefix names the folder, one per process, in which each record's
+// file is made (unnamed, O_TMPFILE) before it is linked into its day
+// folder. It stays empty. A file's inode comes from the block group of the
+// folder it is made in; this folder's name differs at every start, so ext4
+// places it (see spreadSubfolders) away from the groups where an earlier
+// run's deleted files would slow every new file down.
+const birthsPrefix = ".births-"
+
+// removeOrphanBirths removes the births folders of processes that are gone.
+func removeOrphanBirths(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), birthsPrefix)
+		if !ok {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); err == nil && n > 0 && unix.Kill(n, 0) == unix.ESRCH {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// spreadSubfolders marks dir as the top of a hierarchy (chattr +T), so that
+// ext4 places each folder made in it in a block group picked by the
+// folder's name rather than beside dir. New files take their inodes from
+// their folder's group, and on ext4 without a journal each one scans past
+// every inode freed there in the last minutes: next to /tmp, say, where
+// compilers make and delete thousands of files, a new file cost 150-250 us
+// here; in a group of its own 15-25 us. Other file systems refuse the flag,
+// which changes nothing.
+func spreadSubfolders(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	const topDir = 0x00020000 // FS_TOPDIR_FL in linux/fs.h
+	if flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&topDir == 0 {
+		_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|topDir)
+	}
 }
 
 // Dir returns the folder the log writes under.
@@ -125,7 +190,7 @@ func (l *Log) Write(rec Record) error {
 		return err
 	}
 	if rec.Status == "pending" {
-		if err := linkNew(dir, name, data); err == nil {
+		if err := l.place(dir, name, data); err == nil {
 			return nil
 		}
 		// No O_TMPFILE here (some file systems lack it), or a record of
@@ -133,7 +198,7 @@ func (l *Log) Write(rec Record) error {
 	}
 	side, err := l.dir(filepath.Join(replacedDir, day))
 	if err == nil {
-		err = exchange(side, dir, name, data)
+		err = l.exchange(side, dir, name, data)
 	}
 	if err != nil {
 		// No RENAME_EXCHANGE here (some file systems lack it): rename
@@ -170,12 +235,15 @@ func (l *Log) dir(day string) (int, error) {
 	return fd, nil
 }
 
-// linkNew makes name appear with data, whole, by writing an unnamed file
-// and linking it in. It fails if name exists.
-func linkNew(dir int, name string, data []byte) error {
-	fd, err := unix.Openat(dir, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
-	if err != nil {
-		return err
+// place makes name appear in dir with data, whole, by writing an unnamed
+// file and linking it in. It fails if name exists.
+func (l *Log) place(dir int, name string, data []byte) error {
+	fd := l.spares.take()
+	if fd < 0 {
+		var err error
+		if fd, err = createUnnamed(l.bfd); err != nil {
+			return err
+		}
 	}
 	defer unix.Close(fd)
 	if err := writeAll(fd, data); err != nil {
@@ -184,28 +252,22 @@ func linkNew(dir int, name string, data []byte) error {
 	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
 }
 
-// exchange writes data to name in side, then swaps it with name in dir in
+// exchange places data as name in side, then swaps it with name in dir in
 // one step: the new record takes its place in dir and the earlier one moves
 // to side, so no inode is freed. With no earlier record, it is moved in.
-func exchange(side, dir int, name string, data []byte) error {
-	fd, err := unix.Openat(side, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o640)
+func (l *Log) exchange(side, dir int, name string, data []byte) error {
+	err := l.place(side, name, data)
 	if err == unix.EEXIST { // an earlier record of this call was replaced already
 		if err = unix.Unlinkat(side, name, 0); err == nil {
-			fd, err = unix.Openat(side, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o640)
+			err = l.place(side, name, data)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	err = writeAll(fd, data)
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat2(side, name, dir, name, unix.RENAME_EXCHANGE)
-		if err == unix.ENOENT {
-			err = unix.Renameat2(side, name, dir, name, unix.RENAME_NOREPLACE)
-		}
+	err = unix.Renameat2(side, name, dir, name, unix.RENAME_EXCHANGE)
+	if err == unix.ENOENT {
+		err = unix.Renameat2(side, name, dir, name, unix.RENAME_NOREPLACE)
 	}
 	if err != nil {
 		_ = unix.Unlinkat(side, name, 0)
@@ -376,12 +438,18 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close releases the day folders' descriptors.
+// Close stops making files ahead and releases the folders' descriptors.
+// Records written after Close fail.
 func (l *Log) Close() error {
-	l.days.Range(func(k, fd any) bool {
-		unix.Close(fd.(int))
-		l.days.Delete(k)
-		return true
+	l.closed.Do(func() {
+		l.spares.close()
+		unix.Close(l.bfd)
+		os.Remove(l.births)
+		l.days.Range(func(k, fd any) bool {
+			unix.Close(fd.(int))
+			l.days.Delete(k)
+			return true
+		})
 	})
 	return nil
 }

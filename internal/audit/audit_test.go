@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func newLog(t *testing.T, opts Options) *Log {
@@ -20,6 +23,7 @@ func newLog(t *testing.T, opts Options) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	return l
 }
 
@@ -117,6 +121,68 @@ func TestFinalWithoutPending(t *testing.T) {
 	}
 }
 
+// TestSpreadsSubfolders: on ext4 the audit folder is marked as the top of
+// a hierarchy, so its day folders get block groups of their own.
+func TestSpreadsSubfolders(t *testing.T) {
+	l := newLog(t, Options{})
+	fd, err := unix.Open(l.Dir(), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.EXT4_SUPER_MAGIC {
+		t.Skipf("not ext4 (%x): the flag means nothing here", st.Type)
+	}
+	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&0x00020000 == 0 {
+		t.Errorf("flags %#x lack FS_TOPDIR_FL", flags)
+	}
+}
+
+// TestBirthsFolder: each process makes files in a folder of its own, which
+// it removes on Close; folders of processes that are gone are removed at
+// the next start, those of live ones kept.
+func TestBirthsFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit_logs")
+	os.MkdirAll(dir, 0o750)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(dir, fmt.Sprintf("%s%d-00000000", birthsPrefix, dead.Process.Pid))
+	live := filepath.Join(dir, fmt.Sprintf("%s%d-00000000", birthsPrefix, os.Getppid()))
+	os.Mkdir(orphan, 0o750)
+	os.Mkdir(live, 0o750)
+	l, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan births folder kept: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's births folder removed: %v", err)
+	}
+	if err := l.Write(Record{CallID: "b1", Timestamp: time.Now(), Status: "pending"}); err != nil {
+		t.Fatal(err)
+	}
+	own, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%s%d-*", birthsPrefix, os.Getpid())))
+	if len(own) != 1 {
+		t.Fatalf("own births folders: %v", own)
+	}
+	if left, _ := os.ReadDir(own[0]); len(left) != 0 {
+		t.Errorf("births folder not empty: %v", left)
+	}
+	l.Close()
+	if _, err := os.Stat(own[0]); !os.IsNotExist(err) {
+		t.Errorf("births folder left after Close: %v", err)
+	}
+}
+
 func TestNamesSortByTime(t *testing.T) {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var names []string
@@ -207,7 +273,9 @@ func TestPrune(t *testing.T) {
 	left, _ := os.ReadDir(l.Dir())
 	var names []string
 	for _, e := range left {
-		names = append(names, e.Name())
+		if !strings.HasPrefix(e.Name(), birthsPrefix) {
+			names = append(names, e.Name())
+		}
 	}
 	if strings.Join(names, ",") != "2026-11-02,2026-12-02,not-a-day" {
 		t.Errorf("left %v", names)

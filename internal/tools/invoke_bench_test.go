@@ -39,6 +39,7 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				defer al.Close()
 				opts.Audit = al
 			}
 			reg := registry.New(opts)
