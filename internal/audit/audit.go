@@ -66,17 +66,12 @@ type Options struct {
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
 	opts   Options
-	births string  // the folder new files are made in, this process's own
-	bfd    int     // births, open
-	spares *spares // unnamed files created ahead of need
+	births string // the folder new files are made in, this process's own
+	bfd    int    // births, open
 	mu     sync.Mutex
 	days   sync.Map // day folder name -> open descriptor (int)
 	closed sync.Once
 }
-
-// readySpares is how many unnamed files are kept ready: enough for the
-// records of a burst of calls, few enough to cost nothing when idle.
-const readySpares = 64
 
 // New creates the audit folder if needed and returns the log.
 func New(opts Options) (*Log, error) {
@@ -105,7 +100,7 @@ func New(opts Options) (*Log, error) {
 		os.Remove(births)
 		return nil, fmt.Errorf("audit: open %s: %w", births, err)
 	}
-	return &Log{opts: opts, births: births, bfd: fd, spares: newSpares(fd, readySpares)}, nil
+	return &Log{opts: opts, births: births, bfd: fd}, nil
 }
 
 // birthsPrefix names the folder, one per process, in which each record's
@@ -238,12 +233,9 @@ func (l *Log) dir(day string) (int, error) {
 // place makes name appear in dir with data, whole, by writing an unnamed
 // file and linking it in. It fails if name exists.
 func (l *Log) place(dir int, name string, data []byte) error {
-	fd := l.spares.take()
-	if fd < 0 {
-		var err error
-		if fd, err = createUnnamed(l.bfd); err != nil {
-			return err
-		}
+	fd, err := unix.Openat(l.bfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		return err
 	}
 	defer unix.Close(fd)
 	if err := writeAll(fd, data); err != nil {
@@ -438,11 +430,10 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close stops making files ahead and releases the folders' descriptors.
+// Close releases the folders' descriptors and removes the births folder.
 // Records written after Close fail.
 func (l *Log) Close() error {
 	l.closed.Do(func() {
-		l.spares.close()
 		unix.Close(l.bfd)
 		os.Remove(l.births)
 		l.days.Range(func(k, fd any) bool {

@@ -301,3 +301,36 @@ func TestPrune(t *testing.T) {
 		t.Errorf("replaced folders left: %v", names)
 	}
 }
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// TestLogCloseLeavesNoDescriptors: a log that wrote records across two days
+// releases every descriptor it opened.
+func TestLogCloseLeavesNoDescriptors(t *testing.T) {
+	before := openFDs(t)
+	l, err := New(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range []time.Time{time.Now(), time.Now().AddDate(0, 0, 1)} {
+		rec := Record{CallID: string(rune('a' + i)), Timestamp: ts, Status: "pending"}
+		if err := l.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Status = "success"
+		if err := l.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after Close, %d before", after, before)
+	}
+}
