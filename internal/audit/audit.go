@@ -4,8 +4,8 @@
 //
 // The final record takes the pending one's place by exchanging the two
 // files (renameat2 RENAME_EXCHANGE), not by renaming over it: the pending
-// file moves to DIR/.replaced/YYYY-MM-DD/ and is deleted with that folder a
-// day later, not one by one. Deleting a file per call is what made the log
+// file moves to a side folder under DIR/.replaced/ and is deleted with that
+// folder a day later, not one by one. Deleting a file per call is what made the log
 // slow: on ext4 without a journal, every new file scans past each inode freed
 // in the last minutes, so a log that frees one per call grows dearer the
 // faster it is written (BenchmarkCall measures both ways).
@@ -66,8 +66,7 @@ type Options struct {
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
 	opts   Options
-	births string // the folder new files are made in, this process's own
-	bfd    int    // births, open
+	tag    string // names this process's side folders: <pid>-<random>
 	mu     sync.Mutex
 	days   sync.Map // day folder name -> open descriptor (int)
 	closed sync.Once
@@ -88,42 +87,13 @@ func New(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	spreadSubfolders(opts.Dir)
-	removeOrphanBirths(opts.Dir)
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	births := filepath.Join(opts.Dir, fmt.Sprintf("%s%d-%x", birthsPrefix, os.Getpid(), rnd))
-	if err := os.Mkdir(births, 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(opts.Dir, replacedDir), 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	fd, err := unix.Open(births, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		os.Remove(births)
-		return nil, fmt.Errorf("audit: open %s: %w", births, err)
-	}
-	return &Log{opts: opts, births: births, bfd: fd}, nil
-}
-
-// birthsPrefix names the folder, one per process, in which each record's
-// file is made (unnamed, O_TMPFILE) before it is linked into its day
-// folder. It stays empty. A file's inode comes from the block group of the
-// folder it is made in; this folder's name differs at every start, so ext4
-// places it (see spreadSubfolders) away from the groups where an earlier
-// run's deleted files would slow every new file down.
-const birthsPrefix = ".births-"
-
-// removeOrphanBirths removes the births folders of processes that are gone.
-func removeOrphanBirths(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), birthsPrefix)
-		if !ok {
-			continue
-		}
-		pid, _, _ := strings.Cut(rest, "-")
-		if n, err := strconv.Atoi(pid); err == nil && n > 0 && unix.Kill(n, 0) == unix.ESRCH {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
+	spreadSubfolders(filepath.Join(opts.Dir, replacedDir))
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	return &Log{opts: opts, tag: fmt.Sprintf("%d-%x", os.Getpid(), rnd)}, nil
 }
 
 // spreadSubfolders marks dir as the top of a hierarchy (chattr +T), so that
@@ -156,9 +126,22 @@ func FileName(rec Record) string {
 	return filepath.Join(t.Format("2006-01-02"), t.Format("20060102T150405.000000000Z")+"_"+rec.CallID+".json")
 }
 
-// replacedDir, under the audit folder, holds per day the records that later
-// records of the same call replaced: the pending ones.
+// replacedDir, under the audit folder, holds the side folders: one per
+// process and day, named YYYY-MM-DD.<pid>-<random>. Each record's file is
+// made in one, then moved into its day folder, and the pending records
+// that final records replace end up there. A day's side folders are
+// deleted the day after.
+//
+// A file's inode comes from the block group of the folder it is made in.
+// The side folder's name differs at every start, so ext4 places it (see
+// spreadSubfolders) away from the groups where other programs, or an
+// earlier run, deleted files that would slow every new file down.
 const replacedDir = ".replaced"
+
+// sideFolder names the side folder of day for this process.
+func (l *Log) sideFolder(day string) string {
+	return filepath.Join(replacedDir, day+"."+l.tag)
+}
 
 // Write stores rec, replacing any earlier record of the same call in one
 // step, so a reader sees either the old or the new record, never a mix.
@@ -184,18 +167,18 @@ func (l *Log) Write(rec Record) error {
 	if err != nil {
 		return err
 	}
+	side, err := l.dir(l.sideFolder(day))
+	if err != nil {
+		return err
+	}
 	if rec.Status == "pending" {
-		if err := l.place(dir, name, data); err == nil {
+		if err := place(side, dir, name, data); err == nil {
 			return nil
 		}
 		// No O_TMPFILE here (some file systems lack it), or a record of
 		// this call exists already: replace it instead.
 	}
-	side, err := l.dir(filepath.Join(replacedDir, day))
-	if err == nil {
-		err = l.exchange(side, dir, name, data)
-	}
-	if err != nil {
+	if err = exchange(side, dir, name, data); err != nil {
 		// No RENAME_EXCHANGE here (some file systems lack it): rename
 		// over the earlier record.
 		err = replace(dir, name, data)
@@ -231,9 +214,9 @@ func (l *Log) dir(day string) (int, error) {
 }
 
 // place makes name appear in dir with data, whole, by writing an unnamed
-// file and linking it in. It fails if name exists.
-func (l *Log) place(dir int, name string, data []byte) error {
-	fd, err := unix.Openat(l.bfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+// file made in side and linking it in. It fails if name exists.
+func place(side, dir int, name string, data []byte) error {
+	fd, err := unix.Openat(side, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
 	if err != nil {
 		return err
 	}
@@ -244,22 +227,30 @@ func (l *Log) place(dir int, name string, data []byte) error {
 	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
 }
 
-// exchange places data as name in side, then swaps it with name in dir in
+// exchange writes data as name in side, then swaps it with name in dir in
 // one step: the new record takes its place in dir and the earlier one moves
 // to side, so no inode is freed. With no earlier record, it is moved in.
-func (l *Log) exchange(side, dir int, name string, data []byte) error {
-	err := l.place(side, name, data)
+// Nobody reads side, so the file is written there under its name.
+func exchange(side, dir int, name string, data []byte) error {
+	const create = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
+	fd, err := unix.Openat(side, name, create, 0o640)
 	if err == unix.EEXIST { // an earlier record of this call was replaced already
 		if err = unix.Unlinkat(side, name, 0); err == nil {
-			err = l.place(side, name, data)
+			fd, err = unix.Openat(side, name, create, 0o640)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	err = unix.Renameat2(side, name, dir, name, unix.RENAME_EXCHANGE)
-	if err == unix.ENOENT {
-		err = unix.Renameat2(side, name, dir, name, unix.RENAME_NOREPLACE)
+	err = writeAll(fd, data)
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat2(side, name, dir, name, unix.RENAME_EXCHANGE)
+		if err == unix.ENOENT {
+			err = unix.Renameat2(side, name, dir, name, unix.RENAME_NOREPLACE)
+		}
 	}
 	if err != nil {
 		_ = unix.Unlinkat(side, name, 0)
@@ -393,7 +384,7 @@ func (l *Log) pruneDays(sub string, cutoff time.Time) (int, error) {
 	sort.Strings(names)
 	n := 0
 	for _, name := range names {
-		day, err := time.Parse("2006-01-02", name)
+		day, err := time.Parse("2006-01-02", strings.SplitN(name, ".", 2)[0])
 		if err != nil || !day.Before(cutoff) {
 			continue
 		}
@@ -430,12 +421,10 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close releases the folders' descriptors and removes the births folder.
-// Records written after Close fail.
+// Close releases the folders' descriptors. Records written after Close
+// fail.
 func (l *Log) Close() error {
 	l.closed.Do(func() {
-		unix.Close(l.bfd)
-		os.Remove(l.births)
 		l.days.Range(func(k, fd any) bool {
 			unix.Close(fd.(int))
 			l.days.Delete(k)

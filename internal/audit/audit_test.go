@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +90,8 @@ func TestFinalFreesNoInode(t *testing.T) {
 	if os.SameFile(pending, final) {
 		t.Fatal("final record was written in place")
 	}
-	moved := filepath.Join(l.Dir(), ".replaced", FileName(rec))
+	day, name := filepath.Split(FileName(rec))
+	moved := filepath.Join(l.Dir(), l.sideFolder(filepath.Clean(day)), name)
 	kept, err := os.Stat(moved)
 	if err != nil || !os.SameFile(pending, kept) {
 		t.Fatalf("pending file not kept under .replaced: %v", err)
@@ -115,71 +116,67 @@ func TestFinalWithoutPending(t *testing.T) {
 	if got := readRecord(t, l, rec); got.Status != "error" || got.ErrorCode != "TIMEOUT" {
 		t.Errorf("record: %+v", got)
 	}
-	left, _ := os.ReadDir(filepath.Join(l.Dir(), ".replaced", rec.Timestamp.UTC().Format("2006-01-02")))
+	left, _ := os.ReadDir(filepath.Join(l.Dir(), l.sideFolder(rec.Timestamp.UTC().Format("2006-01-02"))))
 	if len(left) != 0 {
 		t.Errorf("left behind under .replaced: %v", left)
 	}
 }
 
-// TestSpreadsSubfolders: on ext4 the audit folder is marked as the top of
-// a hierarchy, so its day folders get block groups of their own.
+// TestSpreadsSubfolders: on ext4 the audit folder and .replaced are marked
+// as tops of hierarchies, so folders made in them get block groups of their
+// own.
 func TestSpreadsSubfolders(t *testing.T) {
 	l := newLog(t, Options{})
-	fd, err := unix.Open(l.Dir(), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.EXT4_SUPER_MAGIC {
-		t.Skipf("not ext4 (%x): the flag means nothing here", st.Type)
-	}
-	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if flags&0x00020000 == 0 {
-		t.Errorf("flags %#x lack FS_TOPDIR_FL", flags)
+	for _, dir := range []string{l.Dir(), filepath.Join(l.Dir(), ".replaced")} {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		var st unix.Statfs_t
+		if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.EXT4_SUPER_MAGIC {
+			t.Skipf("not ext4 (%x): the flag means nothing here", st.Type)
+		}
+		flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flags&0x00020000 == 0 {
+			t.Errorf("%s: flags %#x lack FS_TOPDIR_FL", dir, flags)
+		}
 	}
 }
 
-// TestBirthsFolder: each process makes files in a folder of its own, which
-// it removes on Close; folders of processes that are gone are removed at
-// the next start, those of live ones kept.
-func TestBirthsFolder(t *testing.T) {
+// TestSideFolders: each log (each process) makes its files in side
+// folders of its own, one per day, whose names differ at every start.
+func TestSideFolders(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "audit_logs")
-	os.MkdirAll(dir, 0o750)
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
+	a, b := newLog(t, Options{Dir: dir}), newLog(t, Options{Dir: dir})
+	now := time.Now()
+	for i, l := range []*Log{a, b, a} {
+		rec := Record{CallID: fmt.Sprint("s", i), Timestamp: now.AddDate(0, 0, i/2), Status: "pending"}
+		if err := l.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Status = "success"
+		if err := l.Write(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
-	orphan := filepath.Join(dir, fmt.Sprintf("%s%d-00000000", birthsPrefix, dead.Process.Pid))
-	live := filepath.Join(dir, fmt.Sprintf("%s%d-00000000", birthsPrefix, os.Getppid()))
-	os.Mkdir(orphan, 0o750)
-	os.Mkdir(live, 0o750)
-	l, err := New(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
+	side, _ := os.ReadDir(filepath.Join(dir, ".replaced"))
+	var names []string
+	for _, e := range side {
+		names = append(names, e.Name())
 	}
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Errorf("orphan births folder kept: %v", err)
+	sort.Strings(names)
+	d0, d1 := now.UTC().Format("2006-01-02"), now.AddDate(0, 0, 1).UTC().Format("2006-01-02")
+	want := []string{d0 + "." + a.tag, d0 + "." + b.tag, d1 + "." + a.tag}
+	sort.Strings(want)
+	if a.tag == b.tag || strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("side folders %v, want %v", names, want)
 	}
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("a live process's births folder removed: %v", err)
-	}
-	if err := l.Write(Record{CallID: "b1", Timestamp: time.Now(), Status: "pending"}); err != nil {
-		t.Fatal(err)
-	}
-	own, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%s%d-*", birthsPrefix, os.Getpid())))
-	if len(own) != 1 {
-		t.Fatalf("own births folders: %v", own)
-	}
-	if left, _ := os.ReadDir(own[0]); len(left) != 0 {
-		t.Errorf("births folder not empty: %v", left)
-	}
-	l.Close()
-	if _, err := os.Stat(own[0]); !os.IsNotExist(err) {
-		t.Errorf("births folder left after Close: %v", err)
+	if !strings.HasPrefix(a.tag, fmt.Sprint(os.Getpid(), "-")) {
+		t.Errorf("tag %q lacks the pid", a.tag)
 	}
 }
 
@@ -273,17 +270,15 @@ func TestPrune(t *testing.T) {
 	left, _ := os.ReadDir(l.Dir())
 	var names []string
 	for _, e := range left {
-		if !strings.HasPrefix(e.Name(), birthsPrefix) {
-			names = append(names, e.Name())
-		}
+		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "2026-11-02,2026-12-02,not-a-day" {
+	if strings.Join(names, ",") != ".replaced,2026-11-02,2026-12-02,not-a-day" {
 		t.Errorf("left %v", names)
 	}
 	keep := newLog(t, Options{RetentionDays: 0, Now: func() time.Time { return now }})
 	os.MkdirAll(filepath.Join(keep.Dir(), "2000-01-01"), 0o755)
 	// Replaced records go after a day whatever the retention.
-	for _, d := range []string{"2026-11-30", "2026-12-01", "2026-12-02"} {
+	for _, d := range []string{"2026-11-30.1-00", "2026-12-01.1-00", "2026-12-02.2-00", "2026-12-02." + keep.tag} {
 		os.MkdirAll(filepath.Join(keep.Dir(), ".replaced", d), 0o755)
 	}
 	if n, _ := keep.Prune(); n != 0 {
@@ -297,7 +292,7 @@ func TestPrune(t *testing.T) {
 	for _, e := range left {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "2026-12-01,2026-12-02" {
+	if strings.Join(names, ",") != "2026-12-01.1-00,2026-12-02.2-00,2026-12-02."+keep.tag {
 		t.Errorf("replaced folders left: %v", names)
 	}
 }
