@@ -5,10 +5,10 @@
 // The final record takes the pending one's place by exchanging the two
 // files (renameat2 RENAME_EXCHANGE), not by renaming over it: the pending
 // file moves to a side folder under DIR/.replaced/ and is deleted with that
-// folder a day later, not one by one. Deleting a file per call is what made the log
-// slow: on ext4 without a journal, every new file scans past each inode freed
-// in the last minutes, so a log that frees one per call grows dearer the
-// faster it is written (BenchmarkCall measures both ways).
+// folder a day later, not one by one. Deleting a file per call is what made
+// the log slow: on ext4 without a journal, every new file scans past each
+// inode freed in the last minutes, so a log that frees one per call grows
+// dearer the faster it is written (BenchmarkCall measures both ways).
 package audit
 
 import (
@@ -65,11 +65,10 @@ type Options struct {
 
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
-	opts   Options
-	tag    string // names this process's side folders: <pid>-<random>
-	mu     sync.Mutex
-	days   sync.Map // day folder name -> open descriptor (int)
-	closed sync.Once
+	opts Options
+	tag  string // names this process's side folders: <pid>-<random>
+	mu   sync.Mutex
+	days sync.Map // day folder name -> open descriptor (int)
 }
 
 // New creates the audit folder if needed and returns the log.
@@ -421,15 +420,12 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close releases the folders' descriptors. Records written after Close
-// fail.
+// Close releases the folders' descriptors.
 func (l *Log) Close() error {
-	l.closed.Do(func() {
-		l.days.Range(func(k, fd any) bool {
-			unix.Close(fd.(int))
-			l.days.Delete(k)
-			return true
-		})
+	l.days.Range(func(k, fd any) bool {
+		unix.Close(fd.(int))
+		l.days.Delete(k)
+		return true
 	})
 	return nil
 }
