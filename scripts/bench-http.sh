@@ -3,8 +3,10 @@
 #  - read_file of a small file through toolsvc (audit on, default config)
 #    against a bare net/http handler that reads the same file, with wrk from
 #    a second process, 16 connections and 1 connection;
-#  - toolsvc's server CPU time per call, and the reference MCP filesystem
-#    server's per read_text_file call (needs node; skipped when absent);
+#  - toolsvc's server CPU time per call under wrk, and with one call at a
+#    time from a Python client beside the bare handler and the reference MCP
+#    filesystem server's per read_text_file call (needs node; skipped when
+#    absent);
 #  - the first 100 lines of a 1 GiB file against a small file, and peak RSS
 #    while reading ranges of it; idle RSS.
 # usage: scripts/bench-http.sh [seconds per wrk run, default 10]
@@ -47,17 +49,24 @@ curl -s http://127.0.0.1:18080/tools/read_file/invoke -d "$SMALL" | grep -q '"st
 TCK=$(getconf CLK_TCK)
 echo
 echo "read_file small.txt, wrk -t1, ${DUR}s each (calls/s):"
-printf '%-6s %10s %10s %7s %16s %18s\n' conns bare toolsvc ratio "toolsvc CPU/call" "toolsvc audit off"
+printf '%-6s %10s %10s %7s %16s %18s %14s\n' conns bare toolsvc ratio "toolsvc CPU/call" "toolsvc audit off" "bare CPU/call"
+percall() { awk -v d="$1" -v n="$2" -v t="$TCK" 'BEGIN {printf "%.0f us", d / t / n * 1e6}'; }
 for c in 16 1; do
-  read -r b _ < <(run http://127.0.0.1:18081/ $c "$SMALL")
+  b0=$(cpu $BARE)
+  read -r b bn < <(run http://127.0.0.1:18081/ $c "$SMALL")
+  b1=$(cpu $BARE)
   c0=$(cpu $SVC)
   read -r s n < <(run http://127.0.0.1:18080/tools/read_file/invoke $c "$SMALL")
   c1=$(cpu $SVC)
-  us=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN {printf "%.0f us", d / t / n * 1e6}')
   read -r o _ < <(run http://127.0.0.1:18082/tools/read_file/invoke $c "$SMALL")
-  printf '%-6s %10s %10s %7s %16s %18s\n' "$c" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" "$us" "$o"
+  printf '%-6s %10s %10s %7s %16s %18s %14s\n' "$c" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" \
+    "$(percall $((c1 - c0)) "$n")" "$o" "$(percall $((b1 - b0)) "$bn")"
 done
 
+echo
+echo "one call at a time from a Python client, as the MCP server is driven below:"
+python3 scripts/bench-http-cpu.py "bare read small.txt" 127.0.0.1 18081 / "$SMALL" $BARE 2000
+python3 scripts/bench-http-cpu.py "toolsvc read_file small.txt" 127.0.0.1 18080 /tools/read_file/invoke "$SMALL" $SVC 2000
 MCP=/tmp/peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if command -v node >/dev/null && { [ -f "$MCP" ] || bash ../shared/bench/setup-peers.sh >/dev/null 2>&1; } && [ -f "$MCP" ]; then
   mkdir -p "$W/mcp"
