@@ -156,11 +156,15 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	if !fi.Mode().IsRegular() {
 		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
 	}
+	var src io.Reader = f
+	if fi.Size() > 0 {
+		src = &sizedReader{f: f, left: fi.Size()}
+	}
 	r, _ := t.readers.Get().(*bufio.Reader)
 	if r == nil {
-		r = bufio.NewReaderSize(f, readBufSize)
+		r = bufio.NewReaderSize(src, readBufSize)
 	} else {
-		r.Reset(f)
+		r.Reset(src)
 	}
 	sec, err := readLines(ctx, r, o, budget, fi.Size())
 	r.Reset(nil)
@@ -192,6 +196,27 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		b.WriteString(sec.note)
 	}
 	return b.String(), sec.used, nil
+}
+
+// sizedReader reads a file as large as it was when opened, and reports the
+// end without asking the kernel once that much is read: a small file costs
+// one read, not three (bufio asks again after each end of file it returns).
+// Lines appended while it is read are left for the next call.
+type sizedReader struct {
+	f    io.Reader
+	left int64
+}
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.f.Read(p)
+	s.left -= int64(n)
+	return n, err
 }
 
 // skillName reports whether p is skills/<name>/SKILL.md in the workspace.
