@@ -156,10 +156,7 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	if !fi.Mode().IsRegular() {
 		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
 	}
-	var src io.Reader = f
-	if fi.Size() > 0 {
-		src = &sizedReader{f: f, left: fi.Size()}
-	}
+	src := upToSize(f, fi.Size())
 	r, _ := t.readers.Get().(*bufio.Reader)
 	if r == nil {
 		r = bufio.NewReaderSize(src, readBufSize)
@@ -198,25 +195,16 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	return b.String(), sec.used, nil
 }
 
-// sizedReader reads a file as large as it was when opened, and reports the
-// end without asking the kernel once that much is read: a small file costs
-// one read, not three (bufio asks again after each end of file it returns).
-// Lines appended while it is read are left for the next call.
-type sizedReader struct {
-	f    io.Reader
-	left int64
-}
-
-func (s *sizedReader) Read(p []byte) (int, error) {
-	if s.left <= 0 {
-		return 0, io.EOF
+// upToSize reads a file as large as it was when opened (size from Stat),
+// and reports the end without asking the kernel once that much is read: a
+// small file costs one read, not three (bufio asks again after each end of
+// file it returns). Lines appended while it is read are left for the next
+// call. A size of 0 may be a file that does not know its size: read to EOF.
+func upToSize(f io.Reader, size int64) io.Reader {
+	if size <= 0 {
+		return f
 	}
-	if int64(len(p)) > s.left {
-		p = p[:s.left]
-	}
-	n, err := s.f.Read(p)
-	s.left -= int64(n)
-	return n, err
+	return io.LimitReader(f, size)
 }
 
 // skillName reports whether p is skills/<name>/SKILL.md in the workspace.

@@ -18,9 +18,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// TestSizedReader: a file is read up to the size it had when opened, and the
+// TestUpToSize: a file is read up to the size it had when opened, and the
 // end costs no read of its own.
-func TestSizedReader(t *testing.T) {
+func TestUpToSize(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		content string
@@ -35,7 +35,7 @@ func TestSizedReader(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &countingReader{r: strings.NewReader(c.content)}
-			r := bufio.NewReaderSize(&sizedReader{f: f, left: c.size}, 64)
+			r := bufio.NewReaderSize(upToSize(f, c.size), 64)
 			got, err := io.ReadAll(r)
 			if err != nil || string(got) != c.want {
 				t.Fatalf("read %q, %v; want %q", got, err, c.want)
