@@ -183,6 +183,12 @@ func (c Config) Validate() error {
 		{"AUDIT_MAX_RESULT_CHARS", int64(c.AuditMaxResultChars)},
 		{"READ_MAX_CHARS", int64(c.ReadMaxChars)},
 		{"LIST_MAX_ENTRIES", int64(c.ListMaxEntries)},
+		{"SEARCH_TIMEOUT", int64(c.SearchTimeout)},
+		{"FETCH_MAX_BYTES", c.FetchMaxBytes},
+		{"FETCH_TIMEOUT", int64(c.FetchTimeout)},
+		{"FETCH_MAX_CONCURRENT", int64(c.FetchMaxConcurrent)},
+		{"FETCH_MAX_URLS", int64(c.FetchMaxURLs)},
+		{"EXEC_MAX_CONCURRENT", int64(c.ExecMaxConcurrent)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
@@ -196,26 +202,10 @@ func (c Config) Validate() error {
 	if c.SearchWorkers < 0 || c.SearchWorkers > 256 {
 		bad("SEARCH_WORKERS", "must be between 0 (one per CPU) and 256")
 	}
-	if c.SearchTimeout <= 0 {
-		bad("SEARCH_TIMEOUT", "must be greater than zero")
-	}
 	// Network guard and web_fetch (issue 5)
 	for _, v := range c.NetAllowCIDRs {
 		if !validCIDR(v) {
 			bad("NET_ALLOW_CIDRS", "%q is not a CIDR such as 10.20.0.0/16 or fd00::/8, nor a single IP address", v)
-		}
-	}
-	for _, p := range []struct {
-		name string
-		v    int64
-	}{
-		{"FETCH_MAX_BYTES", c.FetchMaxBytes},
-		{"FETCH_TIMEOUT", int64(c.FetchTimeout)},
-		{"FETCH_MAX_CONCURRENT", int64(c.FetchMaxConcurrent)},
-		{"FETCH_MAX_URLS", int64(c.FetchMaxURLs)},
-	} {
-		if p.v <= 0 {
-			bad(p.name, "must be greater than zero")
 		}
 	}
 	if c.FetchMaxRedirects < 0 || c.FetchMaxRedirects > 20 {
@@ -234,9 +224,6 @@ func (c Config) Validate() error {
 	}
 	if c.ExecMaxTimeout < c.ExecTimeout {
 		bad("EXEC_MAX_TIMEOUT", "must be at least TOOLSVC_EXEC_TIMEOUT (%s)", c.ExecTimeout)
-	}
-	if c.ExecMaxConcurrent <= 0 {
-		bad("EXEC_MAX_CONCURRENT", "must be greater than zero")
 	}
 	if c.ExecMaxOutput < 100 {
 		bad("EXEC_MAX_OUTPUT", "must be at least 100 characters")
