@@ -77,8 +77,8 @@ func assertNoSurvivor(t *testing.T, s *testServer, mode string) {
 	if live := liveWithArg(sleepToken(t)); len(live) > 0 {
 		t.Errorf("processes %v started by the command are alive after the call", live)
 	}
-	if mode == "bwrap" {
-		return
+	if mode == "bwrap" || strings.Contains(s.Logs(), "own PID namespace") {
+		return // the ids the command saw are its namespace's, not the host's
 	}
 	b, err := os.ReadFile(filepath.Join(s.Workspace, "ids"))
 	if err != nil {
@@ -294,10 +294,22 @@ func TestExecEnvironmentHoldsNoServiceSecrets(t *testing.T) {
 			t.Errorf("env shows %q:\n%s", v, out)
 		}
 	}
-	for _, w := range []string{"PATH=", "LC_ALL=C", "SAFE_FOR_TOOLS=visible-5", "HOME=" + s.Workspace} {
+	for _, w := range []string{"PATH=", "LC_ALL=C", "SAFE_FOR_TOOLS=visible-5", "HOME=/"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("env lacks %s:\n%s", w, out)
 		}
+	}
+	// HOME is not the root of the model's workspace, and what programs
+	// keep there lasts from one call to the next.
+	if strings.Contains(out, "HOME="+s.Workspace+"\n") {
+		t.Errorf("HOME is the workspace root:\n%s", out)
+	}
+	mustSucceed(t, s.invoke(t, "exec", execArgs(`echo kept > "$HOME/.toolsvc-e2e-dotfile"`)))
+	if got := mustSucceed(t, s.invoke(t, "exec", execArgs(`cat "$HOME/.toolsvc-e2e-dotfile"; rm -- "$HOME/.toolsvc-e2e-dotfile"`))); got != "kept\n" {
+		t.Errorf("a dotfile in HOME did not last between calls: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace, ".toolsvc-e2e-dotfile")); err == nil {
+		t.Errorf("the dotfile landed in the workspace")
 	}
 }
 
@@ -510,7 +522,8 @@ echo scratch > "$TMPDIR/x" && cat "$TMPDIR/x"`
 				// Under bwrap this lands in the private /tmp (the test's
 				// workspace lives in /tmp): the host check below decides.
 				"echo pwned > " + outside,
-				"echo pwned | tee /var/tmp/toolsvc-pwned && echo ESCAPED write system",
+				"echo pwned | tee /etc/toolsvc-pwned && echo ESCAPED write system",
+				"echo pwned > /var/tmp/toolsvc-pwned",
 				"ls -R " + audit + " && echo ESCAPED list audit",
 				"find " + audit + " -type f -exec cat {} + && echo ESCAPED read audit",
 				"cat /proc/$PPID/environ /proc/1/environ",

@@ -58,6 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := protectProcess(); err != nil {
+		return fmt.Errorf("protecting the service's process: %w", err)
+	}
 	level, _ := zerolog.ParseLevel(cfg.LogLevel)
 	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
 

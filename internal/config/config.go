@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,9 +76,38 @@ type Config struct {
 	ExecEnvAllow      List          `envconfig:"EXEC_ENV_ALLOW" desc:"exec: extra environment variables passed to commands (NAME or PREFIX_*), besides PATH, LANG, LC_*, TZ and TERM; TOOLSVC_* never pass"`
 	ExecDenyPatterns  Patterns      `envconfig:"EXEC_DENY_PATTERNS" desc:"exec: extra regular expressions refusing commands, added to the built-in denylist (one per line, or comma-separated)"`
 	ExecAllowPatterns Patterns      `envconfig:"EXEC_ALLOW_PATTERNS" desc:"exec: when set, every command in a script must match one of these regular expressions (the denylist still applies)"`
-	ExecSandbox       string        `envconfig:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it; an unavailable explicit mode stops start-up"`
-	ExecNetwork       bool          `envconfig:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network (enforced only under a sandbox); web_fetch is the guarded way out"`
+	ExecSandbox       string        `envconfig:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works; an unavailable explicit mode stops start-up"`
+	ExecNetwork       bool          `envconfig:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
 	ExecPrivatePaths  List          `envconfig:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
+	ExecMaxProcs      int           `envconfig:"EXEC_MAX_PROCS" default:"256" desc:"exec: processes and threads one command and everything it starts may have at once (control group, else RLIMIT_NPROC); 0: no limit"`
+	ExecMaxMemory     Bytes         `envconfig:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit"`
+	ExecUser          string        `envconfig:"EXEC_USER" desc:"exec: when the service runs as root, run commands as this user (name or uid[:gid]); it needs write access to the workspace"`
+	ExecHome          string        `envconfig:"EXEC_HOME" desc:"exec: the commands' HOME, kept between calls for dotfiles and caches; empty: a private folder toolsvc-home-<uid> in the system temp folder"`
+}
+
+// Bytes is an amount of memory: a number of bytes, or a number with KiB,
+// MiB or GiB (K, M, G, KB, MB and GB mean the same).
+type Bytes int64
+
+// Decode implements envconfig.Decoder.
+func (b *Bytes) Decode(v string) error {
+	s := strings.ToUpper(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not an amount of memory such as 512MiB, 4GiB or 1073741824", v)
+	}
+	*b = Bytes(n * mult)
+	return nil
 }
 
 // Secrets is a comma-separated list of secret values. It never prints them.
@@ -247,6 +277,14 @@ func (c Config) Validate() error {
 		if !strings.HasPrefix(p, "/") {
 			bad("EXEC_PRIVATE_PATHS", "%q must be an absolute path", p)
 		}
+	}
+	if c.ExecMaxProcs < 0 {
+		bad("EXEC_MAX_PROCS", "must be zero (no limit) or more")
+	} else if c.ExecMaxProcs > 0 && c.ExecMaxProcs < 8 {
+		bad("EXEC_MAX_PROCS", "must be at least 8: a shell pipeline needs several processes")
+	}
+	if c.ExecMaxMemory > 0 && c.ExecMaxMemory < 16<<20 {
+		bad("EXEC_MAX_MEMORY", "must be at least 16MiB, or 0 for no limit")
 	}
 	return errors.Join(errs...)
 }

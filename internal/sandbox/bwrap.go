@@ -1,13 +1,48 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"strings"
+	"time"
 )
 
 // hiddenByDefault are folders replaced by an empty tmpfs under bubblewrap:
-// home folders may hold keys, /run holds sockets (docker, dbus) that lead
-// out of any sandbox.
-var hiddenByDefault = []string{"/root", "/home", "/run"}
+// home folders may hold keys; /run, /var/run and /var/tmp hold sockets
+// (docker, dbus, databases) that lead out of any sandbox, and /var/tmp is
+// shared between processes like /tmp.
+var hiddenByDefault = []string{"/root", "/home", "/run", "/var/run", "/var/tmp"}
+
+// setupBwrap finds bubblewrap and checks with a trial run that it can build
+// its namespaces here (containers often forbid them).
+func (s *Sandbox) setupBwrap(bin string) error {
+	if bin == "" {
+		bin = "bwrap"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return errors.New("the bwrap program was not found")
+	}
+	s.bwrap = path
+	s.mode = Bwrap
+	if err := s.setupFilter(false); err != nil {
+		s.mode = None
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ver, _ := exec.CommandContext(ctx, path, "--version").Output()
+	net := "shared"
+	if !s.network {
+		net = "off (own network namespace)"
+	}
+	s.detail = fmt.Sprintf("bubblewrap (%s): system read-only, workspace read-write, private /tmp and /var/tmp, /run and home folders empty, data folder and private paths hidden, own PID namespace, network %s",
+		strings.TrimSpace(string(ver)), net)
+	return nil
+}
 
 // bwrapArgs builds the bubblewrap command line. Mount order matters: later
 // mounts cover earlier ones, so private paths outside the workspace are
@@ -27,7 +62,8 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		a = append(a, "--unshare-net")
 	}
 	for _, d := range hiddenByDefault {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		// A link (/var/run -> /run) is covered through its target.
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			a = append(a, "--tmpfs", d)
 		}
 	}
@@ -44,8 +80,14 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		a = append(a, hide(p)...)
 	}
 	a = append(a, "--bind", tmpDir, "/tmp", "--bind", s.ws, s.ws)
+	for _, w := range s.writable {
+		a = append(a, "--bind", w, w)
+	}
 	for _, p := range inside {
 		a = append(a, hide(p)...)
+	}
+	if s.seccomp != nil {
+		a = append(a, "--seccomp", "3") // Start passes the program as fd 3
 	}
 	a = append(a, "--")
 	return append(a, argv...)

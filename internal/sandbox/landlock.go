@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -114,47 +112,77 @@ func isPrivate(p string, private []string) bool {
 	return false
 }
 
-// startLandlocked starts cmd from an OS thread that has restricted itself
-// with Landlock: the child inherits the thread's domain through fork, keeps
-// it across execve, and so does every process it starts. Landlock without
-// the TSYNC flag binds the calling thread only, so the rest of the service
-// stays free; the thread is never unlocked, so the Go runtime ends it with
-// its goroutine instead of reusing it. This avoids re-executing the
-// service's binary as a launcher, whose package initialisation (tens of MB
-// of tables in dependencies) would cost more than the command.
-func (s *Sandbox) startLandlocked(cmd *exec.Cmd, tmpDir string) error {
+// landlockRules is a ruleset ready to be enforced on a thread.
+type landlockRules struct {
+	fd    int
+	flags uint32
+}
+
+// landlockRuleset builds the rules of one command: the policy computed at
+// start-up plus the call's private temporary folder.
+func (s *Sandbox) landlockRuleset(tmpDir string) (*landlockRules, error) {
 	p := s.policy
 	cfg := landlock.V11.BestEffort()
 	if p.Network {
 		cfg.HandledAccessNet = 0
 	}
+	rw := append(append(append([]string(nil), p.RWDirs...), s.writable...), tmpDir)
 	fd, flags, err := cfg.NewRulesetFD(
 		landlock.RODirs(p.RODirs...).IgnoreIfMissing(),
 		landlock.ROFiles(p.ROFiles...).IgnoreIfMissing(),
-		landlock.RWDirs(append(append([]string(nil), p.RWDirs...), tmpDir)...).WithRefer().IgnoreIfMissing(),
+		landlock.RWDirs(rw...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles(p.RWFiles...).IgnoreIfMissing(),
 	)
 	if err != nil {
-		return fmt.Errorf("building the Landlock rules: %w", err)
+		return nil, fmt.Errorf("building the Landlock rules: %w", err)
 	}
 	if fd < 0 {
-		return errors.New("the kernel enforces no Landlock rule; refusing to run unconfined")
+		return nil, errors.New("the kernel enforces no Landlock rule; refusing to run unconfined")
 	}
-	defer unix.Close(fd)
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		// no_new_privs keeps setuid programs from shedding the domain; it
-		// is per thread too, and required by Landlock without CAP_SYS_ADMIN.
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			errc <- fmt.Errorf("setting no_new_privs: %w", err)
-			return
-		}
-		if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
-			errc <- fmt.Errorf("enforcing the Landlock rules: %w", err)
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	return &landlockRules{fd: fd, flags: flags}, nil
+}
+
+// restrictSelf enforces the rules on the calling thread. Landlock without
+// the TSYNC flag binds that thread only; a process it forks inherits the
+// domain, keeps it across execve, and so does every process that one
+// starts. no_new_privs must be set first.
+func (r *landlockRules) restrictSelf() error {
+	if err := llsys.LandlockRestrictSelf(r.fd, r.flags); err != nil {
+		return fmt.Errorf("enforcing the Landlock rules: %w", err)
+	}
+	return nil
+}
+
+func (r *landlockRules) close() { _ = unix.Close(r.fd) }
+
+// setupLandlock checks the kernel's Landlock ABI, prepares the rules and
+// runs a trial command. Below ABI 4 Landlock cannot refuse TCP; with the
+// network off the seccomp filter refuses every socket instead, and where
+// there is no seccomp either the file-system rules still apply and the
+// start-up log says the network is not enforced.
+func (s *Sandbox) setupLandlock() error {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return fmt.Errorf("the kernel does not offer Landlock (%v)", err)
+	}
+	s.policy = buildPolicy(abi, s.ws, s.private, s.network)
+	s.mode = Landlock
+	if err := s.setupFilter(true); err != nil {
+		s.mode = None
+		return err
+	}
+	net := "on"
+	switch {
+	case s.network:
+	case s.netFilter && abi >= 4:
+		net = "off (no socket can be made; Landlock refuses TCP too)"
+	case s.netFilter:
+		net = "off (no socket can be made)"
+	case abi >= 4:
+		net = "off for TCP only (Landlock rules; no seccomp here for the other protocols)"
+	default:
+		net = "NOT enforced (Landlock ABI below 4 and no seccomp)"
+	}
+	s.detail = fmt.Sprintf("landlock ABI %d: system read-only, workspace read-write, private temp folder, data folder and private paths unreadable, network %s", abi, net)
+	return nil
 }

@@ -1,13 +1,18 @@
-// Package sandbox wraps the shell that exec runs in a kernel sandbox: the
-// child sees the system read-only, the workspace read-write and a private
-// temporary folder, never the service's data folder or other private paths,
-// and no network unless configured.
+// Package sandbox confines the shell that exec runs: the child sees the
+// system read-only, the workspace read-write and a private temporary
+// folder, never the service's data folder or other private paths, no
+// network unless configured, no privilege, and a ceiling on its processes
+// and memory; and nothing it starts outlives it.
 //
-// Two mechanisms are supported. Landlock (an unprivileged Linux security
-// module) must be in force before the shell starts: the child is started
-// from an OS thread that restricted itself, and inherits the restriction
-// (see startLandlocked). Bubblewrap (Debian's bubblewrap) builds a private
-// mount, PID and network namespace around the shell.
+// Two file-system mechanisms are supported. Landlock (an unprivileged
+// Linux security module) must be in force before the shell starts: the
+// child is started from an OS thread that restricted itself, and inherits
+// the restriction. Bubblewrap (Debian's bubblewrap) builds a private mount,
+// PID and network namespace around the shell. The rest applies in every
+// mode, None included: the child is started from a dedicated thread that
+// first drops every capability, sets no_new_privs and installs a seccomp
+// filter, enters the command's control group, and stays until the command
+// ends so that the command dies with the service (see launch_linux.go).
 package sandbox
 
 import (
@@ -20,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/countbot/toolsvc/internal/cgroups"
 )
 
 // Mode names a sandbox mechanism.
@@ -34,6 +39,10 @@ const (
 	None     Mode = "none"
 )
 
+// ErrNoSandbox is returned by New in Auto mode when no mechanism works
+// here: commands are not run unconfined unless None was chosen explicitly.
+var ErrNoSandbox = errors.New("no working sandbox")
+
 // Options configure a Sandbox.
 type Options struct {
 	Mode      Mode   // "" means Auto
@@ -43,26 +52,57 @@ type Options struct {
 	// write (the data folder, TOOLSVC_EXEC_PRIVATE_PATHS). Paths that do
 	// not exist are ignored.
 	Private []string
+	// Writable lists extra folders the child may read and write besides
+	// the workspace and its temporary folder (its HOME). They must exist.
+	Writable []string
 	// Bwrap is the bubblewrap binary; default "bwrap" from PATH.
 	Bwrap string
+	// MaxProcs and MaxMemory bound one command and everything it starts:
+	// processes and threads at once, and bytes of memory. Zero: no limit.
+	MaxProcs  int
+	MaxMemory int64
+	// User, when set, is who commands run as (the service must be root).
+	User *User
+
+	// noLandlock makes Landlock unavailable, as on a kernel without it
+	// (tests).
+	noLandlock bool
+}
+
+// User is an account commands run as.
+type User struct {
+	Name     string
+	Uid, Gid uint32
 }
 
 // Sandbox turns a command line into one that runs inside the chosen
-// mechanism. It is safe for concurrent use.
+// mechanism, and starts it. It is safe for concurrent use.
 type Sandbox struct {
-	mode    Mode
-	detail  string
-	network bool
-	ws      string
-	bwrap   string // bubblewrap binary
-	policy  policy // landlock rules without the per-call temp folder
-	private []string
+	mode     Mode
+	detail   string
+	network  bool
+	ws       string
+	writable []string
+	bwrap    string // bubblewrap binary
+	policy   policy // landlock rules without the per-call temp folder
+	private  []string
+	user     *User
+
+	seccomp   *filter          // nil where the kernel has no seccomp
+	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
+	pidns     bool             // each command is the first process of its own PID namespace
+	mountns   bool             // each command has its own mounts: private /proc, /tmp, /run
+	cg        *cgroups.Manager // nil without writable control groups
+	limits    cgroups.Limits
+	ulimit    string // shell prefix setting rlimits where control groups cannot
+	parts     []string
 }
 
 // New detects what the kernel and the system offer and returns a Sandbox of
 // the requested mode. Auto picks the strongest available: bubblewrap when a
-// trial run works, else Landlock, else none. An explicitly requested mode
-// that is unavailable is an error naming why, so start-up stops.
+// trial run works, else Landlock; when neither works it returns an error
+// wrapping ErrNoSandbox, so that commands never run unconfined by surprise.
+// An explicitly requested mode that is unavailable is an error naming why.
 func New(opts Options) (*Sandbox, error) {
 	if opts.Mode == "" {
 		opts.Mode = Auto
@@ -70,18 +110,36 @@ func New(opts Options) (*Sandbox, error) {
 	if opts.Workspace == "" || !filepath.IsAbs(opts.Workspace) {
 		return nil, fmt.Errorf("sandbox: workspace must be an absolute path, got %q", opts.Workspace)
 	}
-	s := &Sandbox{network: opts.Network, ws: opts.Workspace}
+	switch opts.Mode {
+	case Auto, None, Bwrap, Landlock:
+	default:
+		return nil, fmt.Errorf("sandbox: unknown mode %q (want auto, landlock, bwrap or none)", opts.Mode)
+	}
+	if opts.User != nil && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
+	}
+	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
+		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}}
 	for _, p := range opts.Private {
 		if real, err := realPath(p); err == nil {
 			s.private = append(s.private, real)
 		}
 	}
 	s.private = append(s.private, systemSecrets()...)
+	for _, p := range opts.Writable {
+		real, err := realPath(p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: writable folder %s: %w", p, err)
+		}
+		s.writable = append(s.writable, real)
+	}
+	if err := s.setupCommon(); err != nil {
+		return nil, err
+	}
 
 	switch opts.Mode {
 	case None:
-		s.mode, s.detail = None, "no sandbox: commands see everything the service can see"
-		return s, nil
+		return s, s.setupNone()
 	case Bwrap:
 		if err := s.setupBwrap(opts.Bwrap); err != nil {
 			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=bwrap is not available: %w. Install Debian's bubblewrap package and allow user namespaces, or choose landlock, auto or none", err)
@@ -92,42 +150,86 @@ func New(opts Options) (*Sandbox, error) {
 			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=landlock is not available: %w. Choose bwrap, auto or none", err)
 		}
 		return s, nil
-	case Auto:
-		errB := s.setupBwrap(opts.Bwrap)
-		if errB == nil {
-			return s, nil
-		}
-		errL := s.setupLandlock()
-		if errL == nil {
-			s.detail += fmt.Sprintf(" (bubblewrap unavailable: %v)", errB)
-			return s, nil
-		}
-		s.mode = None
-		s.detail = fmt.Sprintf("no sandbox available (bubblewrap: %v; landlock: %v): commands see everything the service can see", errB, errL)
+	}
+	errB := s.setupBwrap(opts.Bwrap)
+	if errB == nil {
 		return s, nil
 	}
-	return nil, fmt.Errorf("sandbox: unknown mode %q (want auto, landlock, bwrap or none)", opts.Mode)
+	errL := errors.New("disabled")
+	if !opts.noLandlock {
+		errL = s.setupLandlock()
+	}
+	if errL == nil {
+		s.detail += fmt.Sprintf(" (bubblewrap unavailable: %v)", errB)
+		return s, nil
+	}
+	s.Close()
+	return nil, fmt.Errorf("%w (bubblewrap: %v; landlock: %v); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
+}
+
+// setupCommon prepares what applies in every mode: the control groups (or
+// the rlimits that stand in for them) and, where the service is root,
+// a PID namespace per command.
+func (s *Sandbox) setupCommon() error {
+	// Control groups are used even without limits: killing a command's
+	// group reaches every process it started.
+	cg, err := cgroups.New(s.limits)
+	if err == nil {
+		s.cg = cg
+		s.parts = append(s.parts, "control group per command: "+cg.Describe())
+	} else {
+		s.parts = append(s.parts, "no control groups ("+err.Error()+")")
+	}
+	s.ulimit = s.rlimitPrefix()
+	return nil
+}
+
+// Close releases the control group folders.
+func (s *Sandbox) Close() {
+	if s.cg != nil {
+		s.cg.Close()
+	}
 }
 
 // Mode returns the mechanism in use (never Auto).
 func (s *Sandbox) Mode() Mode { return s.mode }
 
 // Describe says what the sandbox does, for the start-up log.
-func (s *Sandbox) Describe() string { return s.detail }
+func (s *Sandbox) Describe() string {
+	return s.detail + "; " + strings.Join(s.parts, "; ")
+}
 
 // Network reports whether commands may use the network.
 func (s *Sandbox) Network() bool { return s.network }
 
 // NetworkEnforced reports whether the network setting is enforced: with
-// network off, only a sandbox can take it away.
+// network off, only a network namespace or the seccomp filter can take it
+// away.
 func (s *Sandbox) NetworkEnforced() bool {
-	switch s.mode {
-	case Bwrap:
+	if s.network {
 		return true
-	case Landlock:
-		return s.policy.ABI >= 4
 	}
-	return s.network
+	return s.mode == Bwrap || s.netFilter
+}
+
+// Contains reports whether every process a command starts is known to end
+// with the call: true with a PID namespace or a control group per command,
+// false where only the command's process group can be killed (a process
+// that detached into a session of its own is then out of reach).
+func (s *Sandbox) Contains() bool {
+	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills())
+}
+
+// Limits describes how the process and memory limits are enforced: "cgroup",
+// "rlimit" (per process, and RLIMIT_NPROC not at all for root), or "none".
+func (s *Sandbox) Limits() string {
+	switch {
+	case s.cg != nil && (s.cg.LimitsProcs() || s.cg.LimitsMemory()):
+		return "cgroup"
+	case s.ulimit != "":
+		return "rlimit"
+	}
+	return "none"
 }
 
 // Command returns the program and arguments that run argv (an absolute
@@ -135,98 +237,146 @@ func (s *Sandbox) NetworkEnforced() bool {
 // child's private temporary folder, and the value TMPDIR should have for
 // the child. Start the resulting command with Start.
 func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []string, childTmp string) {
+	var pre []string
+	if s.ulimit != "" {
+		// The limits are set by the shell itself before it runs the
+		// command: nothing can fork between start and limit.
+		pre = append(pre, s.ulimit+" || exit 125")
+	}
+	if s.pidns {
+		// The first process of a PID namespace ignores signals it has no
+		// handler for, even SIGKILL from inside, and `kill $$` must still
+		// work: a shell stays first and runs the command as its child.
+		pre = append(pre, `"$0" "$@"; exit $?`)
+	} else if len(pre) > 0 {
+		pre = append(pre, `exec "$0" "$@"`)
+	}
+	if len(pre) > 0 {
+		argv = append([]string{"/bin/sh", "-c", strings.Join(pre, "; ")}, argv...)
+	}
 	if s.mode == Bwrap {
 		return s.bwrap, s.bwrapArgs(tmpDir, argv), "/tmp"
 	}
 	return argv[0], argv[1:], tmpDir
 }
 
-// Start starts cmd, built from Command with the same tmpDir, inside the
-// sandbox.
-func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) error {
-	if s.mode == Landlock {
-		return s.startLandlocked(cmd, tmpDir)
+// setupNone is the explicit choice of no file-system sandbox: the rest of
+// the confinement (capabilities, seccomp, control groups) still applies.
+func (s *Sandbox) setupNone() error {
+	s.mode = None
+	if err := s.setupFilter(true); err != nil {
+		return err
 	}
-	return cmd.Start()
+	s.detail = "no sandbox: commands can read and write everything the service's user can, the audit log included"
+	if !s.network && !s.netFilter {
+		s.detail += "; network NOT enforced"
+	}
+	return nil
 }
 
-// setupBwrap finds bubblewrap and checks with a trial run that it can build
-// its namespaces here (containers often forbid them).
-func (s *Sandbox) setupBwrap(bin string) error {
-	if bin == "" {
-		bin = "bwrap"
+// setupFilter compiles the seccomp filter and runs a trial command with
+// everything in force; without seccomp, or where the trial fails with the
+// PID namespace, it retries without them and says so.
+func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
+	f, err := newFilter(!s.network && noSocketsWithoutNetns)
+	if err == nil {
+		s.seccomp, s.netFilter = f, !s.network && noSocketsWithoutNetns
+	} else {
+		s.parts = append(s.parts, "no seccomp filter ("+err.Error()+")")
 	}
-	path, err := exec.LookPath(bin)
-	if err != nil {
-		return errors.New("the bwrap program was not found")
+	s.pidns = s.mode != Bwrap && os.Geteuid() == 0
+	s.mountns = s.pidns
+	if err := s.trial(); err != nil && s.mountns {
+		s.mountns = false
+		s.parts = append(s.parts, fmt.Sprintf("no private mounts (%v)", err))
 	}
-	s.bwrap = path
-	s.mode = Bwrap
+	if err := s.trial(); err != nil && s.pidns {
+		s.pidns = false
+		s.parts = append(s.parts, fmt.Sprintf("no PID namespace (%v)", err))
+	}
+	if err := s.trial(); err != nil && s.seccomp != nil {
+		s.seccomp, s.netFilter = nil, false
+		s.parts = append(s.parts, fmt.Sprintf("no seccomp filter (%v)", err))
+	}
 	if err := s.trial(); err != nil {
-		s.mode = None
 		return fmt.Errorf("trial run failed: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ver, _ := exec.CommandContext(ctx, path, "--version").Output()
-	s.detail = fmt.Sprintf("bubblewrap (%s): system read-only, workspace read-write, private /tmp, data folder and private paths hidden, own PID namespace, network %s",
-		strings.TrimSpace(string(ver)), onOff(s.network, "shared", "off (own network namespace)"))
+	s.parts = append(s.parts, s.privilegeDetail())
 	return nil
+}
+
+func (s *Sandbox) privilegeDetail() string {
+	d := "commands get no capabilities and no_new_privs"
+	if s.seccomp != nil {
+		d += ", a seccomp filter refusing privileged calls"
+		if s.netFilter {
+			d += " and every socket()"
+		}
+	}
+	switch {
+	case s.mode == Bwrap:
+		d += "; own PID namespace: every process ends with the command"
+	case s.pidns:
+		d += "; own PID namespace: every process ends with the command"
+		if s.mountns {
+			d += "; own mounts: a /proc showing no process it could not inspect anyway, empty /run and /var/tmp"
+		}
+	case s.cg != nil:
+		d += "; the command's control group is killed when it ends"
+	default:
+		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
+	}
+	if s.user != nil {
+		d += fmt.Sprintf("; run as %s (uid %d)", s.user.Name, s.user.Uid)
+	}
+	switch s.Limits() {
+	case "cgroup":
+		d += fmt.Sprintf("; limits by control group: %s", s.limitText())
+	case "rlimit":
+		d += fmt.Sprintf("; limits by rlimit, per process: %s", s.limitText())
+		if os.Geteuid() == 0 && s.user == nil && s.limits.MaxProcs > 0 {
+			d += " (the kernel does not apply the process limit to root: set TOOLSVC_EXEC_USER)"
+		}
+	default:
+		if s.limits.MaxProcs > 0 || s.limits.MaxMemory > 0 {
+			d += "; process and memory limits NOT enforced"
+		}
+	}
+	return d
+}
+
+func (s *Sandbox) limitText() string {
+	var p []string
+	if s.limits.MaxProcs > 0 {
+		p = append(p, fmt.Sprintf("%d processes", s.limits.MaxProcs))
+	}
+	if s.limits.MaxMemory > 0 {
+		p = append(p, fmt.Sprintf("%d MiB memory", s.limits.MaxMemory>>20))
+	}
+	return strings.Join(p, ", ")
 }
 
 // trial runs a shell that does nothing inside the sandbox.
 func (s *Sandbox) trial() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	tmp, err := os.MkdirTemp("", "toolsvc-sandbox-probe-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "exit 0"})
 	cmd := exec.CommandContext(ctx, path, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := s.Start(cmd, tmp); err != nil {
+	c, err := s.Start(cmd, tmp)
+	if err != nil {
 		return err
 	}
-	if err := cmd.Wait(); err != nil {
+	if err, _ := c.Wait(); err != nil {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
 	}
 	return nil
-}
-
-// setupLandlock checks the kernel's Landlock ABI and prepares the rules.
-func (s *Sandbox) setupLandlock() error {
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return fmt.Errorf("the kernel does not offer Landlock (%v)", err)
-	}
-	if !s.network && abi < 4 {
-		return fmt.Errorf("the kernel's Landlock ABI is %d; turning the network off needs ABI 4. Set TOOLSVC_EXEC_NETWORK=true or use bwrap", abi)
-	}
-	s.policy = buildPolicy(abi, s.ws, s.private, s.network)
-	s.mode = Landlock
-	if err := s.trial(); err != nil {
-		s.mode = None
-		return fmt.Errorf("trial run failed: %v", err)
-	}
-	net := "on"
-	if !s.network {
-		net = "off for TCP (Landlock ABI 4 rules); UDP and other protocols not covered"
-		if abi >= 10 {
-			net = "off for TCP and UDP (Landlock rules); raw and other protocols not covered"
-		}
-	}
-	s.detail = fmt.Sprintf("landlock ABI %d: system read-only, workspace read-write, private temp folder, data folder and private paths unreadable, network %s", abi, net)
-	return nil
-}
-
-func onOff(b bool, on, off string) string {
-	if b {
-		return on
-	}
-	return off
 }
 
 // realPath returns p absolute with symbolic links resolved.
@@ -252,4 +402,30 @@ func systemSecrets() []string {
 // within reports whether p is base or below it.
 func within(p, base string) bool {
 	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
+}
+
+// rlimitPrefix returns the shell commands that set per-process limits where
+// control groups do not enforce them, or "" when none are needed. The
+// option naming the process limit differs between shells (dash: -p, bash
+// and others: -u), so both are tried once at start-up, and the one that
+// really changed the limit is kept.
+func (s *Sandbox) rlimitPrefix() string {
+	var parts []string
+	if s.limits.MaxProcs > 0 && (s.cg == nil || !s.cg.LimitsProcs()) {
+		for _, opt := range []string{"-u", "-p"} {
+			set := fmt.Sprintf("ulimit %s %d", opt, s.limits.MaxProcs)
+			out, err := exec.Command("/bin/sh", "-c", set+" 2>/dev/null && cat /proc/self/limits").Output()
+			if err == nil && strings.Contains(string(out), fmt.Sprintf("Max processes             %d ", s.limits.MaxProcs)) {
+				parts = append(parts, set)
+				break
+			}
+		}
+	}
+	if s.limits.MaxMemory > 0 && (s.cg == nil || !s.cg.LimitsMemory()) {
+		// RLIMIT_DATA counts memory a process has written to or may, not
+		// address space merely reserved (as Go, Java and V8 reserve), so
+		// it limits without breaking those runtimes as RLIMIT_AS would.
+		parts = append(parts, fmt.Sprintf("ulimit -d %d", s.limits.MaxMemory>>10))
+	}
+	return strings.Join(parts, " && ")
 }

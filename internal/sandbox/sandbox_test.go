@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -66,14 +68,14 @@ func run(t *testing.T, s *Sandbox, f fixture, script string) (string, bool) {
 	t.Helper()
 	tmp := t.TempDir()
 	path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", script})
-	cmd := exec.Command(path, args...)
+	cmd := exec.CommandContext(context.Background(), path, args...)
 	cmd.Dir = f.ws
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.ws, "TMPDIR=" + childTmp}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := s.Start(cmd, tmp)
+	c, err := s.Start(cmd, tmp)
 	if err == nil {
-		err = cmd.Wait()
+		err, _ = c.Wait()
 	}
 	return out.String(), err == nil
 }
@@ -227,5 +229,23 @@ func TestPrivateAncestorOfWorkspace(t *testing.T) {
 				t.Errorf("sibling of the workspace readable: %s", out)
 			}
 		})
+	}
+}
+
+// TestAutoNeverDowngradesSilently: when no sandbox works, auto refuses
+// rather than running commands unconfined; none must be asked for by name.
+func TestAutoNeverDowngradesSilently(t *testing.T) {
+	ws := t.TempDir()
+	_, err := New(Options{Mode: Auto, Workspace: ws, Bwrap: "/nonexistent/bwrap", noLandlock: true})
+	if !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "TOOLSVC_EXEC_SANDBOX=none") {
+		t.Fatalf("auto without any sandbox: err = %v", err)
+	}
+	s, err := New(Options{Mode: None, Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Mode() != None || !strings.Contains(s.Describe(), "no sandbox") {
+		t.Errorf("explicit none: %s %s", s.Mode(), s.Describe())
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/headtail"
-	"github.com/countbot/toolsvc/internal/procgroup"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -28,23 +26,29 @@ type CommandGuard interface {
 
 // ExecOptions configure the exec tool.
 type ExecOptions struct {
-	DefaultTimeout time.Duration // when the call gives none
-	MaxTimeout     time.Duration // upper bound of a call's timeout
-	MaxConcurrent  int           // commands running at once; more wait, then get busy
-	MaxOutput      int           // characters of output in a result
-	EnvAllow       []string      // extra variable names passed to commands ("NAME" or "PREFIX_*")
-	Guard          CommandGuard  // required
-	Sandbox        *sandbox.Sandbox
+	DefaultTimeout time.Duration    // when the call gives none
+	MaxTimeout     time.Duration    // upper bound of a call's timeout
+	MaxConcurrent  int              // commands running at once; more wait, then get busy
+	MaxOutput      int              // characters of output in a result
+	EnvAllow       []string         // extra variable names passed to commands ("NAME" or "PREFIX_*")
+	Guard          CommandGuard     // required
+	Sandbox        *sandbox.Sandbox // required; mode None when commands run unconfined
 	// TempDir is where each command's private temporary folder is made;
 	// default os.TempDir(). It must not be inside the workspace.
 	TempDir string
+	// Home is the commands' HOME, kept between calls for the dotfiles and
+	// caches of the programs they run; default: the workspace.
+	Home string
+	// Owner, when set, owns each call's temporary folder (the account
+	// commands run as).
+	Owner *sandbox.User
 	// Environ returns the service's environment; default os.Environ.
 	Environ func() []string
 }
 
-// Exec runs shell commands in the workspace: /bin/sh -c in its own process
-// group, with an allowlisted environment, bounded output and time, inside
-// the configured sandbox.
+// Exec runs shell commands in the workspace: /bin/sh -c in its own session,
+// with an allowlisted environment, bounded output and time, inside the
+// configured sandbox.
 type Exec struct {
 	ws   *workspace.Workspace
 	opts ExecOptions
@@ -52,51 +56,8 @@ type Exec struct {
 	desc string
 
 	mu      sync.Mutex
-	running map[int]struct{} // process group ids, killed by Close
+	running map[*sandbox.Child]struct{} // killed by Close
 	closed  bool
-
-	// temps holds private temporary folders that earlier commands left
-	// empty, for later calls: making and removing a folder per call was a
-	// third of the CPU of an exec call here (pprof of BenchmarkExecTrue).
-	temps chan string
-}
-
-// takeTemp returns an empty private folder for a command's TMPDIR.
-func (e *Exec) takeTemp() (string, error) {
-	select {
-	case d := <-e.temps:
-		return d, nil
-	default:
-		return os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
-	}
-}
-
-// giveTemp keeps a folder the command left empty and as created for the
-// next call, and removes any other. The command's whole process group is
-// gone by then, so nothing can write to it any more.
-func (e *Exec) giveTemp(d string) {
-	if emptyPrivateDir(d) {
-		select {
-		case e.temps <- d:
-			return
-		default:
-		}
-	}
-	_ = os.RemoveAll(d)
-}
-
-func emptyPrivateDir(d string) bool {
-	fi, err := os.Lstat(d)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		return false
-	}
-	f, err := os.Open(d)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	return len(names) == 0 && err == io.EOF
 }
 
 // NewExec returns the exec tool.
@@ -116,11 +77,13 @@ func NewExec(ws *workspace.Workspace, o ExecOptions) *Exec {
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
 	}
+	if o.Home == "" {
+		o.Home = ws.Dir()
+	}
 	if o.Environ == nil {
 		o.Environ = os.Environ
 	}
-	e := &Exec{ws: ws, opts: o, sem: make(chan struct{}, o.MaxConcurrent), running: map[int]struct{}{},
-		temps: make(chan string, o.MaxConcurrent)}
+	e := &Exec{ws: ws, opts: o, sem: make(chan struct{}, o.MaxConcurrent), running: map[*sandbox.Child]struct{}{}}
 	e.desc = e.describe()
 	return e
 }
@@ -141,7 +104,7 @@ func (e *Exec) Description() string { return e.desc }
 func (e *Exec) describe() string {
 	where := "The workspace is writable; the rest of the system is read-only"
 	net := "not restricted (no sandbox)"
-	if sb := e.opts.Sandbox; sb != nil && sb.Mode() != sandbox.None {
+	if sb := e.opts.Sandbox; sb.Mode() != sandbox.None {
 		net = onOff(sb.Network(), "on", "off")
 	} else {
 		where = "Work in the workspace"
@@ -177,9 +140,10 @@ func (e *Exec) Parameters() json.RawMessage {
 }
 
 // Timeout implements registry.Timeouter: the registry's deadline is a
-// backstop above the largest per-call timeout, so that exec's own timeout,
-// which reports the output captured so far, fires first.
-func (e *Exec) Timeout() time.Duration { return e.opts.MaxTimeout + 15*time.Second }
+// backstop above the longest wait for a free slot plus the largest
+// per-call timeout, so that exec's own timeout, which reports the output
+// captured so far, fires first.
+func (e *Exec) Timeout() time.Duration { return 2*e.opts.MaxTimeout + 15*time.Second }
 
 // Execute implements registry.Tool.
 func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -201,19 +165,29 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 	if a.Timeout > 0 {
 		timeout = min(time.Duration(a.Timeout)*time.Second, e.opts.MaxTimeout)
 	}
-	// One deadline covers the wait for a free slot and the run.
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// Waiting for a free slot is bounded by the command's timeout, and
+	// does not eat into it: the command gets its whole timeout once it
+	// starts, and the result says how long it waited.
+	waitStart := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
 	select {
 	case e.sem <- struct{}{}:
 		defer func() { <-e.sem }()
-	case <-cctx.Done():
+	case <-wctx.Done():
 		if ctx.Err() != nil {
-			return "", canceled()
+			return "", canceled(true)
 		}
 		return "", registry.Errorf(registry.CodeBusy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
 	}
-	return e.run(ctx, cctx, a.Command, dir, timeout)
+	waited := time.Since(waitStart)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := e.run(ctx, cctx, a.Command, dir, timeout)
+	if err == nil && waited >= time.Second {
+		out += fmt.Sprintf("\n\n(The command waited %.0f s for a free slot before it started; its timeout counted from then.)", waited.Seconds())
+	}
+	return out, err
 }
 
 // workingDir resolves the call's working_dir through the workspace, with
@@ -228,17 +202,19 @@ func (e *Exec) workingDir(p string) (string, error) {
 
 // run starts the command and waits for it, its timeout, or the caller.
 func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.Duration) (string, error) {
-	tmp, err := e.takeTemp()
+	// A fresh folder per call, never reused: nothing one command leaves
+	// there can reach the next.
+	tmp, err := os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
+	if err == nil && e.opts.Owner != nil {
+		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
+	}
 	if err != nil {
 		return "", registry.Errorf(registry.CodeToolError, "could not create a temporary folder for the command: %v", err)
 	}
-	defer e.giveTemp(tmp)
+	defer os.RemoveAll(tmp)
 
-	argv := []string{"/bin/sh", "-c", command}
-	path, args, childTmp := argv[0], argv[1:], tmp
-	if e.opts.Sandbox != nil {
-		path, args, childTmp = e.opts.Sandbox.Command(tmp, argv)
-	}
+	sb := e.opts.Sandbox
+	path, args, childTmp := sb.Command(tmp, []string{"/bin/sh", "-c", command})
 	// Room for MaxOutput characters of up to 4 bytes at each end.
 	keep := utf8.UTFMax * e.opts.MaxOutput
 	stdout := headtail.New(keep, keep)
@@ -251,38 +227,44 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 	cmd.Env = e.env(childTmp)
 	cmd.Stdout = stream.tee(stdout)
 	cmd.Stderr = stream.tee(stderr)
-	procgroup.Prepare(cmd, 2*time.Second)
-	start := cmd.Start
-	if e.opts.Sandbox != nil {
-		start = func() error { return e.opts.Sandbox.Start(cmd, tmp) }
-	}
-	if err := start(); err != nil {
+	// Bounds how long Wait waits for the output pipes once the command's
+	// processes are gone or killed.
+	cmd.WaitDelay = 2 * time.Second
+	child, err := sb.Start(cmd, tmp)
+	if err != nil {
 		return "", registry.Errorf(registry.CodeToolError, "could not start the shell: %v", err)
 	}
-	pgid := cmd.Process.Pid
-	if !e.track(pgid) {
-		_ = procgroup.Kill(pgid)
+	if !e.track(child) {
+		child.Kill()
 	}
-	err = procgroup.Wait(cmd)
-	e.untrack(pgid)
+	err, contained := child.Wait()
+	e.untrack(child)
 	stream.stop()
 
 	switch {
 	case ctx.Err() != nil:
-		return "", canceled()
+		return "", canceled(contained)
 	case cctx.Err() != nil && !exitedByItself(cmd.ProcessState):
 		last := lastLines(e.format(stdout, stderr, 0, false), 2000)
 		if strings.TrimSpace(last) == "" {
 			last = "(no output)"
 		}
-		return "", registry.Errorf(registry.CodeTimeout, "Command timed out after %s and was stopped; every process it started was killed.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, last, int(e.opts.MaxTimeout/time.Second))
+		return "", registry.Errorf(registry.CodeTimeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
 	}
 	code := exitCode(cmd.ProcessState, err)
 	return e.format(stdout, stderr, code, true), nil
 }
 
-func canceled() error {
-	return registry.Errorf(registry.CodeCanceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); every process it started was killed.")
+// killedText says what is known of the command's processes after a kill.
+func killedText(contained bool) string {
+	if contained {
+		return "every process it started was killed"
+	}
+	return "its process group was killed (processes that detached into a session of their own cannot be tracked without a PID namespace or a control group here)"
+}
+
+func canceled(contained bool) error {
+	return registry.Errorf(registry.CodeCanceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); %s.", killedText(contained))
 }
 
 // exitedByItself reports whether the shell exited rather than being killed,
@@ -313,10 +295,10 @@ func exitCode(ps *os.ProcessState, err error) int {
 
 // env builds the child's environment from the allowlist only: the
 // service's own variables (API keys, tokens) never reach commands. HOME is
-// the workspace, so tools that keep settings in dotfiles keep them there
-// between calls, and TMPDIR the call's private folder.
+// the configured home folder, so tools that keep settings in dotfiles and
+// caches keep them between calls, and TMPDIR the call's private folder.
 func (e *Exec) env(tmp string) []string {
-	out := []string{"HOME=" + e.ws.Dir(), "TMPDIR=" + tmp}
+	out := []string{"HOME=" + e.opts.Home, "TMPDIR=" + tmp}
 	hasPath := false
 	for _, kv := range e.opts.Environ() {
 		name, _, ok := strings.Cut(kv, "=")
@@ -451,35 +433,27 @@ func lastLines(s string, max int) string {
 	return "...\n" + strings.ToValidUTF8(s, "\uFFFD")
 }
 
-func (e *Exec) track(pgid int) bool {
+func (e *Exec) track(c *sandbox.Child) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.running[pgid] = struct{}{}
+	e.running[c] = struct{}{}
 	return !e.closed
 }
 
-func (e *Exec) untrack(pgid int) {
+func (e *Exec) untrack(c *sandbox.Child) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.running, pgid)
+	delete(e.running, c)
 }
 
-// Close kills every running command's process group. Shutdown also
+// Close kills every running command and what it started. Shutdown also
 // cancels the calls; this makes sure nothing outlives the service.
 func (e *Exec) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
-	for pgid := range e.running {
-		_ = procgroup.Kill(pgid)
-	}
-	for {
-		select {
-		case d := <-e.temps:
-			_ = os.RemoveAll(d)
-		default:
-			return
-		}
+	for c := range e.running {
+		c.Kill()
 	}
 }
 

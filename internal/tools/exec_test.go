@@ -10,13 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/countbot/toolsvc/internal/headtail"
-	"github.com/countbot/toolsvc/internal/procgroup"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -43,6 +42,14 @@ func newTestExec(t *testing.T, o ExecOptions) (*Exec, *workspace.Workspace) {
 	t.Cleanup(func() { ws.Close() })
 	if o.Guard == nil {
 		o.Guard = execFakeGuard{"mkfs"}
+	}
+	if o.Sandbox == nil {
+		sb, err := sandbox.New(sandbox.Options{Mode: sandbox.None, Network: true, Workspace: ws.Dir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sb.Close)
+		o.Sandbox = sb
 	}
 	e := NewExec(ws, o)
 	t.Cleanup(e.Close)
@@ -177,31 +184,31 @@ func pidsFrom(t *testing.T, path string) (pgid, child int) {
 	return pgid, child
 }
 
-// assertGroupGone checks that no process of the command's group is alive
-// once the call has returned, and that the group is then reaped
-// (kill(-pgid, 0) reports ESRCH). Killed grandchildren belong to init,
-// which may reap them a moment later; until then they are zombies, dead.
+// assertGroupGone checks that no process the command started is alive
+// once the call has returned: the grandchild is found by the unique
+// duration it sleeps, in the host's /proc (inside a PID namespace, the
+// command's own process numbers mean nothing here).
 func assertGroupGone(t *testing.T, idsFile string) {
 	t.Helper()
-	pgid, child := pidsFrom(t, idsFile)
-	if live := procgroup.LiveMembers(pgid); len(live) > 0 {
-		t.Errorf("processes %v of group %d are alive after the call", live, pgid)
+	b, err := os.ReadFile(idsFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process group %d was never reaped (kill -0: %v)", pgid, err)
-	}
-	if err := syscall.Kill(child, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("grandchild %d still exists (kill -0: %v)", child, err)
+	marker := strings.TrimSpace(string(b))
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(cl), marker) {
+			t.Errorf("process %s (%q) is alive after the call", e.Name(), cl)
+		}
 	}
 }
 
 // The grandchild sleeps with the pipes open; the call must neither wait for
-// it nor leave it behind.
-const spawnScript = `sleep 1000 & echo "$$ $!" > ids; echo started; `
+// it nor leave it behind. It sleeps a unique time, its marker.
+const spawnScript = `m=1000.$(od -An -N3 -tu4 /dev/urandom | tr -d ' '); sleep $m & echo "$m" > ids; echo started; `
 
 func TestExecTimeoutKillsGroup(t *testing.T) {
 	e, ws := newTestExec(t, ExecOptions{})

@@ -3,7 +3,14 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	osuser "os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -34,6 +41,9 @@ type Deps struct {
 	// loader serves GET /skills. Nil: Register builds it from Config
 	// (SKILLS_DISABLED).
 	Skills *skills.Loader
+	// Unavailable, when set, is told of each tool left out because what
+	// it needs is missing here, and why.
+	Unavailable func(tool, reason string)
 }
 
 // Register builds every tool whose dependencies are configured and adds it
@@ -95,19 +105,32 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	// what passes. A bad pattern or an unavailable sandbox mode that was
 	// asked for by name stops start-up.
 	ex, err := newExecTool(d)
+	if errors.Is(err, sandbox.ErrNoSandbox) {
+		// Never a silent downgrade: without a sandbox that works here,
+		// exec is left out unless TOOLSVC_EXEC_SANDBOX=none asks for it.
+		d.Log.Error().Str("tool", "exec").Str("reason", err.Error()).Msg("exec: off")
+		if d.Unavailable != nil {
+			d.Unavailable("exec", err.Error())
+		}
+		return cleanup, registerAll(reg, list, cleanup)
+	}
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
 	closers = append(closers, ex.Close)
 	list = append(list, ex)
+	return cleanup, registerAll(reg, list, cleanup)
+}
+
+func registerAll(reg *registry.Registry, list []registry.Tool, cleanup func()) error {
 	for _, t := range list {
 		if err := reg.Register(t); err != nil {
 			cleanup()
-			return nil, err
+			return err
 		}
 	}
-	return cleanup, nil
+	return nil
 }
 
 // newExecTool builds exec with its command guard and sandbox (issue 3).
@@ -117,11 +140,23 @@ func newExecTool(d Deps) (*Exec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
 	}
+	user, err := execUser(c.ExecUser)
+	if err != nil {
+		return nil, err
+	}
+	home, err := execHome(c.ExecHome, user)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := sandbox.New(sandbox.Options{
 		Mode:      sandbox.Mode(c.ExecSandbox),
 		Network:   c.ExecNetwork,
 		Workspace: d.Workspace.Dir(),
 		Private:   append([]string{d.DataDir}, c.ExecPrivatePaths...),
+		Writable:  []string{home},
+		MaxProcs:  c.ExecMaxProcs,
+		MaxMemory: int64(c.ExecMaxMemory),
+		User:      user,
 	})
 	if err != nil {
 		return nil, err
@@ -131,7 +166,8 @@ func newExecTool(d Deps) (*Exec, error) {
 		ev = d.Log.Warn()
 	}
 	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
-		Bool("network_enforced", sb.NetworkEnforced()).Msg("exec sandbox: " + sb.Describe())
+		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).Str("limits", sb.Limits()).
+		Msg("exec sandbox: " + sb.Describe())
 	return NewExec(d.Workspace, ExecOptions{
 		DefaultTimeout: c.ExecTimeout,
 		MaxTimeout:     c.ExecMaxTimeout,
@@ -140,5 +176,68 @@ func newExecTool(d Deps) (*Exec, error) {
 		EnvAllow:       c.ExecEnvAllow,
 		Guard:          guard,
 		Sandbox:        sb,
+		Home:           home,
+		Owner:          user,
 	}), nil
+}
+
+// execUser resolves TOOLSVC_EXEC_USER: a user name, or uid[:gid].
+func execUser(spec string) (*sandbox.User, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	name, group, _ := strings.Cut(spec, ":")
+	if uid, err := strconv.ParseUint(name, 10, 32); err == nil {
+		gid := uid
+		if group != "" {
+			g, err := strconv.ParseUint(group, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("TOOLSVC_EXEC_USER: %q is not uid[:gid]", spec)
+			}
+			gid = g
+		}
+		if uid == 0 {
+			return nil, errors.New("TOOLSVC_EXEC_USER: uid 0 is root; name an unprivileged account")
+		}
+		return &sandbox.User{Name: spec, Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	u, err := osuser.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_USER: %w", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	if uid == 0 {
+		return nil, errors.New("TOOLSVC_EXEC_USER: that account is root; name an unprivileged one")
+	}
+	return &sandbox.User{Name: name, Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// execHome makes the commands' HOME: the configured folder, or a private
+// one in the system temp folder, so that dotfiles and caches that programs
+// write do not land in the root of the model's workspace.
+func execHome(dir string, user *sandbox.User) (string, error) {
+	uid := os.Geteuid()
+	if user != nil {
+		uid = int(user.Uid)
+	}
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-home-%d", uid))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s is not a folder", dir)
+	}
+	if user != nil {
+		if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
+			return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
+		}
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+		// Someone else made the folder first in a shared temp folder.
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s belongs to uid %d, not to the service (uid %d); set TOOLSVC_EXEC_HOME", dir, st.Uid, uid)
+	}
+	return filepath.Abs(dir)
 }

@@ -1,0 +1,404 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The tests in this file try, for real, what a model-run command must not
+// be able to do, in every sandbox mode this machine offers, and check that
+// it failed. Destructive probes only target victims the test creates.
+
+// attackModes are the modes every attack is tried in. None is included:
+// privileges, the network filter, the process tree and the limits are
+// confined there too.
+var attackModes = []Mode{Landlock, Bwrap, None}
+
+// attackDir holds the attack helper; TestMain removes it.
+var attackDir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-attack-%d", os.Getpid()))
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = os.RemoveAll(attackDir)
+	os.Exit(code)
+}
+
+// attackBinary builds testdata/attack once per test binary.
+var attackBinary = sync.OnceValues(func() (string, error) {
+	if err := os.MkdirAll(attackDir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(attackDir, "attack")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/attack")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the attack helper: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// attackFixture is a workspace with the attack helper in it.
+type attackFixture struct {
+	fixture
+	attack string // path of the helper inside the workspace
+}
+
+func newAttackFixture(t *testing.T) attackFixture {
+	t.Helper()
+	bin, err := attackBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := attackFixture{fixture: newFixture(t)}
+	f.attack = filepath.Join(f.ws, "attack")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.attack, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A world-accessible workspace, for the runs as another user.
+	for _, d := range []string{filepath.Dir(f.ws), f.ws} {
+		_ = os.Chmod(d, 0o777)
+	}
+	return f
+}
+
+// runIn runs script in s with a deadline and returns its output.
+func runIn(t *testing.T, s *Sandbox, ws, script string) string {
+	t.Helper()
+	tmp := t.TempDir()
+	path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", script})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "TMPDIR=" + childTmp}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	c, err := s.Start(cmd, tmp)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	c.Wait()
+	return out.String()
+}
+
+func forEachMode(t *testing.T, opts Options, f func(t *testing.T, s *Sandbox, af attackFixture)) {
+	for _, mode := range attackModes {
+		t.Run(string(mode), func(t *testing.T) {
+			af := newAttackFixture(t)
+			o := opts
+			o.Workspace = af.ws
+			o.Private = append(o.Private, af.data, af.private)
+			s := newForTest(t, mode, o)
+			t.Cleanup(s.Close)
+			f(t, s, af)
+		})
+	}
+}
+
+// TestNoPrivilegeReachesCommand: no capability in any set, no_new_privs,
+// no other process's environ, cmdline, fd or mem, no device node, no raw
+// or packet socket, no privileged system call.
+func TestNoPrivilegeReachesCommand(t *testing.T) {
+	secret := fmt.Sprintf("VICTIM-SECRET-%d", time.Now().UnixNano())
+	victim := exec.Command("/bin/sh", "-c", "sleep 300", "CMDLINE-"+secret)
+	victim.Env = []string{"PATH=/usr/bin:/bin", "VICTIM_TOKEN=" + secret}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { victim.Process.Kill(); victim.Wait() }()
+	vpid := strconv.Itoa(victim.Process.Pid)
+	self := strconv.Itoa(os.Getpid())
+
+	forEachMode(t, Options{Network: true}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		status := runIn(t, s, af.ws, "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status")
+		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			if !strings.Contains(status, set+":\t0000000000000000") {
+				t.Errorf("%s not empty:\n%s", set, status)
+			}
+		}
+		if os.Geteuid() == 0 && !strings.Contains(status, "CapBnd:\t0000000000000000") {
+			t.Errorf("bounding set not empty:\n%s", status)
+		}
+		if !strings.Contains(status, "NoNewPrivs:\t1") {
+			t.Errorf("no_new_privs not set:\n%s", status)
+		}
+		for _, pid := range []string{vpid, self} {
+			for _, file := range []string{"environ", "cmdline", "mem"} {
+				out := runIn(t, s, af.ws, af.attack+" read /proc/"+pid+"/"+file)
+				if strings.Contains(out, "ALLOWED") || strings.Contains(out, secret) {
+					t.Errorf("read /proc/%s/%s: %s", pid, file, out)
+				}
+			}
+			if out := runIn(t, s, af.ws, af.attack+" ls /proc/"+pid+"/fd"); !strings.Contains(out, "DENIED") {
+				t.Errorf("listed /proc/%s/fd: %s", pid, out)
+			}
+		}
+		if out := runIn(t, s, af.ws, "cat /proc/*/environ /proc/*/cmdline 2>/dev/null"); strings.Contains(out, secret) {
+			t.Errorf("a glob over /proc found the victim's secret")
+		}
+		victimDir := t.TempDir()
+		probes := []string{
+			"mknod " + filepath.Join(af.ws, "null2"),
+			"raw", "packet", "reboot", "kexec", "module",
+			"mount " + af.ws,
+			"ptrace " + vpid,
+		}
+		for _, p := range probes {
+			out := runIn(t, s, af.ws, af.attack+" "+p)
+			if !strings.Contains(out, "DENIED") {
+				t.Errorf("%s: %s", p, out)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(af.ws, "null2")); err == nil {
+			t.Errorf("a device node was made")
+		}
+		_ = victimDir
+	})
+}
+
+// listeners are servers outside the sandbox that a command with the
+// network off must not reach; each counts what reaches it.
+type listeners struct {
+	hits             atomic.Int64
+	tcpPort, udpAddr string
+	unixPaths        []string
+	abstract         string
+	closers          []func()
+}
+
+func newListeners(t *testing.T) *listeners {
+	t.Helper()
+	l := &listeners{}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.serve(tcp)
+	l.tcpPort = strconv.Itoa(tcp.Addr().(*net.TCPAddr).Port)
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.closers = append(l.closers, func() { udp.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, _, err := udp.ReadFrom(buf); err != nil {
+				return
+			}
+			l.hits.Add(1)
+		}
+	}()
+	l.udpAddr = udp.LocalAddr().String()
+	name := fmt.Sprintf("toolsvc-test-%d-%d.sock", os.Getpid(), time.Now().UnixNano())
+	for _, dir := range []string{t.TempDir(), "/tmp", "/var/tmp", "/run"} {
+		p := filepath.Join(dir, name)
+		ul, err := net.Listen("unix", p)
+		if err != nil {
+			t.Logf("no unix listener in %s: %v", dir, err)
+			continue
+		}
+		os.Chmod(p, 0o777)
+		l.serve(ul)
+		l.unixPaths = append(l.unixPaths, p)
+	}
+	l.abstract = "@" + name
+	al, err := net.Listen("unix", l.abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.serve(al)
+	t.Cleanup(func() {
+		for _, c := range l.closers {
+			c()
+		}
+	})
+	return l
+}
+
+func (l *listeners) serve(ln net.Listener) {
+	l.closers = append(l.closers, func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.hits.Add(1)
+			c.Close()
+		}
+	}()
+}
+
+// TestNetworkOffMeansOff: with the network off, no socket of any family or
+// protocol reaches anything outside the command's sandbox.
+func TestNetworkOffMeansOff(t *testing.T) {
+	l := newListeners(t)
+	forEachMode(t, Options{Network: false}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		if !s.NetworkEnforced() {
+			t.Fatalf("network off is not enforced: %s", s.Describe())
+		}
+		before := l.hits.Load()
+		probes := []string{
+			"tcp 127.0.0.1:" + l.tcpPort,
+			"mptcp " + l.tcpPort,
+			"sctp " + l.tcpPort,
+			"udp " + l.udpAddr,
+			"raw", "packet",
+			"unix " + l.abstract,
+		}
+		for _, p := range l.unixPaths {
+			probes = append(probes, "unix "+p)
+		}
+		for _, p := range probes {
+			out := runIn(t, s, af.ws, af.attack+" "+p)
+			if !strings.Contains(out, "DENIED") {
+				t.Errorf("%s: %s", p, out)
+			}
+		}
+		// Give stray datagrams time to arrive before counting.
+		time.Sleep(100 * time.Millisecond)
+		if n := l.hits.Load() - before; n != 0 {
+			t.Errorf("%d connections or datagrams reached the host's listeners", n)
+		}
+	})
+}
+
+// markerAlive reports whether a process whose command line holds marker
+// still runs (zombies have an empty command line and do not count).
+func markerAlive(marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if cl := strings.ReplaceAll(string(b), "\x00", " "); err == nil && strings.Contains(cl, marker) {
+			found = append(found, e.Name()+": "+cl)
+		}
+	}
+	return found
+}
+
+// detachScript starts processes that leave the command's process group and
+// session in every usual way, each sleeping a time that names it.
+func detachScript(base int) string {
+	return fmt.Sprintf(`setsid sleep %[1]d.1 </dev/null >/dev/null 2>&1 &
+nohup sleep %[1]d.2 </dev/null >/dev/null 2>&1 &
+(setsid sh -c 'sleep %[1]d.3 & sleep %[1]d.4' </dev/null >/dev/null 2>&1 &) &
+sleep %[1]d.5 </dev/null >/dev/null 2>&1 & disown 2>/dev/null
+setsid sh -c 'while :; do sleep %[1]d.6; done' </dev/null >/dev/null 2>&1 &
+sleep 0.3
+echo started`, base)
+}
+
+// TestNothingOutlivesCall: every process a command starts, however it
+// detaches, is gone when the call ends, whether the shell exited by itself
+// or was killed at its deadline.
+func TestNothingOutlivesCall(t *testing.T) {
+	base := 7000 + int(time.Now().UnixNano()%1000)
+	forEachMode(t, Options{}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		if !s.Contains() {
+			t.Fatalf("mode %s cannot contain the command's processes here: %s", s.Mode(), s.Describe())
+		}
+		base++
+		marker := fmt.Sprintf("%d.", base)
+		out := runIn(t, s, af.ws, detachScript(base))
+		if !strings.Contains(out, "started") {
+			t.Fatalf("script did not run: %s", out)
+		}
+		if left := markerAlive("sleep " + marker); len(left) > 0 {
+			t.Errorf("processes outlived the call:\n%s", strings.Join(left, "\n"))
+		}
+
+		// The same, killed at its deadline while the shell still runs.
+		base++
+		marker = fmt.Sprintf("%d.", base)
+		tmp := t.TempDir()
+		path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", detachScript(base) + "\nsleep 600"})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Dir = af.ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + childTmp}
+		c, err := s.Start(cmd, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The check below must be able to see the processes: it does
+		// while they run.
+		for deadline := time.Now().Add(20 * time.Second); len(markerAlive("sleep "+marker)) < 6 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := len(markerAlive("sleep " + marker)); n < 6 {
+			t.Fatalf("only %d of the detached processes seen running", n)
+		}
+		if _, contained := c.Wait(); !contained {
+			t.Errorf("Wait did not report the processes contained")
+		}
+		if left := markerAlive("sleep " + marker); len(left) > 0 {
+			t.Errorf("processes outlived the killed call:\n%s", strings.Join(left, "\n"))
+		}
+	})
+}
+
+// TestProcessAndMemoryLimits: a spawn loop is stopped by the process limit
+// and a runaway allocation by the memory limit, in the command alone.
+func TestProcessAndMemoryLimits(t *testing.T) {
+	forEachMode(t, Options{MaxProcs: 32, MaxMemory: 128 << 20}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		t.Log(s.Describe())
+		out := runIn(t, s, af.ws, `i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done 2>&1; echo "spawned $i"; jobs -p | wc -l`)
+		if !strings.Contains(strings.ToLower(out), "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+			t.Errorf("200 background processes started under a limit of 32:\n%s", lastN(out, 400))
+		}
+		out = runIn(t, s, af.ws, af.attack+" alloc 512; echo exit=$?")
+		if strings.Contains(out, "allocated 512") {
+			t.Errorf("512 MiB allocated under a limit of 128 MiB: %s", out)
+		}
+		// The service goes on: a normal command still works.
+		if out := runIn(t, s, af.ws, "echo fine"); !strings.Contains(out, "fine") {
+			t.Errorf("a command after the limits failed: %s", out)
+		}
+	})
+}
+
+func lastN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// TestNoFileDescriptorsInherited: a command holds only its standard
+// streams, whatever the service has open.
+func TestNoFileDescriptorsInherited(t *testing.T) {
+	// Something the service holds open that a command must not get.
+	f, err := os.Open("/etc/hostname")
+	if err != nil {
+		f, err = os.Open("/etc/passwd")
+	}
+	if err == nil {
+		defer f.Close()
+	}
+	forEachMode(t, Options{}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		out := runIn(t, s, af.ws, "ls /proc/self/fd")
+		if got := strings.Fields(out); strings.Join(got, " ") != "0 1 2 3" {
+			t.Errorf("open descriptors in the command (ls's own is 3): %q", out)
+		}
+	})
+}

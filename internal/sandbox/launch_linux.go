@@ -1,0 +1,342 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/countbot/toolsvc/internal/cgroups"
+	"github.com/countbot/toolsvc/internal/procgroup"
+)
+
+// Child is a command started by Start.
+type Child struct {
+	cmd     *exec.Cmd
+	group   *cgroups.Group // nil without control groups
+	pidns   bool           // the command's PID namespace ends with it
+	release chan struct{}  // lets the launching thread end
+}
+
+// Start starts cmd, built from Command with the same tmpDir and made with
+// exec.CommandContext, inside the sandbox, and returns it for Wait. When
+// the context is done, the command and everything it started are killed.
+//
+// The command is forked from a dedicated OS thread that first confines
+// itself, so that the child is confined from its first instruction and
+// nothing can run in between: it enters the command's control group (v1),
+// drops every capability from its bounding, inheritable and ambient sets
+// (the child then has none after execve, root or not), sets no_new_privs,
+// restricts itself with Landlock and installs the seccomp filter. All of
+// these bind the thread only, never the rest of the service, and the
+// thread is never unlocked, so the Go runtime ends it with its goroutine
+// instead of reusing it. The goroutine stays until the command ends: the
+// child's parent-death signal fires when the thread that forked it exits,
+// so the command is killed if the service dies, and not before.
+//
+// This avoids re-executing the service's binary as a launcher, whose
+// start-up would cost more than the command.
+func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	attr := cmd.SysProcAttr
+	attr.Setsid = true
+	attr.Pdeathsig = syscall.SIGKILL
+	if s.pidns {
+		attr.Cloneflags |= syscall.CLONE_NEWPID
+	}
+	if s.user != nil {
+		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
+	}
+	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{})}
+	if s.cg != nil {
+		g, err := s.cg.New()
+		if err != nil {
+			return nil, err
+		}
+		g.Prepare(attr)
+		c.group = g
+	}
+	cmd.Cancel = func() error { c.kill(); return nil }
+	if s.mode == Bwrap && s.seccomp != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			c.cleanup()
+			return nil, err
+		}
+		// The program is far smaller than a pipe's buffer: the write
+		// cannot block, and bubblewrap reads it before the command starts.
+		_, err = w.Write(s.seccomp.bytes())
+		w.Close()
+		if err != nil {
+			r.Close()
+			c.cleanup()
+			return nil, err
+		}
+		defer r.Close()
+		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
+	}
+	errc := make(chan error, 1)
+	onDisposableThread(func() {
+		if err := s.confineThread(c.group, tmpDir); err != nil {
+			errc <- err
+			return
+		}
+		// Descriptors the service inherited from whatever started it
+		// (a supervisor, a shell) are not close-on-exec: mark them so
+		// that no command gets them. Go opens its own close-on-exec.
+		if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil && !errors.Is(err, unix.ENOSYS) {
+			errc <- fmt.Errorf("marking descriptors close-on-exec: %w", err)
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- nil
+		<-c.release
+	})
+	if err := <-errc; err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	return c, nil
+}
+
+// onDisposableThread runs f in a new goroutine locked to an OS thread
+// that the Go runtime ends when f returns, so that whatever f does to its
+// thread dies with it. The main thread is never that thread: the runtime
+// cannot end it and would keep it, confined, for good. A goroutine that
+// finds itself on the main thread hands f to another goroutine while it
+// holds the main thread, so that the other must start on a different one.
+func onDisposableThread(f func()) {
+	go func() {
+		runtime.LockOSThread() // never unlocked unless on the main thread
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+			close(locked)
+			f()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
+}
+
+// confineThread applies, to the calling thread only, everything a command
+// must inherit. The order matters: entering a control group needs write
+// access to it, which Landlock then takes away; no_new_privs must precede
+// Landlock and seccomp; the capabilities forking needs (a new PID
+// namespace, setuid for TOOLSVC_EXEC_USER) stay in the thread's effective
+// set, since the child loses them at execve with an empty bounding set.
+func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
+	if g != nil {
+		if err := g.EnterThread(); err != nil {
+			return err
+		}
+	}
+	if s.mountns {
+		if err := privateMounts(append([]string{s.ws, tmpDir}, s.writable...)); err != nil {
+			return err
+		}
+	}
+	// bubblewrap run by root needs its capabilities to build the
+	// namespaces: it gets them through the inheritable set and drops
+	// them all for the command (--cap-drop ALL).
+	if err := dropInheritableCaps(s.mode == Bwrap); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if s.mode == Landlock {
+		// The rules are built here, after the mounts above, so that they
+		// name the command's own /proc and /tmp.
+		rs, err := s.landlockRuleset(tmpDir)
+		if err != nil {
+			return err
+		}
+		err = rs.restrictSelf()
+		rs.close()
+		if err != nil {
+			return err
+		}
+	}
+	if s.seccomp != nil && s.mode != Bwrap {
+		// Under bubblewrap the filter goes to the command through
+		// --seccomp: bubblewrap itself needs mount and friends.
+		if err := s.seccomp.load(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noGroup is a group no process is in: hidepid exempts the members of
+// the group named in its gid option, and the default is root's group.
+const noGroup = "2147483646"
+
+// privateMounts gives the calling thread a mount namespace of its own,
+// which the command inherits: a /proc that shows only the processes the
+// command could inspect anyway (hidepid=invisible: not the service, not
+// other commands, not other users' daemons, whose command lines may hold
+// secrets), and empty folders over /run, /var/run and /var/tmp, where
+// sockets that lead out of any sandbox live (docker, dbus, databases),
+// unless the workspace or another folder the command needs is there.
+// Unsharing the mount namespace also
+// unshares the thread's file-system information, which is why the thread
+// is never reused. It needs CAP_SYS_ADMIN, so it is used only where the
+// service has it.
+func privateMounts(keep []string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unsharing the mount namespace: %w", err)
+	}
+	// Nothing mounted here may reach the host's mount table.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=invisible,gid="+noGroup); err != nil {
+		return fmt.Errorf("mounting a private /proc: %w", err)
+	}
+	for _, d := range []string{"/run", "/var/run", "/var/tmp"} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && !holdsAny(d, keep) {
+			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=16m"); err != nil {
+				return fmt.Errorf("hiding %s: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+func holdsAny(dir string, paths []string) bool {
+	for _, p := range paths {
+		if within(p, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropInheritableCaps empties the calling thread's bounding and ambient
+// capability sets, and its inheritable set unless forExec. For root,
+// execve grants exactly the inheritable set plus the bounding set, so the
+// command starts with no capability at all, and can gain none later. With
+// forExec the inheritable set is first filled with the thread's permitted
+// capabilities, so that the program started (bubblewrap) still gets them
+// while the bounding set it hands on is empty. A thread without
+// CAP_SETPCAP (the service is not root) cannot shrink its bounding set,
+// but has nothing to hand on either: no_new_privs keeps set-user-ID and
+// file capabilities from adding any.
+func dropInheritableCaps(forExec bool) error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	setpcap := data[0].Effective&(1<<unix.CAP_SETPCAP) != 0
+	if forExec {
+		if !setpcap {
+			return nil // not root: bubblewrap works through a user namespace
+		}
+		// The inheritable set may grow only within the bounding set, so
+		// it is filled before the bounding set is emptied.
+		data[0].Inheritable, data[1].Inheritable = data[0].Permitted, data[1].Permitted
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("setting inheritable capabilities: %w", err)
+		}
+	}
+	if setpcap {
+		for c := 0; c <= lastCap(); c++ {
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+			}
+		}
+	}
+	if forExec {
+		return nil
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clearing inheritable capabilities: %w", err)
+	}
+	return nil
+}
+
+// lastCap is the highest capability number the kernel knows.
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return unix.CAP_LAST_CAP
+	}
+	n := 0
+	for _, ch := range b {
+		if ch >= '0' && ch <= '9' {
+			n = n*10 + int(ch-'0')
+		}
+	}
+	if n == 0 {
+		return unix.CAP_LAST_CAP
+	}
+	return n
+}
+
+// Pid returns the command's process ID (its process group and session ID
+// too).
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Kill kills the command and everything it started, at once.
+func (c *Child) Kill() { c.kill() }
+
+func (c *Child) kill() {
+	_ = procgroup.Kill(c.cmd.Process.Pid)
+	if c.group != nil {
+		// Killing the group, not waiting: Wait does that.
+		c.group.Kill(0)
+	}
+}
+
+// Wait waits for the command's shell to end, then ends everything it left
+// (background jobs, detached daemons) and reaps it. contained reports
+// whether it is known that no process of the command is left: true with a
+// PID namespace (the kernel ends every process in it with its first) or a
+// control group seen empty; false where only the process group could be
+// killed.
+func (c *Child) Wait() (err error, contained bool) {
+	err = procgroup.Wait(c.cmd)
+	switch {
+	case c.group != nil:
+		contained = c.group.Kill(2 * time.Second)
+		if c.pidns {
+			contained = true
+		}
+	case c.pidns:
+		contained = true
+	}
+	c.cleanup()
+	return err, contained
+}
+
+// cleanup lets the launching thread end and removes the control group.
+func (c *Child) cleanup() {
+	select {
+	case <-c.release:
+	default:
+		close(c.release)
+	}
+	if c.group != nil {
+		c.group.Remove()
+	}
+}
