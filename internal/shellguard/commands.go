@@ -46,10 +46,14 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 	if cc.wrappers > maxWrappers {
 		return block(text, "too many nested wrapper commands")
 	}
-	base := path.Base(name.text)
+	base := c.progBase(name.text)
 	if reason := rules(base, ws, cc); reason != "" {
+		if base != path.Base(name.text) {
+			reason += " (" + name.text + " is a copy of " + base + " made by this command)"
+		}
 		return block(text, reason)
 	}
+	c.noteCopy(base, ws)
 	handled, transparent, b := c.launcher(base, ws, sc, cc)
 	if b != nil {
 		return b
@@ -60,7 +64,7 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 		// program the guard has rules for is judged as a command too
 		// (deny rules only).
 		for j := 1; j < len(ws) && j <= maxScan; j++ {
-			if ws[j].lit && hasRules(path.Base(ws[j].text)) {
+			if ws[j].lit && hasRules(c.progBase(ws[j].text)) {
 				if b := c.command(ws[j:], scope{depth: sc.depth, mode: modeCode}, callCtx{wrappers: cc.wrappers + 1, noScan: true}); b != nil {
 					return b
 				}
@@ -150,7 +154,13 @@ func rules(base string, ws []word, cc callCtx) string {
 		}
 	case base == "cp" || base == "install" || base == "ln":
 		ops := operands(ws, "tSmogb")
-		if len(ops) > 0 && isSystemPath(ops[len(ops)-1]) {
+		targetDir := false
+		for _, w := range ws[1:] {
+			if w.text == "-t" || strings.HasPrefix(w.text, "--target-directory") {
+				targetDir = true // the last operand is a source, not where it goes
+			}
+		}
+		if len(ops) > 0 && !targetDir && isSystemPath(ops[len(ops)-1]) {
 			return "overwriting system path " + ops[len(ops)-1] + " is not allowed"
 		}
 		for i, w := range ws {

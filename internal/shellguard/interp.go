@@ -150,16 +150,22 @@ loop:
 		}
 		break
 	}
+	if program >= 0 && sp.awk && len(codes) == 0 && !fileGiven {
+		codes = append(codes, ws[program])
+	}
 	for _, cw := range codes {
 		if b := c.code(base, cw, text, sc); b != nil {
 			return true, false, b
+		}
+		if sp.awk && cw.lit {
+			if b := c.awkProgram(base, cw.text, text, sc); b != nil {
+				return true, false, b
+			}
 		}
 	}
 	switch {
 	case len(codes) > 0, module, fileGiven:
 		return true, false, nil
-	case program >= 0 && sp.awk:
-		return true, false, c.code(base, ws[program], text, sc)
 	case program >= 0:
 		return true, false, c.scriptFile(base, ws[program], text, sc)
 	case !stdin && infoOnly(ws[1:]):

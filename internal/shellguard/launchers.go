@@ -68,7 +68,7 @@ func hasRules(base string) bool {
 		"unlink", "rmdir", "format", "format.com", "format.exe", "del", "erase", "del.exe", "rd",
 		"eval", "source", ".", "alias", "trap", "mapfile", "readarray", "find", "xargs", "watch",
 		"flock", "busybox", "su", "runuser", "script", "parallel", "git", "hash", "enable",
-		"ssh", "pwsh", "powershell", "pwsh.exe", "powershell.exe":
+		"ssh", "pwsh", "powershell", "pwsh.exe", "powershell.exe", "sed", "gsed", "tar", "gtar":
 		return true
 	}
 	return false
@@ -83,7 +83,7 @@ func (c *checker) launcher(base string, ws []word, sc scope, cc callCtx) (handle
 	if w, ok := wrappers[base]; ok {
 		r := parseOpts(ws, w.spec)
 		for i, name := range r.assigned {
-			if b := c.envName(name, r.assignArg[i].text, sc); b != nil {
+			if b := c.envVar(name, assignedValue(r.assignArg[i]), ws[r.cmd:], r.assignArg[i].text, sc); b != nil {
 				return true, false, b
 			}
 		}
@@ -175,7 +175,11 @@ func (c *checker) launcher(base string, ws []word, sc scope, cc callCtx) (handle
 	case "find":
 		return true, false, c.find(ws, sc, cc)
 	case "git":
-		return true, false, c.git(ws, sc)
+		return true, false, c.git(ws, sc, cc)
+	case "sed", "gsed":
+		return true, false, c.sed(base, ws, sc, cc)
+	case "tar", "gtar":
+		return true, false, c.tar(ws, sc)
 	case "xargs":
 		return c.xargs(ws, sc, cc)
 	case "parallel":
@@ -413,20 +417,27 @@ func (c *checker) find(ws []word, sc scope, cc callCtx) *Blocked {
 		a := w.text
 		switch {
 		case a == "-delete":
-			return block(text, "find -delete is not allowed")
+			return block(text, "find -delete (recursive deletion) is not allowed")
 		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
-			j := i + 1
-			for j < len(ws) && !(ws[j].lit && (ws[j].text == ";" || ws[j].text == "+")) {
-				j++
-			}
+			j := findExecEnd(ws, i+1, a == "-exec" || a == "-execdir")
 			inner := markToken(ws[i+1:j], "{}", true)
 			if b := c.command(inner, sc, cc.inner()); b != nil {
 				return b
 			}
 			i = j + 1
 			continue
-		case a == "-fprintf":
-			i += 3
+		case a == "-fprint" || a == "-fprint0" || a == "-fls" || a == "-fprintf":
+			// These write find's output to a file: fine, unless the file
+			// is a device or a system path.
+			if i+1 < len(ws) && ws[i+1].lit {
+				if r := protectedWrite(ws[i+1].text); r != "" {
+					return block(text, r)
+				}
+			}
+			if a == "-fprintf" {
+				i++
+			}
+			i += 2
 			continue
 		case findArgPreds[a] || strings.HasPrefix(a, "-newer") && len(a) == 8:
 			i += 2
@@ -437,14 +448,35 @@ func (c *checker) find(ws []word, sc scope, cc callCtx) *Blocked {
 	return nil
 }
 
+// findExecEnd returns the index of the word ending the command of an
+// -exec that starts at ws[from]. As in GNU find, ";" always ends it, while
+// "+" ends it only right after "{}" and only for -exec and -execdir:
+// elsewhere "+" is an argument, so `find . -exec rm + -rf x \;` runs
+// `rm + -rf x`, and all of it must be judged.
+func findExecEnd(ws []word, from int, plus bool) int {
+	j := from
+	for ; j < len(ws); j++ {
+		if !ws[j].lit {
+			continue
+		}
+		if ws[j].text == ";" {
+			return j
+		}
+		if plus && ws[j].text == "+" && j > from && ws[j-1].lit && ws[j-1].text == "{}" {
+			return j
+		}
+	}
+	return j
+}
+
 var findArgPreds = map[string]bool{
 	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true,
 	"-regex": true, "-iregex": true, "-lname": true, "-ilname": true, "-type": true, "-xtype": true,
 	"-newer": true, "-anewer": true, "-cnewer": true, "-user": true, "-group": true, "-uid": true,
 	"-gid": true, "-perm": true, "-size": true, "-mtime": true, "-atime": true, "-ctime": true,
 	"-mmin": true, "-amin": true, "-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true,
-	"-inum": true, "-samefile": true, "-fstype": true, "-used": true, "-printf": true, "-fprint": true,
-	"-fprint0": true, "-fls": true, "-context": true, "-regextype": true, "-files0-from": true,
+	"-inum": true, "-samefile": true, "-fstype": true, "-used": true, "-printf": true,
+	"-context": true, "-regextype": true, "-files0-from": true,
 }
 
 // xargs judges the command xargs runs. Its arguments come from input at

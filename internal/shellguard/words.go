@@ -21,6 +21,22 @@ type word struct {
 	dashSafe bool
 	// prefix is the literal text before the first computed part.
 	prefix string
+	// masked is text with each parameter, command or arithmetic expansion
+	// replaced by computedMark (globs stay as written); set by evalWord for
+	// computed words only.
+	masked string
+}
+
+// maskedText returns the word's text with computed parts replaced by
+// computedMark.
+func maskedText(w word) string {
+	switch {
+	case w.lit:
+		return w.text
+	case w.masked != "":
+		return w.masked
+	}
+	return w.prefix + string(computedMark)
 }
 
 // litWord is a word known before run time.
@@ -46,6 +62,7 @@ func joinWords(ws []word) string {
 func evalWord(w *syntax.Word) word {
 	var (
 		sb       strings.Builder
+		mask     strings.Builder
 		computed bool
 		prefix   string
 	)
@@ -66,31 +83,37 @@ func evalWord(w *syntax.Word) word {
 			} else {
 				sb.WriteString(val)
 			}
+			mask.WriteString(val)
 		case *syntax.SglQuoted:
+			v := p.Value
 			if p.Dollar {
-				sb.WriteString(ansiC(p.Value))
-			} else {
-				sb.WriteString(p.Value)
+				v = ansiC(v)
 			}
+			sb.WriteString(v)
+			mask.WriteString(v)
 		case *syntax.DblQuoted:
 			for _, inner := range p.Parts {
 				if l, ok := inner.(*syntax.Lit); ok {
-					sb.WriteString(unescapeDouble(l.Value))
+					v := unescapeDouble(l.Value)
+					sb.WriteString(v)
+					mask.WriteString(v)
 					continue
 				}
 				markComputed()
 				sb.WriteString(source(inner))
+				mask.WriteByte(computedMark)
 			}
 		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp
 			markComputed()
 			sb.WriteString(source(part))
+			mask.WriteByte(computedMark)
 		}
 	}
 	text := sb.String()
 	if !computed {
 		return litWord(text)
 	}
-	return word{text: text, prefix: prefix, dashSafe: prefix != "" && prefix[0] != '-'}
+	return word{text: text, prefix: prefix, dashSafe: prefix != "" && prefix[0] != '-', masked: mask.String()}
 }
 
 // source prints a node back as shell source. A large node is shown
