@@ -145,7 +145,7 @@ func (g *Guard) Check(script string) error {
 		// command nests this deeply.
 		return &Blocked{Reason: fmt.Sprintf("command nests brackets more than %d levels deep", maxNesting)}
 	}
-	c := &checker{g: g, seen: map[any]bool{}, renamed: map[string]string{}}
+	c := &checker{g: g, seen: map[any]bool{}}
 	if b := c.script(script, scope{depth: 0, mode: modeScript}); b != nil {
 		return b
 	}

@@ -59,6 +59,9 @@ func (c *checker) noteCopy(base string, ws []word) {
 	if src == "" || src == dst || !hasRules(src) {
 		return
 	}
+	if c.renamed == nil {
+		c.renamed = map[string]string{}
+	}
 	c.renamed[dst] = src
 }
 

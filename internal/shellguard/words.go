@@ -62,7 +62,8 @@ func joinWords(ws []word) string {
 func evalWord(w *syntax.Word) word {
 	var (
 		sb       strings.Builder
-		mask     strings.Builder
+		mask     strings.Builder // built only once a part is computed
+		masking  bool
 		computed bool
 		prefix   string
 	)
@@ -72,41 +73,52 @@ func evalWord(w *syntax.Word) word {
 			prefix = sb.String()
 		}
 	}
+	startMask := func() {
+		if !masking {
+			masking = true
+			mask.WriteString(sb.String())
+		}
+	}
+	literal := func(v string) {
+		sb.WriteString(v)
+		if masking {
+			mask.WriteString(v)
+		}
+	}
+	expansion := func(n syntax.Node) {
+		startMask()
+		markComputed()
+		sb.WriteString(source(n))
+		mask.WriteByte(computedMark)
+	}
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			val, globAt := unescapeUnquoted(p.Value)
 			if globAt >= 0 {
-				sb.WriteString(val[:globAt])
+				startMask() // a glob stays as written in the mask
+				literal(val[:globAt])
 				markComputed()
-				sb.WriteString(val[globAt:])
+				literal(val[globAt:])
 			} else {
-				sb.WriteString(val)
+				literal(val)
 			}
-			mask.WriteString(val)
 		case *syntax.SglQuoted:
-			v := p.Value
 			if p.Dollar {
-				v = ansiC(v)
+				literal(ansiC(p.Value))
+			} else {
+				literal(p.Value)
 			}
-			sb.WriteString(v)
-			mask.WriteString(v)
 		case *syntax.DblQuoted:
 			for _, inner := range p.Parts {
 				if l, ok := inner.(*syntax.Lit); ok {
-					v := unescapeDouble(l.Value)
-					sb.WriteString(v)
-					mask.WriteString(v)
+					literal(unescapeDouble(l.Value))
 					continue
 				}
-				markComputed()
-				sb.WriteString(source(inner))
-				mask.WriteByte(computedMark)
+				expansion(inner)
 			}
 		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp
-			markComputed()
-			sb.WriteString(source(part))
-			mask.WriteByte(computedMark)
+			expansion(part)
 		}
 	}
 	text := sb.String()
