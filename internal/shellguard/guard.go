@@ -91,13 +91,14 @@ type Guard struct {
 	deny       []*regexp.Regexp
 	allow      []*regexp.Regexp
 	denySource []string
+	launchers  map[string]launchRule // read-only after New
 }
 
 // New compiles the configured patterns. An invalid or empty pattern is an
 // error naming it, so that start-up stops rather than running with a guard
 // other than the one configured.
 func New(opts Options) (*Guard, error) {
-	g := &Guard{}
+	g := &Guard{launchers: launchRules()}
 	for i, p := range opts.Deny {
 		if strings.TrimSpace(p) == "" {
 			return nil, fmt.Errorf("shellguard: deny pattern #%d is empty", i+1)
@@ -145,7 +146,11 @@ func (g *Guard) Check(script string) error {
 		// command nests this deeply.
 		return &Blocked{Reason: fmt.Sprintf("command nests brackets more than %d levels deep", maxNesting)}
 	}
-	c := &checker{g: g, seen: map[any]bool{}}
+	launchers := g.launchers
+	if launchers == nil {
+		launchers = launchRules() // a Guard not made by New
+	}
+	c := &checker{g: g, launchers: launchers, seen: map[any]bool{}}
 	if b := c.script(script, scope{depth: 0, mode: modeScript}); b != nil {
 		return b
 	}
@@ -154,7 +159,7 @@ func (g *Guard) Check(script string) error {
 		// under another name. Judge it again knowing every such name, so
 		// that a copy run before the line that makes it (in a loop, a
 		// function) is caught too.
-		again := &checker{g: g, seen: map[any]bool{}, renamed: c.renamed}
+		again := &checker{g: g, launchers: launchers, seen: map[any]bool{}, renamed: c.renamed}
 		if b := again.script(script, scope{depth: 0, mode: modeScript}); b != nil {
 			return b
 		}

@@ -56,7 +56,7 @@ func (c *checker) noteCopy(base string, ws []word) {
 		return
 	}
 	src := c.sourceProgram(ops[0])
-	if src == "" || src == dst || !hasRules(src) {
+	if src == "" || src == dst || !c.hasRules(src) {
 		return
 	}
 	if c.renamed == nil {
@@ -79,7 +79,7 @@ func (c *checker) sourceProgram(w word) string {
 		if _, wrap := wrappers[f]; wrap || f == "which" || f == "type" || f == "whereis" || f == "readlink" || f == "realpath" {
 			continue
 		}
-		if p := c.progBase(f); hasRules(p) {
+		if p := c.progBase(f); c.hasRules(p) {
 			found = p
 		}
 	}

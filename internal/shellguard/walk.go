@@ -28,11 +28,12 @@ type scope struct {
 
 // checker holds the state of one Check call.
 type checker struct {
-	g      *Guard
-	total  int          // script bytes parsed so far
-	words  int          // words of simple commands judged so far
-	parses int          // scripts parsed so far
-	seen   map[any]bool // nodes already judged
+	g         *Guard
+	launchers map[string]launchRule // launchRules(), built once by New
+	total     int                   // script bytes parsed so far
+	words     int                   // words of simple commands judged so far
+	parses    int                   // scripts parsed so far
+	seen      map[any]bool          // nodes already judged
 	// renamed maps the base name of a copy or link the script makes of a
 	// program the guard has rules for (cp /usr/bin/shred ./s) to that
 	// program's name, so that running the copy is judged as the original.
