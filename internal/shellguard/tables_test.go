@@ -152,3 +152,46 @@ func TestZeroGuard(t *testing.T) {
 	wantBlocked(t, &g, "find . -exec rm -rf {} +", reasonRecursiveRm)
 	wantAllowed(t, &g, "ls -la")
 }
+
+// TestInterpreters gives every interpreter its own table: inline code
+// that must be refused, and calls that pass.
+func TestInterpreters(t *testing.T) {
+	tables := map[string]struct{ refused, allowed []string }{
+		"python":    {[]string{`python -c "import os; os.system('rm -rf x')"`, "python -", "python"}, []string{"python -m http.server", "python script.py", "python -V"}},
+		"pypy":      {[]string{`pypy3 -c 'import shutil; shutil.rmtree("x")'`}, []string{"pypy3 -c 'print(1)'"}},
+		"perl":      {[]string{`perl -e 'system("rm -rf x")'`, `perl -i -pe 'system("reboot")' f`}, []string{"perl -pi -e 's/a/b/' f", "perl -v"}},
+		"ruby":      {[]string{`ruby -e 'system("rm -rf x")'`}, []string{"ruby -e 'puts 1'", "ruby app.rb"}},
+		"node":      {[]string{`node -e 'require("child_process").execSync("rm -rf x")'`, "node < x.js"}, []string{"node -e 'console.log(1)'", "node server.js"}},
+		"nodejs":    {[]string{`nodejs --eval 'require("fs").rmSync("x", {recursive: true})'`}, []string{"nodejs --version"}},
+		"bun":       {[]string{`bun -e 'Bun.spawnSync(["rm", "-rf", "x"])'`}, []string{"bun -e 'console.log(1)'"}},
+		"deno":      {[]string{`deno eval 'Deno.run({cmd: ["rm", "-rf", "x"]})'`}, []string{"deno run main.ts", "deno eval 'console.log(1)'"}},
+		"php":       {[]string{`php -r 'shell_exec("rm -rf x");'`}, []string{"php -r 'echo 1;'", "php -f index.php"}},
+		"lua":       {[]string{`lua -e 'os.execute("rm -rf x")'`}, []string{"lua -e 'print(1)'"}},
+		"luajit":    {[]string{`luajit -e 'os.execute("shutdown now")'`}, []string{"luajit script.lua"}},
+		"awk":       {[]string{`awk 'BEGIN { system("rm -rf x") }'`, `awk '{ system($0) }' f`}, []string{"awk '{print $1}' f", "awk -f prog.awk f"}},
+		"gawk":      {[]string{`gawk --source 'BEGIN { system("shutdown now") }'`}, []string{"gawk -F: '{print $1}' f"}},
+		"mawk":      {[]string{`mawk '{ print | "sh" }' f`}, []string{"mawk 'NR==1' f"}},
+		"nawk":      {[]string{`nawk 'BEGIN { "rm -rf x" | getline }'`}, []string{"nawk '{print NF}' f"}},
+		"Rscript":   {[]string{`Rscript -e 'system("rm -rf x")'`}, []string{"Rscript -e 'print(1)'"}},
+		"R":         {[]string{`R -e 'unlink("x", recursive=TRUE); system("rm -rf x")'`}, []string{"R --version"}},
+		"julia":     {[]string{`julia -e 'run(["rm", "-rf", "x"])'`}, []string{"julia -e 'println(1)'"}},
+		"expect":    {[]string{`expect -c 'spawn rm -rf x'`}, []string{"expect script.exp"}},
+		"osascript": {[]string{`osascript -e 'do shell script "rm -rf x"'`}, []string{"osascript -e 'display dialog \"hi\"'"}},
+		"tclsh":     {[]string{"tclsh", "echo 'exec rm -rf x' | tclsh"}, []string{"tclsh script.tcl"}},
+	}
+	g := mustGuard(t, Options{})
+	for _, name := range slices.Sorted(maps.Keys(interpreters)) {
+		t.Run(name, func(t *testing.T) {
+			tab, ok := tables[name]
+			if !ok || len(tab.refused) == 0 || len(tab.allowed) == 0 {
+				t.Fatalf("interpreter %q has no table test with refused and allowed cases", name)
+			}
+			for _, s := range tab.refused {
+				wantBlocked(t, g, s, "")
+			}
+			for _, s := range tab.allowed {
+				wantAllowed(t, g, s)
+			}
+		})
+	}
+}
