@@ -2,6 +2,7 @@ package shellguard
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -38,22 +39,30 @@ var gitFilterOpts = map[string]bool{
 // run) and ext:: URLs.
 func (c *checker) git(ws []word, sc scope, cc callCtx) *Blocked {
 	text := joinWords(ws)
+	i, b := c.gitGlobalOpts(ws, text, sc)
+	if b != nil || i >= len(ws) {
+		return b
+	}
+	sub, args := ws[i].text, ws[i+1:]
+	if b := c.gitArgs(sub, args, text, sc, cc); b != nil {
+		return b
+	}
+	if rule, ok := gitSubcommands[sub]; ok {
+		return rule(c, args, sc, cc)
+	}
+	return nil
+}
+
+// gitGlobalOpts judges the options before git's subcommand and returns the
+// subcommand's index.
+func (c *checker) gitGlobalOpts(ws []word, text string, sc scope) (int, *Blocked) {
 	i := 1
-	for i < len(ws) && ws[i].lit && strings.HasPrefix(ws[i].text, "-") {
+	for ; i < len(ws) && ws[i].lit && strings.HasPrefix(ws[i].text, "-"); i++ {
 		switch s := ws[i].text; {
 		case s == "-c" && i+1 < len(ws):
 			i++
-			w := ws[i]
-			if !w.lit {
-				key, _, hasEq := strings.Cut(w.prefix, "=")
-				if sc.mode == modeScript && (!hasEq || gitRiskyKey(key)) {
-					return block(text, "a git setting that runs commands is computed at run time")
-				}
-				break
-			}
-			key, val, _ := strings.Cut(w.text, "=")
-			if b := c.gitValue(key, litWord(val), sc); b != nil {
-				return b
+			if b := c.gitSetting(ws[i], text, sc); b != nil {
+				return i, b
 			}
 		case s == "--config-env" || strings.HasPrefix(s, "--config-env="):
 			spec, ok := strings.CutPrefix(s, "--config-env=")
@@ -63,110 +72,152 @@ func (c *checker) git(ws []word, sc scope, cc callCtx) *Blocked {
 			}
 			key, _, _ := strings.Cut(spec, "=")
 			if gitRiskyKey(key) && sc.mode == modeScript {
-				return block(text, "git --config-env takes a setting that runs commands ("+key+") from the environment, which cannot be checked")
+				return i, block(text, "git --config-env takes a setting that runs commands ("+key+") from the environment, which cannot be checked")
 			}
 		case strings.HasPrefix(s, "--exec-path="):
-			return block(text, "git --exec-path=DIR runs git's own commands from DIR, which cannot be checked")
+			return i, block(text, "git --exec-path=DIR runs git's own commands from DIR, which cannot be checked")
 		case s == "-C" || s == "--git-dir" || s == "--work-tree" || s == "--namespace" || s == "--super-prefix" || s == "--list-cmds":
 			i++
 		}
-		i++
 	}
-	if i >= len(ws) {
+	return i, nil
+}
+
+// gitSetting judges the KEY=VALUE of git -c.
+func (c *checker) gitSetting(w word, text string, sc scope) *Blocked {
+	if !w.lit {
+		key, _, hasEq := strings.Cut(w.prefix, "=")
+		if sc.mode == modeScript && (!hasEq || gitRiskyKey(key)) {
+			return block(text, "a git setting that runs commands is computed at run time")
+		}
 		return nil
 	}
-	sub := ws[i].text
-	args := ws[i+1:]
+	key, val, _ := strings.Cut(w.text, "=")
+	return c.gitValue(key, litWord(val), sc)
+}
+
+// gitArgs judges the subcommand's arguments that give git a command: an
+// option's value, or an ext:: URL.
+func (c *checker) gitArgs(sub string, args []word, text string, sc scope, cc callCtx) *Blocked {
 	for k := 0; k < len(args); k++ {
 		w := args[k]
-		if !w.lit {
+		switch {
+		case !w.lit:
 			if sc.mode == modeScript && gitComputedCommand(w.prefix, sub) {
 				return block(text, "the command git runs is computed at run time")
 			}
-			continue
-		}
-		s := w.text
-		if s == "-m" || s == "--message" || s == "-F" || s == "--file" {
+		case w.text == "-m" || w.text == "--message" || w.text == "-F" || w.text == "--file":
 			k++ // a commit message or a file is data
-			continue
-		}
-		if cmd, ok := strings.CutPrefix(s, "ext::"); ok {
-			if b := c.gitExt(cmd, sc, cc); b != nil {
+		case strings.HasPrefix(w.text, "ext::"):
+			if b := c.gitExt(w.text[len("ext::"):], sc, cc); b != nil {
 				return b
 			}
-			continue
-		}
-		var value *word
-		switch {
-		case strings.HasPrefix(s, "--"):
-			name, val, eq := strings.Cut(s[2:], "=")
-			isCmd := gitFilterOpts[name] && sub == "filter-branch" || name == "open-files-in-pager" && eq
-			for _, long := range gitCommandOpts {
-				if len(name) >= 3 && prefixOf(name, long) {
-					isCmd = true
-				}
-			}
-			if !isCmd {
+		default:
+			var value *word
+			value, k = gitCommandValue(sub, args, k)
+			if value == nil {
 				continue
 			}
-			if eq {
-				v := litWord(val)
-				value = &v
-			} else if k+1 < len(args) {
-				k++
-				value = &args[k]
-			}
-		case s == "-x" && (sub == "rebase" || sub == "difftool"), s == "-u" && (sub == "clone" || sub == "ls-remote"):
-			if k+1 < len(args) {
-				k++
-				value = &args[k]
-			}
-		case strings.HasPrefix(s, "-O") && len(s) > 2 && sub == "grep":
-			v := litWord(s[2:])
-			value = &v
-		}
-		if value != nil {
 			if b := c.gitScript(*value, text, sc); b != nil {
 				return b
 			}
 		}
 	}
-	switch sub {
-	case "config":
-		// Any setting followed by a value is judged, wherever the options
-		// put them (git config --file f key value, git config set key value).
-		var ops []word
-		for _, w := range args {
-			if w.lit && strings.HasPrefix(w.text, "-") {
-				continue
+	return nil
+}
+
+// gitCommandValue returns the command that the option at args[k] gives
+// git, or nil, and the index of the last word the option used.
+func gitCommandValue(sub string, args []word, k int) (*word, int) {
+	s := args[k].text
+	next := func() (*word, int) {
+		if k+1 < len(args) {
+			return &args[k+1], k + 1
+		}
+		return nil, k
+	}
+	switch {
+	case strings.HasPrefix(s, "--"):
+		name, val, eq := strings.Cut(s[2:], "=")
+		if !gitCommandOpt(name, sub, eq) {
+			return nil, k
+		}
+		if eq {
+			v := litWord(val)
+			return &v, k
+		}
+		return next()
+	case s == "-x" && (sub == "rebase" || sub == "difftool"), s == "-u" && (sub == "clone" || sub == "ls-remote"):
+		return next()
+	case strings.HasPrefix(s, "-O") && len(s) > 2 && sub == "grep":
+		v := litWord(s[2:])
+		return &v, k
+	}
+	return nil, k
+}
+
+// gitCommandOpt reports whether the long option name (perhaps
+// abbreviated) of subcommand sub takes a command; hasValue says whether
+// the value was attached with '='.
+func gitCommandOpt(name, sub string, hasValue bool) bool {
+	if gitFilterOpts[name] && sub == "filter-branch" || name == "open-files-in-pager" && hasValue {
+		return true
+	}
+	for _, long := range gitCommandOpts {
+		if len(name) >= 3 && prefixOf(name, long) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitSubcommands judge the git subcommands that run commands or settings.
+var gitSubcommands = map[string]func(c *checker, args []word, sc scope, cc callCtx) *Blocked{
+	"config":    (*checker).gitConfig,
+	"submodule": (*checker).gitSubmodule,
+	"bisect":    (*checker).gitBisect,
+}
+
+// gitConfig judges any setting followed by a value, wherever the options
+// put them (git config --file f key value, git config set key value).
+func (c *checker) gitConfig(args []word, sc scope, _ callCtx) *Blocked {
+	var ops []word
+	for _, w := range args {
+		if w.lit && strings.HasPrefix(w.text, "-") {
+			continue
+		}
+		ops = append(ops, w)
+	}
+	for k := 0; k+1 < len(ops); k++ {
+		if ops[k].lit && gitRiskyKey(ops[k].text) {
+			if b := c.gitValue(ops[k].text, ops[k+1], sc); b != nil {
+				return b
 			}
-			ops = append(ops, w)
 		}
-		for k := 0; k+1 < len(ops); k++ {
-			if ops[k].lit && gitRiskyKey(ops[k].text) {
-				if b := c.gitValue(ops[k].text, ops[k+1], sc); b != nil {
-					return b
-				}
-			}
-		}
-	case "submodule":
-		// git submodule [--quiet] foreach [--recursive] <command>
-		for k, w := range args {
-			if w.lit && w.text == "foreach" {
-				rest := args[k+1:]
-				for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].text, "-") {
-					rest = rest[1:]
-				}
-				if len(rest) > 0 {
-					return c.joinedScript(rest, "git submodule foreach", sc)
-				}
-				break
-			}
-		}
-	case "bisect":
-		if len(args) > 1 && args[0].lit && args[0].text == "run" {
-			return c.command(args[1:], sc, cc.inner())
-		}
+	}
+	return nil
+}
+
+// gitSubmodule judges git submodule [--quiet] foreach [--recursive] <command>.
+func (c *checker) gitSubmodule(args []word, sc scope, _ callCtx) *Blocked {
+	k := slices.IndexFunc(args, func(w word) bool { return w.lit && w.text == "foreach" })
+	if k < 0 {
+		return nil
+	}
+	rest := args[k+1:]
+	for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].text, "-") {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return c.joinedScript(rest, "git submodule foreach", sc)
+}
+
+// gitBisect judges the command of git bisect run.
+func (c *checker) gitBisect(args []word, sc scope, cc callCtx) *Blocked {
+	if len(args) > 1 && args[0].lit && args[0].text == "run" {
+		return c.command(args[1:], sc, cc.inner())
 	}
 	return nil
 }
@@ -181,15 +232,7 @@ func gitComputedCommand(prefix, sub string) bool {
 	if !eq || !strings.HasPrefix(prefix, "--") {
 		return false
 	}
-	if gitFilterOpts[name] && sub == "filter-branch" || name == "open-files-in-pager" {
-		return true
-	}
-	for _, long := range gitCommandOpts {
-		if len(name) >= 3 && prefixOf(name, long) {
-			return true
-		}
-	}
-	return false
+	return gitCommandOpt(name, sub, true)
 }
 
 // gitScript judges the value of a git option that git runs as a command.
