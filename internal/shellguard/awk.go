@@ -145,87 +145,115 @@ func awkValue(t awkToken) bool {
 // follows a value.
 func awkLex(s string) []awkToken {
 	var toks []awkToken
-	add := func(kind byte, text string, start, end int) {
-		toks = append(toks, awkToken{kind: kind, text: text, start: start, end: end})
-	}
-	prevValue := func() bool { return len(toks) > 0 && awkValue(toks[len(toks)-1]) }
 	for i := 0; i < len(s); {
 		ch := s[i]
+		var t awkToken
 		switch {
 		case ch == ' ' || ch == '\t' || ch == '\r':
 			i++
-		case ch == '\\' && i+1 < len(s) && s[i+1] == '\n':
+			continue
+		case strings.HasPrefix(s[i:], "\\\n"):
 			i += 2
-		case ch == '\\' && i+2 < len(s) && s[i+1] == '\r' && s[i+2] == '\n':
+			continue
+		case strings.HasPrefix(s[i:], "\\\r\n"):
 			i += 3
+			continue
 		case ch == '#':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
+			i += awkLineLen(s[i:])
+			continue
 		case ch == '"':
-			var sb strings.Builder
-			start := i
-			i++
-			for i < len(s) && s[i] != '"' {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-					switch s[i] {
-					case 'n':
-						sb.WriteByte('\n')
-					case 't':
-						sb.WriteByte('\t')
-					case '\n':
-					default:
-						sb.WriteByte(s[i])
-					}
-					i++
-					continue
-				}
-				sb.WriteByte(s[i])
-				i++
-			}
-			i = min(i+1, len(s))
-			add('s', sb.String(), start, i)
-		case ch == '/' && !prevValue():
-			start := i
-			i++
-			inBracket := false
-			for i < len(s) && s[i] != '\n' && (inBracket || s[i] != '/') {
-				switch {
-				case s[i] == '\\':
-					i++
-				case s[i] == '[':
-					inBracket = true
-				case s[i] == ']':
-					inBracket = false
-				}
-				i++
-			}
-			i = min(i+1, len(s))
-			add('r', s[start:i], start, i)
-		case ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
-			start := i
-			for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9') {
-				i++
-			}
-			add('n', s[start:i], start, i)
+			t = awkString(s, i)
+		case ch == '/' && !(len(toks) > 0 && awkValue(toks[len(toks)-1])):
+			t = awkRegex(s, i)
+		case awkNameStart(ch):
+			t = awkSpan(s, i, 'n', awkNameChar)
 		case ch >= '0' && ch <= '9' || ch == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
-			start := i
-			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.' || s[i] == 'e' || s[i] == 'E' || s[i] == 'x' || s[i] == 'X' || s[i] >= 'a' && s[i] <= 'f' || s[i] >= 'A' && s[i] <= 'F') {
-				i++
-			}
-			add('0', s[start:i], start, i)
+			t = awkSpan(s, i, '0', awkNumberChar)
 		default:
-			op := string(ch)
-			if i+1 < len(s) {
-				switch two := s[i : i+2]; two {
-				case "||", "&&", "|&", "==", "!=", "<=", ">=", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", ">>", "**":
-					op = two
-				}
-			}
-			add('o', op, i, i+len(op))
-			i += len(op)
+			t = awkOperator(s, i)
 		}
+		toks = append(toks, t)
+		i = t.end
 	}
 	return toks
+}
+
+// awkLineLen returns the length of the first line of s, without its newline.
+func awkLineLen(s string) int {
+	if n := strings.IndexByte(s, '\n'); n >= 0 {
+		return n
+	}
+	return len(s)
+}
+
+// awkString reads the string literal starting at s[i] and decodes it.
+func awkString(s string, i int) awkToken {
+	var sb strings.Builder
+	start := i
+	for i++; i < len(s) && s[i] != '"'; i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			sb.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			sb.WriteByte('\n')
+		case 't':
+			sb.WriteByte('\t')
+		case '\n':
+		default:
+			sb.WriteByte(s[i])
+		}
+	}
+	return awkToken{kind: 's', text: sb.String(), start: start, end: min(i+1, len(s))}
+}
+
+// awkRegex reads the regex literal starting at s[i]; a '/' inside a
+// bracket expression does not end it.
+func awkRegex(s string, i int) awkToken {
+	start := i
+	inBracket := false
+	for i++; i < len(s) && s[i] != '\n' && (inBracket || s[i] != '/'); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '[':
+			inBracket = true
+		case ']':
+			inBracket = false
+		}
+	}
+	end := min(i+1, len(s))
+	return awkToken{kind: 'r', text: s[start:end], start: start, end: end}
+}
+
+// awkSpan reads the longest run of bytes accepted by in, starting at s[i].
+func awkSpan(s string, i int, kind byte, in func(byte) bool) awkToken {
+	start := i
+	for i < len(s) && in(s[i]) {
+		i++
+	}
+	return awkToken{kind: kind, text: s[start:i], start: start, end: i}
+}
+
+func awkNameStart(ch byte) bool { return ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' }
+func awkNameChar(ch byte) bool  { return awkNameStart(ch) || ch >= '0' && ch <= '9' }
+
+// awkNumberChar accepts the bytes of decimal, hexadecimal and exponent
+// notation.
+func awkNumberChar(ch byte) bool {
+	return ch >= '0' && ch <= '9' || ch == '.' || ch == 'x' || ch == 'X' || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F'
+}
+
+// awkOperator reads the one- or two-byte operator at s[i].
+func awkOperator(s string, i int) awkToken {
+	op := s[i : i+1]
+	if i+1 < len(s) {
+		switch two := s[i : i+2]; two {
+		case "||", "&&", "|&", "==", "!=", "<=", ">=", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", ">>", "**":
+			op = two
+		}
+	}
+	return awkToken{kind: 'o', text: op, start: i, end: i + len(op)}
 }

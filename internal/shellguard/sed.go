@@ -17,78 +17,18 @@ const computedMark = '\x00'
 // With --sandbox, sed itself refuses e, w and r, so nothing is judged.
 func (c *checker) sed(base string, ws []word, sc scope, cc callCtx) *Blocked {
 	text := joinWords(ws)
-	var scripts []word
-	fileGiven, sandbox, ended := false, false, false
-	var firstOperand *word
-	for i := 1; i < len(ws); i++ {
-		w := ws[i]
-		s := w.text
-		if ended || !w.lit || len(s) < 2 || s[0] != '-' {
-			if firstOperand == nil {
-				firstOperand = &ws[i]
-			}
-			continue
-		}
-		if s == "--" {
-			ended = true
-			continue
-		}
-		if strings.HasPrefix(s, "--") {
-			name, val, eq := strings.Cut(s[2:], "=")
-			switch {
-			case prefixOf(name, "expression"): // the only long option starting with e
-				if eq {
-					scripts = append(scripts, litWord(val))
-				} else if i+1 < len(ws) {
-					i++
-					scripts = append(scripts, ws[i])
-				}
-			case len(name) >= 2 && prefixOf(name, "file"):
-				fileGiven = true
-				if !eq {
-					i++
-				}
-			case len(name) >= 2 && prefixOf(name, "sandbox"):
-				sandbox = true
-			case prefixOf(name, "line-length") && !eq:
-				i++
-			}
-			continue
-		}
-		for j := 1; j < len(s); j++ {
-			ch := s[j]
-			if ch == 'i' {
-				break // -i[SUFFIX]: the rest of the word is the suffix
-			}
-			if ch != 'e' && ch != 'f' && ch != 'l' {
-				continue
-			}
-			var v word
-			if j+1 < len(s) {
-				v = litWord(s[j+1:])
-			} else if i+1 < len(ws) {
-				i++
-				v = ws[i]
-			}
-			switch ch {
-			case 'e':
-				scripts = append(scripts, v)
-			case 'f':
-				fileGiven = true
-			}
-			break
-		}
-	}
-	if len(scripts) == 0 && !fileGiven {
-		if firstOperand == nil {
+	a := scanSedArgs(ws)
+	scripts := a.scripts
+	if len(scripts) == 0 && !a.fileGiven {
+		if a.firstOperand == nil {
 			if cc.xargs {
 				return block(text, base+" started by xargs would take its script from the input, which cannot be checked")
 			}
 			return nil // sed --version, or a usage error
 		}
-		scripts = append(scripts, *firstOperand)
+		scripts = append(scripts, *a.firstOperand)
 	}
-	if sandbox {
+	if a.sandbox {
 		return nil
 	}
 	// Several -e scripts are joined with newlines, as sed does.
@@ -125,6 +65,93 @@ func (c *checker) sed(base string, ws []word, sc scope, cc callCtx) *Blocked {
 		}
 	}
 	return nil
+}
+
+// sedArgs is what scanSedArgs found on sed's command line.
+type sedArgs struct {
+	scripts      []word // the values of -e and --expression
+	fileGiven    bool   // -f or --file: the script is in a file
+	sandbox      bool   // --sandbox: sed refuses e, w and r itself
+	firstOperand *word  // the script when there is no -e or -f
+}
+
+// scanSedArgs reads sed's options, which GNU getopt finds anywhere before
+// "--".
+func scanSedArgs(ws []word) sedArgs {
+	var a sedArgs
+	ended := false
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		s := w.text
+		switch {
+		case ended || !w.lit || len(s) < 2 || s[0] != '-':
+			if a.firstOperand == nil {
+				a.firstOperand = &ws[i]
+			}
+		case s == "--":
+			ended = true
+		case strings.HasPrefix(s, "--"):
+			i = a.longOpt(ws, i)
+		default:
+			i = a.shortOpts(ws, i)
+		}
+	}
+	return a
+}
+
+// longOpt reads the long option at ws[i], perhaps abbreviated, and returns
+// the index of the last word it used.
+func (a *sedArgs) longOpt(ws []word, i int) int {
+	name, val, eq := strings.Cut(ws[i].text[2:], "=")
+	switch {
+	case prefixOf(name, "expression"): // the only long option starting with e
+		if eq {
+			a.scripts = append(a.scripts, litWord(val))
+		} else if i+1 < len(ws) {
+			i++
+			a.scripts = append(a.scripts, ws[i])
+		}
+	case len(name) >= 2 && prefixOf(name, "file"):
+		a.fileGiven = true
+		if !eq {
+			i++
+		}
+	case len(name) >= 2 && prefixOf(name, "sandbox"):
+		a.sandbox = true
+	case prefixOf(name, "line-length") && !eq:
+		i++
+	}
+	return i
+}
+
+// shortOpts reads the cluster of short options at ws[i] and returns the
+// index of the last word it used.
+func (a *sedArgs) shortOpts(ws []word, i int) int {
+	s := ws[i].text
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		if ch == 'i' {
+			return i // -i[SUFFIX]: the rest of the word is the suffix
+		}
+		if ch != 'e' && ch != 'f' && ch != 'l' {
+			continue
+		}
+		var v word
+		if j+1 < len(s) {
+			v = litWord(s[j+1:])
+		} else if i+1 < len(ws) {
+			i++
+			v = ws[i]
+		}
+		switch ch {
+		case 'e':
+			a.scripts = append(a.scripts, v)
+		case 'f':
+			a.fileGiven = true
+		}
+		return i
+	}
+	return i
 }
 
 // sedScan is what scanSed found in a sed script.
