@@ -21,96 +21,93 @@ const tarArgShort = "bCfFgHIKLNTVX"
 // and in the old bundled spelling (tar cfI out.tar 'cmd' dir).
 func (c *checker) tar(ws []word, sc scope) *Blocked {
 	text := joinWords(ws)
-	i := 1
-	if len(ws) > 1 && ws[1].lit && ws[1].text != "" && ws[1].text[0] != '-' {
-		// Old style: the first word bundles letters, and the values of
-		// those taking one follow in order.
-		next := 2
-		for _, ch := range []byte(ws[1].text) {
-			if strings.IndexByte(tarArgShort, ch) < 0 {
-				continue
-			}
-			if next >= len(ws) {
-				break
-			}
-			if ch == 'F' || ch == 'I' {
-				if b := c.tarCommand(ws[next], text, sc); b != nil {
-					return b
-				}
-			}
-			next++
-		}
-		i = next
-	}
-	for ; i < len(ws); i++ {
+	i, b := c.tarBundled(ws, text, sc)
+	for ; b == nil && i < len(ws); i++ {
 		w := ws[i]
-		if !w.lit {
-			if b := c.tarComputed(w, text, sc); b != nil {
-				return b
-			}
-			continue
-		}
-		s := w.text
-		if s == "--" {
-			break
-		}
-		if strings.HasPrefix(s, "--") {
-			name, val, eq := strings.Cut(s[2:], "=")
-			value := func() (word, bool) {
-				if eq {
-					return litWord(val), true
-				}
-				if i+1 < len(ws) {
-					i++
-					return ws[i], true
-				}
-				return word{}, false
-			}
-			switch {
-			case len(name) > len("checkpoint") && prefixOf(name, "checkpoint-action"):
-				v, ok := value()
-				if !ok {
-					continue
-				}
-				if b := c.tarCheckpoint(v, text, sc); b != nil {
-					return b
-				}
-			case tarCommandOption(name):
-				v, ok := value()
-				if !ok {
-					continue
-				}
-				if b := c.tarCommand(v, text, sc); b != nil {
-					return b
-				}
-			}
-			continue
-		}
-		if len(s) < 2 || s[0] != '-' {
-			continue
-		}
-		for j := 1; j < len(s); j++ {
-			ch := s[j]
-			if strings.IndexByte(tarArgShort, ch) < 0 {
-				continue
-			}
-			v := litWord(s[j+1:])
-			if j+1 == len(s) {
-				if i+1 >= len(ws) {
-					break
-				}
-				i++
-				v = ws[i]
-			}
-			if ch == 'F' || ch == 'I' {
-				if b := c.tarCommand(v, text, sc); b != nil {
-					return b
-				}
-			}
-			break
+		switch s := w.text; {
+		case !w.lit:
+			b = c.tarComputed(w, text, sc)
+		case s == "--":
+			return nil
+		case strings.HasPrefix(s, "--"):
+			i, b = c.tarLong(ws, i, text, sc)
+		case len(s) >= 2 && s[0] == '-':
+			i, b = c.tarShort(ws, i, text, sc)
 		}
 	}
-	return nil
+	return b
+}
+
+// tarBundled judges the old style, where the first word bundles letters
+// and the values of those taking one follow in order (tar cfI out.tar
+// 'cmd' dir). It returns the index of the first word after those values.
+func (c *checker) tarBundled(ws []word, text string, sc scope) (int, *Blocked) {
+	if len(ws) < 2 || !ws[1].lit || ws[1].text == "" || ws[1].text[0] == '-' {
+		return 1, nil
+	}
+	next := 2
+	for _, ch := range []byte(ws[1].text) {
+		if strings.IndexByte(tarArgShort, ch) < 0 {
+			continue
+		}
+		if next >= len(ws) {
+			break
+		}
+		if ch == 'F' || ch == 'I' {
+			if b := c.tarCommand(ws[next], text, sc); b != nil {
+				return next, b
+			}
+		}
+		next++
+	}
+	return next, nil
+}
+
+// tarLong judges the long option at ws[i] and returns the index of the
+// last word it used.
+func (c *checker) tarLong(ws []word, i int, text string, sc scope) (int, *Blocked) {
+	name, val, eq := strings.Cut(ws[i].text[2:], "=")
+	checkpoint := len(name) > len("checkpoint") && prefixOf(name, "checkpoint-action")
+	if !checkpoint && !tarCommandOption(name) {
+		return i, nil
+	}
+	v := litWord(val)
+	if !eq {
+		if i+1 >= len(ws) {
+			return i, nil
+		}
+		i++
+		v = ws[i]
+	}
+	if checkpoint {
+		return i, c.tarCheckpoint(v, text, sc)
+	}
+	return i, c.tarCommand(v, text, sc)
+}
+
+// tarShort judges the cluster of short options at ws[i] and returns the
+// index of the last word it used.
+func (c *checker) tarShort(ws []word, i int, text string, sc scope) (int, *Blocked) {
+	s := ws[i].text
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		if strings.IndexByte(tarArgShort, ch) < 0 {
+			continue
+		}
+		v := litWord(s[j+1:])
+		if j+1 == len(s) {
+			if i+1 >= len(ws) {
+				return i, nil
+			}
+			i++
+			v = ws[i]
+		}
+		if ch == 'F' || ch == 'I' {
+			return i, c.tarCommand(v, text, sc)
+		}
+		return i, nil
+	}
+	return i, nil
 }
 
 // tarComputed judges a word computed at run time. When its literal start
