@@ -184,94 +184,119 @@ func scanSed(s string) sedScan {
 			p.toEOL()
 			continue
 		}
-		computedAddr := p.address()
-		p.skip(" \t")
-		if !p.eof() && p.peek() == ',' {
-			p.i++
-			p.skip(" \t")
-			if p.address() {
-				computedAddr = true
-			}
-		}
-		p.skip(" \t")
-		for !p.eof() && p.peek() == '!' {
-			p.i++
-			p.skip(" \t")
-		}
+		computedAddr := p.addresses()
 		if p.eof() {
 			if computedAddr {
 				r.problem = reasonSedComputed
 			}
 			return r
 		}
-		ch := p.next()
-		switch ch {
-		case computedMark:
-			r.problem = reasonSedComputed
+		// A letter without arguments, or one sed would reject, needs
+		// nothing more.
+		if cmd, ok := sedCommands[p.next()]; ok && cmd(p, &r) {
 			return r
-		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'l', 'L', 'q', 'Q':
-			p.skip(" \t")
-			p.skip("0123456789")
-		case ':', 'b', 't', 'T', 'v':
-			p.skip(" \t")
-			p.until(";\n")
-		case 'a', 'i', 'c':
-			p.text()
-		case 'r', 'R':
-			p.toEOL()
-		case 'w', 'W':
-			p.skip(" \t")
-			r.writes = append(r.writes, p.toEOL())
-		case 'e':
-			p.skip(" \t")
-			cmd := p.toEOL()
-			switch {
-			case strings.IndexByte(cmd, computedMark) >= 0:
-				r.problem = "sed e command is computed at run time, which cannot be checked"
-				return r
-			case strings.TrimSpace(cmd) == "":
-				r.problem = reasonSedPattern
-				return r
-			}
-			r.execs = append(r.execs, cmd)
-		case 's':
-			if p.eof() {
-				return r
-			}
-			delim := p.next()
-			p.delimited(delim)
-			p.delimited(delim)
-		flags:
-			for !p.eof() {
-				switch f := p.peek(); {
-				case f == 'e':
-					r.problem = reasonSedPattern
-					return r
-				case f == computedMark:
-					r.problem = reasonSedComputed
-					return r
-				case f == 'w':
-					p.i++
-					p.skip(" \t")
-					r.writes = append(r.writes, p.toEOL())
-					break flags
-				case strings.IndexByte("gpiImM0123456789", f) >= 0:
-					p.i++
-				default:
-					break flags
-				}
-			}
-		case 'y':
-			if p.eof() {
-				return r
-			}
-			delim := p.next()
-			p.delimited(delim)
-			p.delimited(delim)
 		}
-		// Anything else is a letter sed would reject: skip it.
 	}
+}
+
+// sedCommand reads the arguments of one sed command, records what it
+// finds and reports whether the scan ends there.
+type sedCommand func(p *sedParser, r *sedScan) (stop bool)
+
+// sedCommands are the sed commands that take arguments, by letter.
+var sedCommands = map[byte]sedCommand{
+	computedMark: sedComputedCommand,
+	'l':          sedNumberArg, 'L': sedNumberArg, 'q': sedNumberArg, 'Q': sedNumberArg,
+	':': sedLabelArg, 'b': sedLabelArg, 't': sedLabelArg, 'T': sedLabelArg, 'v': sedLabelArg,
+	'a': sedTextArg, 'i': sedTextArg, 'c': sedTextArg,
+	'r': sedReadArg, 'R': sedReadArg, 'w': sedWriteArg, 'W': sedWriteArg,
+	'e': sedExecArg, 's': sedSubstitute, 'y': sedTransliterate,
+}
+
+func sedComputedCommand(_ *sedParser, r *sedScan) bool {
+	r.problem = reasonSedComputed
+	return true
+}
+
+func sedNumberArg(p *sedParser, _ *sedScan) bool {
+	p.skip(" \t")
+	p.skip("0123456789")
+	return false
+}
+
+func sedLabelArg(p *sedParser, _ *sedScan) bool {
+	p.skip(" \t")
+	p.until(";\n")
+	return false
+}
+
+func sedTextArg(p *sedParser, _ *sedScan) bool {
+	p.text()
+	return false
+}
+
+func sedReadArg(p *sedParser, _ *sedScan) bool {
+	p.toEOL()
+	return false
+}
+
+func sedWriteArg(p *sedParser, r *sedScan) bool {
+	p.skip(" \t")
+	r.writes = append(r.writes, p.toEOL())
+	return false
+}
+
+// sedExecArg reads `e command`; a bare e runs the pattern space.
+func sedExecArg(p *sedParser, r *sedScan) bool {
+	p.skip(" \t")
+	cmd := p.toEOL()
+	switch {
+	case strings.IndexByte(cmd, computedMark) >= 0:
+		r.problem = "sed e command is computed at run time, which cannot be checked"
+		return true
+	case strings.TrimSpace(cmd) == "":
+		r.problem = reasonSedPattern
+		return true
+	}
+	r.execs = append(r.execs, cmd)
+	return false
+}
+
+// sedSubstitute reads s/regex/replacement/flags: the e flag runs the
+// pattern space, the w flag writes a file.
+func sedSubstitute(p *sedParser, r *sedScan) bool {
+	if sedTransliterate(p, r) {
+		return true
+	}
+	for !p.eof() {
+		switch f := p.peek(); {
+		case f == 'e':
+			r.problem = reasonSedPattern
+			return true
+		case f == computedMark:
+			r.problem = reasonSedComputed
+			return true
+		case f == 'w':
+			p.i++
+			return sedWriteArg(p, r)
+		case strings.IndexByte("gpiImM0123456789", f) >= 0:
+			p.i++
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// sedTransliterate reads y/source/dest/ (and the two parts of s).
+func sedTransliterate(p *sedParser, _ *sedScan) bool {
+	if p.eof() {
+		return true
+	}
+	delim := p.next()
+	p.delimited(delim)
+	p.delimited(delim)
+	return false
 }
 
 type sedParser struct {
@@ -338,6 +363,26 @@ func (p *sedParser) text() {
 			return
 		}
 	}
+}
+
+// addresses moves past the addresses of a command (one, or two joined by
+// a comma) and its negations, and reports whether they held computed text.
+func (p *sedParser) addresses() bool {
+	computed := p.address()
+	p.skip(" \t")
+	if !p.eof() && p.peek() == ',' {
+		p.i++
+		p.skip(" \t")
+		if p.address() {
+			computed = true
+		}
+	}
+	p.skip(" \t")
+	for !p.eof() && p.peek() == '!' {
+		p.i++
+		p.skip(" \t")
+	}
+	return computed
 }
 
 // address moves past one address (a line number, $, first~step, +N, ~N,

@@ -3,6 +3,7 @@ package shellguard
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -191,6 +192,53 @@ func TestInterpreters(t *testing.T) {
 			}
 			for _, s := range tab.allowed {
 				wantAllowed(t, g, s)
+			}
+		})
+	}
+}
+
+// TestSedCommands gives every sed command with arguments its own table:
+// scripts and what scanSed must find in them.
+func TestSedCommands(t *testing.T) {
+	type want struct {
+		script  string
+		execs   int
+		writes  int
+		problem bool
+	}
+	m := string(computedMark)
+	tables := map[byte][]want{
+		computedMark: {{script: "1" + m, problem: true}, {script: "1,$!" + m, problem: true}, {script: m + "p"}},
+		'l':          {{script: "l 5;1e ls", execs: 1}, {script: "l"}},
+		'L':          {{script: "L 3;e ls", execs: 1}},
+		'q':          {{script: "q 5\ne ls", execs: 1}, {script: "$q"}},
+		'Q':          {{script: "Q1;e date", execs: 1}},
+		':':          {{script: ":a;e ls;ba", execs: 1}},
+		'b':          {{script: "b end;e ls\n:end", execs: 1}},
+		't':          {{script: "s/a/b/;ta;e ls;:a", execs: 1}},
+		'T':          {{script: "Tx;e ls;:x", execs: 1}},
+		'v':          {{script: "v 4.2;e ls", execs: 1}},
+		'a':          {{script: "a e rm -rf x; e ls"}, {script: "a\\\ne ls\ne ls", execs: 1}},
+		'i':          {{script: "1i\\\ntext\\\ne text too"}},
+		'c':          {{script: "$c e is text"}},
+		'r':          {{script: "r file;e ls"}},
+		'R':          {{script: "R file\ne ls", execs: 1}},
+		'w':          {{script: "w out;e ls", writes: 1}, {script: "w /tmp/x\np", writes: 1}},
+		'W':          {{script: "W out", writes: 1}},
+		'e':          {{script: "e ls -l", execs: 1}, {script: "1e", problem: true}, {script: "e " + m, problem: true}},
+		's':          {{script: "s/a/b/e", problem: true}, {script: "s/a/b/gw f", writes: 1}, {script: "s/e/e/g;e ls", execs: 1}, {script: "s/a/b/" + m, problem: true}, {script: "s"}},
+		'y':          {{script: "y/e/f/;e ls", execs: 1}, {script: "y"}},
+	}
+	for _, letter := range slices.Sorted(maps.Keys(sedCommands)) {
+		t.Run(strconv.QuoteRune(rune(letter)), func(t *testing.T) {
+			if len(tables[letter]) == 0 {
+				t.Fatalf("sed command %q has no table test", letter)
+			}
+			for _, tc := range tables[letter] {
+				r := scanSed(tc.script)
+				if len(r.execs) != tc.execs || len(r.writes) != tc.writes || (r.problem != "") != tc.problem {
+					t.Errorf("scanSed(%q) = %+v, want %d execs, %d writes, problem %v", tc.script, r, tc.execs, tc.writes, tc.problem)
+				}
 			}
 		})
 	}
