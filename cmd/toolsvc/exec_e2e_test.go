@@ -386,6 +386,11 @@ func TestExecGuard(t *testing.T) {
 		"ls | sh",
 		"echo $(rm -rf victim)",
 		"echo `rm -rf victim`",
+		// Commands programs run from their own options or languages.
+		"sed -n '1e rm -rf victim' victim/keep.txt",
+		"tar --checkpoint=1 --checkpoint-action=exec='rm -rf victim' -cf /dev/null victim",
+		`awk 'BEGIN { system("rm -rf victim") }'`,
+		"cp /bin/rm ./r && ./r -rf victim", // a renamed copy
 	}
 	chains := []string{"ls; touch pwned", "ls\ntouch pwned", "ls & touch pwned", "ls | touch pwned", "echo $(touch pwned)", "echo `touch pwned`", "ls || touch pwned"}
 	modes := []struct {

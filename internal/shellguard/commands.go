@@ -46,10 +46,14 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 	if cc.wrappers > maxWrappers {
 		return block(text, "too many nested wrapper commands")
 	}
-	base := path.Base(name.text)
+	base := c.progBase(name.text)
 	if reason := rules(base, ws, cc); reason != "" {
+		if base != path.Base(name.text) {
+			reason += " (" + name.text + " is a copy of " + base + " made by this command)"
+		}
 		return block(text, reason)
 	}
+	c.noteCopy(base, ws)
 	handled, transparent, b := c.launcher(base, ws, sc, cc)
 	if b != nil {
 		return b
@@ -60,7 +64,7 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 		// program the guard has rules for is judged as a command too
 		// (deny rules only).
 		for j := 1; j < len(ws) && j <= maxScan; j++ {
-			if ws[j].lit && hasRules(path.Base(ws[j].text)) {
+			if ws[j].lit && c.hasRules(c.progBase(ws[j].text)) {
 				if b := c.command(ws[j:], scope{depth: sc.depth, mode: modeCode}, callCtx{wrappers: cc.wrappers + 1, noScan: true}); b != nil {
 					return b
 				}
@@ -100,107 +104,180 @@ func (c *checker) scriptWord(w word, who string, sc scope) *Blocked {
 // rules are the built-in deny rules for one program, judged on its decoded
 // words whatever their spelling. They return the reason, or "".
 func rules(base string, ws []word, cc callCtx) string {
-	lower := strings.ToLower(base)
 	switch {
-	case base == "rm":
-		return rmRule(ws, cc)
-	case base == "shred" || base == "wipe" || base == "srm":
-		return base + " (secure deletion) is not allowed"
 	case formatTool(base):
 		return "formatting or partitioning disks (" + base + ") is not allowed"
-	case base == "dd":
-		for _, w := range ws[1:] {
-			if strings.HasPrefix(w.text, "if=") {
-				return "dd if= (raw disk copy) is not allowed"
-			}
-			if v, ok := strings.CutPrefix(w.text, "of="); ok {
-				if r := protectedWrite(v); r != "" {
-					return r
-				}
-			}
-		}
 	case powerCommands[base]:
 		return "shutting down or rebooting the machine is not allowed"
-	case base == "init" && len(ws) > 1, base == "telinit":
-		return "changing the run level (init 0/6) is not allowed"
-	case base == "systemctl" || base == "loginctl":
-		for _, w := range ws[1:] {
-			if powerVerbs[w.text] {
-				return "shutting down or rebooting the machine is not allowed (" + base + " " + w.text + ")"
-			}
-		}
-	case base == "kill":
-		return killRule(ws)
-	case base == "killall5":
-		return "killing every process is not allowed"
-	case base == "chmod" || base == "chown" || base == "chgrp":
-		for _, a := range operands(ws, "") {
-			if a == "--no-preserve-root" {
-				return base + " --no-preserve-root is not allowed"
-			}
-			if isSystemPath(a) {
-				return "changing owner or permissions of system path " + a + " is not allowed"
-			}
-		}
-	case base == "mv":
-		for _, a := range operands(ws, "tS") {
-			if isSystemPath(a) {
-				return "moving system path " + a + " is not allowed"
-			}
-		}
-	case base == "cp" || base == "install" || base == "ln":
-		ops := operands(ws, "tSmogb")
-		if len(ops) > 0 && isSystemPath(ops[len(ops)-1]) {
-			return "overwriting system path " + ops[len(ops)-1] + " is not allowed"
-		}
-		for i, w := range ws {
-			if t, ok := strings.CutPrefix(w.text, "--target-directory="); ok && isSystemPath(t) {
-				return "overwriting system path " + t + " is not allowed"
-			}
-			if w.text == "-t" && i+1 < len(ws) && isSystemPath(ws[i+1].text) {
-				return "overwriting system path " + ws[i+1].text + " is not allowed"
-			}
-		}
-	case base == "tee" || base == "truncate":
-		for _, a := range operands(ws, "s") {
-			if r := protectedWrite(a); r != "" {
-				return r
-			}
-		}
-	case base == "hash":
-		for _, w := range ws[1:] {
-			if w.lit && strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "p") {
-				return "hash -p (making a command name run another program) is not allowed"
-			}
-		}
-	case base == "enable":
-		for _, w := range ws[1:] {
-			if w.lit && strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "f") {
-				return "enable -f (loading a builtin from a shared library) is not allowed"
-			}
-		}
-	case base == "unlink" || base == "rmdir":
-		for _, a := range operands(ws, "") {
-			if isSystemPath(a) {
-				return "removing system path " + a + " is not allowed"
-			}
+	}
+	if rule, ok := programRules[base]; ok {
+		if reason := rule(base, ws, cc); reason != "" {
+			return reason
 		}
 	}
 	// Windows commands from CountBot's list, in any letter case.
-	switch lower {
-	case "format", "format.com", "format.exe":
-		return "format is not allowed"
-	case "del", "erase", "del.exe":
-		for _, w := range ws[1:] {
-			if winFlag.MatchString(w.text) {
-				return "del " + w.text + " is not allowed"
+	if rule, ok := windowsRules[strings.ToLower(base)]; ok {
+		return rule(base, ws, cc)
+	}
+	return ""
+}
+
+// denyRule judges the decoded words of one program and returns the reason
+// to refuse them, or "".
+type denyRule func(base string, ws []word, cc callCtx) string
+
+// programRules are the deny rules by program name (besides the format
+// tools and the power commands, which are refused whatever their words).
+var programRules = map[string]denyRule{
+	"rm": rmRule, "shred": secureDeleteRule, "wipe": secureDeleteRule, "srm": secureDeleteRule,
+	"dd": ddRule, "init": initRule, "telinit": initRule, "systemctl": powerVerbRule, "loginctl": powerVerbRule,
+	"kill": killRule, "killall5": killall5Rule, "chmod": ownerRule, "chown": ownerRule, "chgrp": ownerRule,
+	"mv": mvRule, "cp": copyRule, "install": copyRule, "ln": copyRule, "tee": writeRule, "truncate": writeRule,
+	"hash": hashRule, "enable": enableRule, "unlink": unlinkRule, "rmdir": unlinkRule,
+}
+
+// windowsRules are the deny rules for Windows commands, by lower-case name.
+var windowsRules = map[string]denyRule{
+	"format": winFormatRule, "format.com": winFormatRule, "format.exe": winFormatRule,
+	"del": delRule, "erase": delRule, "del.exe": delRule, "rmdir": rdRule, "rd": rdRule,
+}
+
+func secureDeleteRule(base string, _ []word, _ callCtx) string {
+	return base + " (secure deletion) is not allowed"
+}
+
+func ddRule(_ string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if strings.HasPrefix(w.text, "if=") {
+			return "dd if= (raw disk copy) is not allowed"
+		}
+		if v, ok := strings.CutPrefix(w.text, "of="); ok {
+			if r := protectedWrite(v); r != "" {
+				return r
 			}
 		}
-	case "rmdir", "rd":
-		for _, w := range ws[1:] {
-			if strings.EqualFold(w.text, "/s") {
-				return "rmdir /s is not allowed"
-			}
+	}
+	return ""
+}
+
+// initRule refuses changing the run level; a bare `init` does nothing.
+func initRule(base string, ws []word, _ callCtx) string {
+	if base == "init" && len(ws) < 2 {
+		return ""
+	}
+	return "changing the run level (init 0/6) is not allowed"
+}
+
+// powerVerbRule refuses systemctl and loginctl verbs that stop the machine.
+func powerVerbRule(base string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if powerVerbs[w.text] {
+			return "shutting down or rebooting the machine is not allowed (" + base + " " + w.text + ")"
+		}
+	}
+	return ""
+}
+
+func killall5Rule(string, []word, callCtx) string { return "killing every process is not allowed" }
+
+// ownerRule refuses chmod, chown and chgrp on system paths.
+func ownerRule(base string, ws []word, _ callCtx) string {
+	for _, a := range operands(ws, "") {
+		if a == "--no-preserve-root" {
+			return base + " --no-preserve-root is not allowed"
+		}
+		if isSystemPath(a) {
+			return "changing owner or permissions of system path " + a + " is not allowed"
+		}
+	}
+	return ""
+}
+
+func mvRule(_ string, ws []word, _ callCtx) string {
+	for _, a := range operands(ws, "tS") {
+		if isSystemPath(a) {
+			return "moving system path " + a + " is not allowed"
+		}
+	}
+	return ""
+}
+
+// copyRule refuses cp, install and ln onto a system path.
+func copyRule(_ string, ws []word, _ callCtx) string {
+	ops := operands(ws, "tSmogb")
+	targetDir := false
+	for _, w := range ws[1:] {
+		if w.text == "-t" || strings.HasPrefix(w.text, "--target-directory") {
+			targetDir = true // the last operand is a source, not where it goes
+		}
+	}
+	if len(ops) > 0 && !targetDir && isSystemPath(ops[len(ops)-1]) {
+		return "overwriting system path " + ops[len(ops)-1] + " is not allowed"
+	}
+	for i, w := range ws {
+		if t, ok := strings.CutPrefix(w.text, "--target-directory="); ok && isSystemPath(t) {
+			return "overwriting system path " + t + " is not allowed"
+		}
+		if w.text == "-t" && i+1 < len(ws) && isSystemPath(ws[i+1].text) {
+			return "overwriting system path " + ws[i+1].text + " is not allowed"
+		}
+	}
+	return ""
+}
+
+// writeRule refuses tee and truncate on devices and system paths.
+func writeRule(_ string, ws []word, _ callCtx) string {
+	for _, a := range operands(ws, "s") {
+		if r := protectedWrite(a); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+func hashRule(_ string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if w.lit && strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "p") {
+			return "hash -p (making a command name run another program) is not allowed"
+		}
+	}
+	return ""
+}
+
+func enableRule(_ string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if w.lit && strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "f") {
+			return "enable -f (loading a builtin from a shared library) is not allowed"
+		}
+	}
+	return ""
+}
+
+// unlinkRule refuses unlink and rmdir on system paths.
+func unlinkRule(_ string, ws []word, _ callCtx) string {
+	for _, a := range operands(ws, "") {
+		if isSystemPath(a) {
+			return "removing system path " + a + " is not allowed"
+		}
+	}
+	return ""
+}
+
+func winFormatRule(string, []word, callCtx) string { return "format is not allowed" }
+
+func delRule(_ string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if winFlag.MatchString(w.text) {
+			return "del " + w.text + " is not allowed"
+		}
+	}
+	return ""
+}
+
+func rdRule(_ string, ws []word, _ callCtx) string {
+	for _, w := range ws[1:] {
+		if strings.EqualFold(w.text, "/s") {
+			return "rmdir /s is not allowed"
 		}
 	}
 	return ""
@@ -210,7 +287,7 @@ var winFlag = regexp.MustCompile(`(?i)^/[fsq]$`)
 
 // rmRule refuses rm with -r/-R/--recursive or -f/--force in any spelling,
 // flags that may only appear at run time, and system paths.
-func rmRule(ws []word, cc callCtx) string {
+func rmRule(_ string, ws []word, cc callCtx) string {
 	ended := false
 	for _, w := range ws[1:] {
 		if !w.lit {
@@ -256,7 +333,7 @@ func rmRule(ws []word, cc callCtx) string {
 }
 
 // killRule refuses signalling every process (kill -9 -1) or init (kill 1).
-func killRule(ws []word) string {
+func killRule(_ string, ws []word, _ callCtx) string {
 	args := ws[1:]
 	i := 0
 	if i < len(args) && args[i].lit && strings.HasPrefix(args[i].text, "-") && args[i].text != "--" {

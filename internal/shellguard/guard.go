@@ -6,9 +6,14 @@
 // groups, compound commands, function bodies, command and process
 // substitutions, here-documents, the scripts handed to `sh -c` or `eval`, and
 // the commands started by wrappers such as env, sudo, xargs or
-// `find -exec`. Regexes over the raw string alone are bypassed by quoting,
-// escapes and chaining; judging the parsed script is what makes the
-// denylist and the allowlist mean something.
+// `find -exec`, and the commands programs run from their own options or
+// languages: sed's e command and s///e, tar's --checkpoint-action=exec,
+// --to-command, -I and -F, awk's system() and pipes, git's command
+// settings, options, ext:: URLs and GIT_SSH_COMMAND-like variables, and
+// copies of a program the script makes under another name
+// (cp /usr/bin/shred ./x). Regexes over the raw string alone are bypassed
+// by quoting, escapes and chaining; judging the parsed script is what
+// makes the denylist and the allowlist mean something.
 //
 // Decisions worth knowing:
 //   - Quoted text passed as an argument is data: `echo "rm -rf /"` and
@@ -28,6 +33,11 @@
 //     wrappers (sudo, doas, su, chroot...) must be allowed themselves too,
 //     and so must find around its -exec commands. Setting variables that
 //     load code (LD_PRELOAD, PATH, BASH_ENV, GIT_SSH_COMMAND...) is refused.
+//   - In both modes BASH_ENV may not be set, nor ENV to a path or for a
+//     shell; variables holding a command (GIT_SSH_COMMAND, GIT_PAGER,
+//     EDITOR...) have it judged. A command a program runs that is computed
+//     at run time (awk's system(cmd), tar --to-command="$C", a sed script
+//     whose command letters are computed) is refused.
 //   - A script the parser rejects is refused in allowlist mode; in
 //     denylist-only mode it is judged by the raw-text patterns alone.
 //
@@ -81,13 +91,14 @@ type Guard struct {
 	deny       []*regexp.Regexp
 	allow      []*regexp.Regexp
 	denySource []string
+	launchers  map[string]launchRule // read-only after New
 }
 
 // New compiles the configured patterns. An invalid or empty pattern is an
 // error naming it, so that start-up stops rather than running with a guard
 // other than the one configured.
 func New(opts Options) (*Guard, error) {
-	g := &Guard{}
+	g := &Guard{launchers: launchRules()}
 	for i, p := range opts.Deny {
 		if strings.TrimSpace(p) == "" {
 			return nil, fmt.Errorf("shellguard: deny pattern #%d is empty", i+1)
@@ -135,9 +146,23 @@ func (g *Guard) Check(script string) error {
 		// command nests this deeply.
 		return &Blocked{Reason: fmt.Sprintf("command nests brackets more than %d levels deep", maxNesting)}
 	}
-	c := &checker{g: g, seen: map[any]bool{}}
+	launchers := g.launchers
+	if launchers == nil {
+		launchers = launchRules() // a Guard not made by New
+	}
+	c := &checker{g: g, launchers: launchers, seen: map[any]bool{}}
 	if b := c.script(script, scope{depth: 0, mode: modeScript}); b != nil {
 		return b
+	}
+	if len(c.renamed) > 0 {
+		// The script copies or links a program the guard has rules for
+		// under another name. Judge it again knowing every such name, so
+		// that a copy run before the line that makes it (in a loop, a
+		// function) is caught too.
+		again := &checker{g: g, launchers: launchers, seen: map[any]bool{}, renamed: c.renamed}
+		if b := again.script(script, scope{depth: 0, mode: modeScript}); b != nil {
+			return b
+		}
 	}
 	return nil
 }

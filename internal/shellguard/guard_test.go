@@ -651,6 +651,11 @@ func FuzzCheck(f *testing.F) {
 		"case $x in a|b) ;; esac", "f() { f | f & }", "((x++))", "[[ a =~ b ]]", "$'\\", "'", "\"",
 		"sh -c 'sh -c \"sh -c x\"'", "perl -e 'system(\"a\", \"b\")'", "find . -exec {} \\;",
 		"timeout", "xargs -I", "env -S", "git -c", "sudo -u", "flock f -c", "parallel :::",
+		"sed '1e ls;s/a/b/w f' x", "sed -e 'y/a/b/' -e '1{e\n}'", `sed "s/$a/$b/e"`, "sed 's",
+		"tar --checkpoint-action=exec=ls -I x cfF a b c", `TAR_OPTIONS='-I "a b"' tar x`,
+		`awk '{ print | "sh" } /a|b/ { "ls" | getline; system(x) }'`, "awk '\"", "awk '/",
+		"git -c core.hooksPath=x clone --upload-pack=y ext::z", "BASH_ENV=x ENV=/y GIT_PAGER=z sh",
+		"cp /usr/bin/shred s; ./s", `find . -exec a + b {} + -ok c {} \;`,
 	} {
 		f.Add(s)
 	}

@@ -59,113 +59,154 @@ func interpreterOf(base string) *interpSpec {
 // itself is subject to the allowlist (transparent is false).
 func (c *checker) interpreter(base string, sp interpSpec, ws []word, sc scope) (bool, bool, *Blocked) {
 	text := joinWords(ws)
-	var codes []word
-	program := -1
-	stdin, module, fileGiven := false, false, false
-	i := 1
 	if sp.sub != "" {
-		if len(ws) < 2 || !ws[1].lit || ws[1].text != sp.sub {
-			return false, false, nil // deno run x.ts, deno fmt...
-		}
-		for k := 2; k < len(ws); k++ {
-			if !ws[k].lit || !strings.HasPrefix(ws[k].text, "-") {
-				return true, false, c.code(base, ws[k], text, sc)
-			}
-		}
-		return true, false, nil
+		return c.interpreterSub(base, sp, ws, sc)
 	}
-loop:
-	for i < len(ws) {
-		w := ws[i]
-		if !w.lit {
-			if len(codes) == 0 && !fileGiven {
-				program = i
-			}
-			break
-		}
-		s := w.text
-		switch {
-		case s == "--":
-			if i+1 < len(ws) && len(codes) == 0 && !fileGiven {
-				program = i + 1
-			}
-			break loop
-		case s == "-":
-			stdin = true
-			break loop
-		case strings.HasPrefix(s, "--"):
-			name, val, eq := strings.Cut(s[2:], "=")
-			switch {
-			case slices.Contains(sp.codeLong, name):
-				if eq {
-					codes = append(codes, litWord(val))
-				} else if i+1 < len(ws) {
-					i++
-					codes = append(codes, ws[i])
-				}
-			case slices.Contains(sp.argLong, name):
-				if sp.awk && name == "file" {
-					fileGiven = true
-				}
-				if !eq {
-					i++
-				}
-			}
-			i++
-			continue
-		case len(s) > 1 && s[0] == '-':
-			for j := 1; j < len(s); j++ {
-				ch := s[j]
-				if strings.IndexByte(sp.code, ch) >= 0 {
-					if j+1 < len(s) {
-						codes = append(codes, litWord(s[j+1:]))
-					} else if i+1 < len(ws) {
-						i++
-						codes = append(codes, ws[i])
-					}
-					break
-				}
-				if strings.IndexByte(sp.stop, ch) >= 0 {
-					module = true
-					break loop
-				}
-				if strings.IndexByte(sp.arg, ch) >= 0 {
-					if ch == sp.fileOpt && sp.fileOpt != 0 {
-						fileGiven = true
-					}
-					// The value is the rest of the word, or the next word;
-					// a next word that looks like an option is not taken,
-					// so that a misread never hides code (perl -i -pe ...).
-					if j+1 == len(s) && i+1 < len(ws) && !strings.HasPrefix(ws[i+1].text, "-") {
-						i++
-					}
-					break
-				}
-			}
-			i++
-			continue
-		}
-		if len(codes) == 0 && !fileGiven {
-			program = i
-		}
-		break
+	a := scanInterp(sp, ws)
+	if a.program >= 0 && sp.awk && len(a.codes) == 0 && !a.fileGiven {
+		a.codes = append(a.codes, ws[a.program]) // awk's first operand is its program
 	}
-	for _, cw := range codes {
+	for _, cw := range a.codes {
 		if b := c.code(base, cw, text, sc); b != nil {
 			return true, false, b
 		}
+		if sp.awk && cw.lit {
+			if b := c.awkProgram(base, cw.text, text, sc); b != nil {
+				return true, false, b
+			}
+		}
 	}
 	switch {
-	case len(codes) > 0, module, fileGiven:
+	case len(a.codes) > 0, a.module, a.fileGiven:
 		return true, false, nil
-	case program >= 0 && sp.awk:
-		return true, false, c.code(base, ws[program], text, sc)
-	case program >= 0:
-		return true, false, c.scriptFile(base, ws[program], text, sc)
-	case !stdin && infoOnly(ws[1:]):
+	case a.program >= 0:
+		return true, false, c.scriptFile(base, ws[a.program], text, sc)
+	case !a.stdin && infoOnly(ws[1:]):
 		return false, false, nil
 	}
 	return true, false, block(text, base+" reading its program from standard input cannot be checked")
+}
+
+// interpreterSub judges an interpreter whose inline code comes after a
+// subcommand (deno eval '...').
+func (c *checker) interpreterSub(base string, sp interpSpec, ws []word, sc scope) (bool, bool, *Blocked) {
+	if len(ws) < 2 || !ws[1].lit || ws[1].text != sp.sub {
+		return false, false, nil // deno run x.ts, deno fmt...
+	}
+	for k := 2; k < len(ws); k++ {
+		if !ws[k].lit || !strings.HasPrefix(ws[k].text, "-") {
+			return true, false, c.code(base, ws[k], joinWords(ws), sc)
+		}
+	}
+	return true, false, nil
+}
+
+// interpArgs is what scanInterp found on an interpreter's command line.
+type interpArgs struct {
+	codes     []word // inline program texts (-c, -e, --eval...)
+	program   int    // index of the program file (or awk program), -1 if none
+	stdin     bool   // "-": the program comes from standard input
+	module    bool   // a module runs (python -m)
+	fileGiven bool   // a program file option (awk -f, php -f)
+}
+
+// noProgramYet reports whether a later operand would be the program.
+func (a *interpArgs) noProgramYet() bool { return len(a.codes) == 0 && !a.fileGiven }
+
+// scanInterp walks an interpreter's options as sp describes them, up to
+// the program operand.
+func scanInterp(sp interpSpec, ws []word) interpArgs {
+	a := interpArgs{program: -1}
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		s := w.text
+		switch {
+		case !w.lit:
+			if a.noProgramYet() {
+				a.program = i
+			}
+			return a
+		case s == "--":
+			if i+1 < len(ws) && a.noProgramYet() {
+				a.program = i + 1
+			}
+			return a
+		case s == "-":
+			a.stdin = true
+			return a
+		case strings.HasPrefix(s, "--"):
+			i = a.longOpt(sp, ws, i)
+		case len(s) > 1 && s[0] == '-':
+			var stop bool
+			if i, stop = a.shortOpts(sp, ws, i); stop {
+				return a
+			}
+		default:
+			if a.noProgramYet() {
+				a.program = i
+			}
+			return a
+		}
+	}
+	return a
+}
+
+// longOpt reads the long option at ws[i] and returns the index of the last
+// word it used.
+func (a *interpArgs) longOpt(sp interpSpec, ws []word, i int) int {
+	name, val, eq := strings.Cut(ws[i].text[2:], "=")
+	switch {
+	case slices.Contains(sp.codeLong, name):
+		if eq {
+			a.codes = append(a.codes, litWord(val))
+		} else if i+1 < len(ws) {
+			i++
+			a.codes = append(a.codes, ws[i])
+		}
+	case slices.Contains(sp.argLong, name):
+		if sp.awk && name == "file" {
+			a.fileGiven = true
+		}
+		if !eq {
+			i++
+		}
+	}
+	return i
+}
+
+// shortOpts reads the cluster of short options at ws[i] and returns the
+// index of the last word it used; stop reports an option after which the
+// rest belongs to a module.
+func (a *interpArgs) shortOpts(sp interpSpec, ws []word, i int) (last int, stop bool) {
+	s := ws[i].text
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		switch {
+		case strings.IndexByte(sp.code, ch) >= 0:
+			if j+1 < len(s) {
+				a.codes = append(a.codes, litWord(s[j+1:]))
+			} else if i+1 < len(ws) {
+				i++
+				a.codes = append(a.codes, ws[i])
+			}
+			return i, false
+		case strings.IndexByte(sp.stop, ch) >= 0:
+			a.module = true
+			return i, true
+		case strings.IndexByte(sp.arg, ch) >= 0:
+			if ch == sp.fileOpt && sp.fileOpt != 0 {
+				a.fileGiven = true
+			}
+			// The value is the rest of the word, or the next word; a next
+			// word that looks like an option is not taken, so that a
+			// misread never hides code (perl -i -pe ...).
+			if j+1 == len(s) && i+1 < len(ws) && !strings.HasPrefix(ws[i+1].text, "-") {
+				i++
+			}
+			return i, false
+		}
+	}
+	return i, false
 }
 
 var (

@@ -55,23 +55,42 @@ var shells = map[string]bool{
 
 // hasRules reports whether the guard has anything to say about a program
 // named base: a deny rule, or knowledge of what it starts.
-func hasRules(base string) bool {
+func (c *checker) hasRules(base string) bool {
 	if _, ok := wrappers[base]; ok {
 		return true
 	}
 	if shells[base] || interpreterOf(base) != nil || powerCommands[base] || formatTool(base) {
 		return true
 	}
-	switch strings.ToLower(base) {
-	case "rm", "shred", "wipe", "srm", "dd", "init", "telinit", "systemctl", "loginctl", "kill",
-		"killall5", "chmod", "chown", "chgrp", "mv", "cp", "install", "ln", "tee", "truncate",
-		"unlink", "rmdir", "format", "format.com", "format.exe", "del", "erase", "del.exe", "rd",
-		"eval", "source", ".", "alias", "trap", "mapfile", "readarray", "find", "xargs", "watch",
-		"flock", "busybox", "su", "runuser", "script", "parallel", "git", "hash", "enable",
-		"ssh", "pwsh", "powershell", "pwsh.exe", "powershell.exe":
-		return true
+	lower := strings.ToLower(base)
+	_, deny := programRules[lower]
+	_, win := windowsRules[lower]
+	_, launches := c.launchers[lower]
+	return deny || win || launches
+}
+
+// launchRule judges what one program starts; see launcher.
+type launchRule func(c *checker, base string, ws []word, sc scope, cc callCtx) (handled, transparent bool, b *Blocked)
+
+// launchRules returns the launch rules by program name, besides wrappers,
+// shells and interpreters, which have tables of their own. It is built by
+// New rather than held in a package variable because the rules judge
+// commands, which looks the rules up again: a package variable would
+// refer to itself.
+func launchRules() map[string]launchRule {
+	pwsh := (*checker).launchPowershell
+	return map[string]launchRule{
+		"eval": (*checker).launchEval, "source": (*checker).launchSource, ".": (*checker).launchSource,
+		"alias": (*checker).launchAlias, "trap": (*checker).launchTrap,
+		"mapfile": (*checker).launchMapfile, "readarray": (*checker).launchMapfile,
+		"find": (*checker).launchFind, "git": (*checker).launchGit,
+		"sed": (*checker).launchSed, "gsed": (*checker).launchSed, "tar": (*checker).launchTar, "gtar": (*checker).launchTar,
+		"xargs": (*checker).xargs, "parallel": (*checker).parallel, "watch": (*checker).launchWatch,
+		"flock": (*checker).launchFlock, "busybox": (*checker).launchBusybox,
+		"su": (*checker).launchSu, "runuser": (*checker).launchSu, "ssh": (*checker).launchSSH,
+		"pwsh": pwsh, "powershell": pwsh, "pwsh.exe": pwsh, "powershell.exe": pwsh,
+		"script": (*checker).launchScript,
 	}
-	return false
 }
 
 // launcher judges what a program starts: the command of a wrapper, the
@@ -79,39 +98,8 @@ func hasRules(base string) bool {
 // that base is such a program; transparent that the allowlist applies to
 // what it starts only, not to the program itself.
 func (c *checker) launcher(base string, ws []word, sc scope, cc callCtx) (handled, transparent bool, b *Blocked) {
-	text := joinWords(ws)
 	if w, ok := wrappers[base]; ok {
-		r := parseOpts(ws, w.spec)
-		for i, name := range r.assigned {
-			if b := c.envName(name, r.assignArg[i].text, sc); b != nil {
-				return true, false, b
-			}
-		}
-		if r.script != nil {
-			// env -S 'cmd args': a command line split by env itself.
-			if b := c.scriptWord(*r.script, base, sc); b != nil {
-				return true, false, b
-			}
-		}
-		inner := ws[r.cmd:]
-		if r.noCmd || len(inner) == 0 {
-			startsShell := w.shellIfEmpty && !r.noCmd
-			if base == "sudo" && !r.noCmd && hasKey(r.seen, "-s", "-i", "--shell", "--login") ||
-				base == "doas" && hasKey(r.seen, "-s") {
-				startsShell = true
-			}
-			if startsShell {
-				return true, false, block(text, base+" without a command starts a shell reading standard input, which cannot be checked")
-			}
-			if r.script != nil {
-				return true, !w.privileged, nil
-			}
-			return false, false, nil // a plain command (env alone prints the environment)
-		}
-		if b := c.command(inner, sc, cc.inner()); b != nil {
-			return true, false, b
-		}
-		return true, !w.privileged, nil
+		return c.wrapper(base, w, ws, sc, cc)
 	}
 	if shells[base] {
 		return c.shell(base, ws, sc, cc)
@@ -119,152 +107,236 @@ func (c *checker) launcher(base string, ws []word, sc scope, cc callCtx) (handle
 	if spec := interpreterOf(base); spec != nil {
 		return c.interpreter(base, *spec, ws, sc)
 	}
-	switch base {
-	case "eval":
-		if len(ws) == 1 {
-			return true, true, nil
+	if rule, ok := c.launchers[base]; ok {
+		return rule(c, base, ws, sc, cc)
+	}
+	return false, false, nil
+}
+
+// wrapper judges the command a wrapper (env, nice, sudo...) starts, the
+// variables it sets and the script of env -S.
+func (c *checker) wrapper(base string, w wrapper, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	text := joinWords(ws)
+	r := parseOpts(ws, w.spec)
+	for i, name := range r.assigned {
+		if b := c.envVar(name, assignedValue(r.assignArg[i]), ws[r.cmd:], r.assignArg[i].text, sc); b != nil {
+			return true, false, b
 		}
-		for _, w := range ws[1:] {
-			if !w.lit {
-				if sc.mode == modeCode {
-					return true, true, nil
-				}
-				return true, false, block(text, "eval of text computed at run time cannot be checked")
+	}
+	if r.script != nil {
+		// env -S 'cmd args': a command line split by env itself.
+		if b := c.scriptWord(*r.script, base, sc); b != nil {
+			return true, false, b
+		}
+	}
+	inner := ws[r.cmd:]
+	if r.noCmd || len(inner) == 0 {
+		startsShell := w.shellIfEmpty && !r.noCmd
+		if base == "sudo" && !r.noCmd && hasKey(r.seen, "-s", "-i", "--shell", "--login") ||
+			base == "doas" && hasKey(r.seen, "-s") {
+			startsShell = true
+		}
+		if startsShell {
+			return true, false, block(text, base+" without a command starts a shell reading standard input, which cannot be checked")
+		}
+		if r.script != nil {
+			return true, !w.privileged, nil
+		}
+		return false, false, nil // a plain command (env alone prints the environment)
+	}
+	if b := c.command(inner, sc, cc.inner()); b != nil {
+		return true, false, b
+	}
+	return true, !w.privileged, nil
+}
+
+// launchEval judges the text eval runs.
+func (c *checker) launchEval(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	if len(ws) == 1 {
+		return true, true, nil
+	}
+	for _, w := range ws[1:] {
+		if !w.lit {
+			if sc.mode == modeCode {
+				return true, true, nil
+			}
+			return true, false, block(joinWords(ws), "eval of text computed at run time cannot be checked")
+		}
+	}
+	return true, true, c.script(joinWords(ws[1:]), scope{depth: sc.depth + 1, mode: sc.mode})
+}
+
+// launchSource judges the file source and . read.
+func (c *checker) launchSource(base string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	ops := ws[1:]
+	if len(ops) > 0 && ops[0].lit && ops[0].text == "--" {
+		ops = ops[1:]
+	}
+	if len(ops) == 0 {
+		return false, false, nil
+	}
+	return true, false, c.scriptFile(base, ops[0], joinWords(ws), sc)
+}
+
+// launchAlias judges the text of each alias defined.
+func (c *checker) launchAlias(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	for _, w := range ws[1:] {
+		if !w.lit {
+			if sc.mode == modeCode {
+				continue
+			}
+			return true, false, block(joinWords(ws), "an alias computed at run time cannot be checked")
+		}
+		if _, val, ok := strings.Cut(w.text, "="); ok {
+			if b := c.script(val, scope{depth: sc.depth + 1, mode: sc.mode}); b != nil {
+				return true, false, b
 			}
 		}
-		return true, true, c.script(joinWords(ws[1:]), scope{depth: sc.depth + 1, mode: sc.mode})
-	case "source", ".":
-		ops := ws[1:]
-		if len(ops) > 0 && ops[0].lit && ops[0].text == "--" {
-			ops = ops[1:]
+	}
+	return true, false, nil
+}
+
+// launchTrap judges the command a trap runs.
+func (c *checker) launchTrap(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	args := ws[1:]
+	if len(args) > 0 && args[0].lit && args[0].text == "--" {
+		args = args[1:]
+	}
+	if len(args) >= 2 && !(args[0].lit && strings.HasPrefix(args[0].text, "-")) {
+		return true, false, c.scriptWord(args[0], "trap", sc)
+	}
+	return true, false, nil
+}
+
+// launchMapfile judges the callback of mapfile -C.
+func (c *checker) launchMapfile(base string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "dnOsuct", scriptShort: "C"})
+	if r.script != nil {
+		return true, false, c.scriptWord(*r.script, base+" -C", sc)
+	}
+	return true, false, nil
+}
+
+func (c *checker) launchFind(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	return true, false, c.find(ws, sc, cc)
+}
+
+func (c *checker) launchGit(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	return true, false, c.git(ws, sc, cc)
+}
+
+func (c *checker) launchSed(base string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	return true, false, c.sed(base, ws, sc, cc)
+}
+
+func (c *checker) launchTar(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	return true, false, c.tar(ws, sc)
+}
+
+// launchWatch judges the command watch repeats.
+func (c *checker) launchWatch(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "nq", attached: "d", argLong: []string{"interval", "equexit"}})
+	inner := ws[r.cmd:]
+	if len(inner) == 0 {
+		return false, false, nil
+	}
+	if hasKey(r.seen, "-x", "--exec") {
+		return true, true, c.command(inner, sc, cc.inner())
+	}
+	// Without -x, watch joins its arguments and runs them with sh -c.
+	return true, true, c.joinedScript(inner, "watch", sc)
+}
+
+// launchFlock judges the command flock runs while holding the lock.
+func (c *checker) launchFlock(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "wE", argLong: []string{"timeout", "wait", "conflict-exit-code"}})
+	next := r.cmd + 1 // after the lock file
+	if next >= len(ws) {
+		return false, false, nil
+	}
+	if ws[next].lit && (ws[next].text == "-c" || ws[next].text == "--command") {
+		if next+1 >= len(ws) {
+			return true, false, block(joinWords(ws), "flock -c without a command")
 		}
-		if len(ops) == 0 {
-			return false, false, nil
-		}
-		return true, false, c.scriptFile(base, ops[0], text, sc)
-	case "alias":
-		for _, w := range ws[1:] {
-			if !w.lit {
-				if sc.mode == modeCode {
-					continue
-				}
-				return true, false, block(text, "an alias computed at run time cannot be checked")
+		return true, true, c.scriptWord(ws[next+1], "flock -c", sc)
+	}
+	return true, true, c.command(ws[next:], sc, cc.inner())
+}
+
+// launchBusybox judges the applet busybox runs.
+func (c *checker) launchBusybox(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	if len(ws) < 2 || !ws[1].lit || strings.HasPrefix(ws[1].text, "-") {
+		return false, false, nil
+	}
+	return true, true, c.command(ws[1:], sc, cc.inner())
+}
+
+// launchSu judges the script of su -c and the command of runuser -u;
+// without either they start a shell reading standard input.
+func (c *checker) launchSu(base string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "gGswu", argLong: []string{"group", "supp-group", "shell", "whitelist-environment", "user"},
+		scriptShort: "c", scriptLong: []string{"command", "session-command"}})
+	if r.script == nil {
+		// Options may follow the user name: look for -c anywhere.
+		for i := 1; i+1 < len(ws); i++ {
+			if ws[i].lit && (ws[i].text == "-c" || ws[i].text == "--command" || ws[i].text == "--session-command") {
+				r.script = &ws[i+1]
+				break
 			}
-			if _, val, ok := strings.Cut(w.text, "="); ok {
-				if b := c.script(val, scope{depth: sc.depth + 1, mode: sc.mode}); b != nil {
+		}
+	}
+	if r.script != nil {
+		if b := c.scriptWord(*r.script, base+" -c", sc); b != nil {
+			return true, false, b
+		}
+		return true, false, nil
+	}
+	if base == "runuser" && hasKey(r.seen, "-u", "--user") && r.cmd < len(ws) {
+		return true, false, c.command(ws[r.cmd:], sc, cc.inner())
+	}
+	return true, false, block(joinWords(ws), base+" without -c starts a shell reading standard input, which cannot be checked")
+}
+
+// launchSSH judges the remote command, a shell script: the host may be
+// this one.
+func (c *checker) launchSSH(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "BbcDEeFIiJLlmOoPpQRSWw", operands: 1})
+	if r.cmd >= len(ws) {
+		return false, false, nil
+	}
+	return true, false, c.joinedScript(ws[r.cmd:], "ssh", sc)
+}
+
+// launchPowershell scans the code of -Command and refuses -EncodedCommand.
+func (c *checker) launchPowershell(base string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	text := joinWords(ws)
+	for i := 1; i < len(ws); i++ {
+		switch strings.ToLower(ws[i].text) {
+		case "-c", "-command", "/c", "-command:":
+			rest := ws[i+1:]
+			if len(rest) == 0 {
+				return true, false, block(text, base+" -Command without a command")
+			}
+			for _, w := range rest {
+				if b := c.code(base, w, text, sc); b != nil {
 					return true, false, b
 				}
 			}
-		}
-		return true, false, nil
-	case "trap":
-		args := ws[1:]
-		if len(args) > 0 && args[0].lit && args[0].text == "--" {
-			args = args[1:]
-		}
-		if len(args) >= 2 && !(args[0].lit && strings.HasPrefix(args[0].text, "-")) {
-			return true, false, c.scriptWord(args[0], "trap", sc)
-		}
-		return true, false, nil
-	case "mapfile", "readarray":
-		r := parseOpts(ws, optSpec{argShort: "dnOsuct", scriptShort: "C"})
-		if r.script != nil {
-			return true, false, c.scriptWord(*r.script, base+" -C", sc)
-		}
-		return true, false, nil
-	case "find":
-		return true, false, c.find(ws, sc, cc)
-	case "git":
-		return true, false, c.git(ws, sc)
-	case "xargs":
-		return c.xargs(ws, sc, cc)
-	case "parallel":
-		return c.parallel(ws, sc, cc)
-	case "watch":
-		r := parseOpts(ws, optSpec{argShort: "nq", attached: "d", argLong: []string{"interval", "equexit"}})
-		inner := ws[r.cmd:]
-		if len(inner) == 0 {
-			return false, false, nil
-		}
-		if hasKey(r.seen, "-x", "--exec") {
-			return true, true, c.command(inner, sc, cc.inner())
-		}
-		// Without -x, watch joins its arguments and runs them with sh -c.
-		return true, true, c.joinedScript(inner, "watch", sc)
-	case "flock":
-		r := parseOpts(ws, optSpec{argShort: "wE", argLong: []string{"timeout", "wait", "conflict-exit-code"}})
-		next := r.cmd + 1 // after the lock file
-		if next >= len(ws) {
-			return false, false, nil
-		}
-		if ws[next].lit && (ws[next].text == "-c" || ws[next].text == "--command") {
-			if next+1 >= len(ws) {
-				return true, false, block(text, "flock -c without a command")
-			}
-			return true, true, c.scriptWord(ws[next+1], "flock -c", sc)
-		}
-		return true, true, c.command(ws[next:], sc, cc.inner())
-	case "busybox":
-		if len(ws) < 2 || !ws[1].lit || strings.HasPrefix(ws[1].text, "-") {
-			return false, false, nil
-		}
-		return true, true, c.command(ws[1:], sc, cc.inner())
-	case "su", "runuser":
-		r := parseOpts(ws, optSpec{argShort: "gGswu", argLong: []string{"group", "supp-group", "shell", "whitelist-environment", "user"},
-			scriptShort: "c", scriptLong: []string{"command", "session-command"}})
-		if r.script == nil {
-			// Options may follow the user name: look for -c anywhere.
-			for i := 1; i+1 < len(ws); i++ {
-				if ws[i].lit && (ws[i].text == "-c" || ws[i].text == "--command" || ws[i].text == "--session-command") {
-					r.script = &ws[i+1]
-					break
-				}
-			}
-		}
-		if r.script != nil {
-			if b := c.scriptWord(*r.script, base+" -c", sc); b != nil {
-				return true, false, b
-			}
 			return true, false, nil
+		case "-e", "-ec", "-encodedcommand":
+			return true, false, block(text, base+" -EncodedCommand cannot be checked")
 		}
-		if base == "runuser" && hasKey(r.seen, "-u", "--user") && r.cmd < len(ws) {
-			return true, false, c.command(ws[r.cmd:], sc, cc.inner())
-		}
-		return true, false, block(text, base+" without -c starts a shell reading standard input, which cannot be checked")
-	case "ssh":
-		// The remote command is a shell script; the host may be this one.
-		r := parseOpts(ws, optSpec{argShort: "BbcDEeFIiJLlmOoPpQRSWw", operands: 1})
-		if r.cmd >= len(ws) {
-			return false, false, nil
-		}
-		return true, false, c.joinedScript(ws[r.cmd:], "ssh", sc)
-	case "pwsh", "powershell", "pwsh.exe", "powershell.exe":
-		for i := 1; i < len(ws); i++ {
-			switch strings.ToLower(ws[i].text) {
-			case "-c", "-command", "/c", "-command:":
-				rest := ws[i+1:]
-				if len(rest) == 0 {
-					return true, false, block(text, base+" -Command without a command")
-				}
-				for _, w := range rest {
-					if b := c.code(base, w, text, sc); b != nil {
-						return true, false, b
-					}
-				}
-				return true, false, nil
-			case "-e", "-ec", "-encodedcommand":
-				return true, false, block(text, base+" -EncodedCommand cannot be checked")
-			}
-		}
-		return true, false, nil
-	case "script":
-		r := parseOpts(ws, optSpec{argShort: "EIOBTm", scriptShort: "c", scriptLong: []string{"command"}, argLong: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"}})
-		if r.script == nil {
-			return true, false, block(text, "script without -c starts a shell reading standard input, which cannot be checked")
-		}
-		return true, true, c.scriptWord(*r.script, "script -c", sc)
 	}
-	return false, false, nil
+	return true, false, nil
+}
+
+// launchScript judges the command script -c records.
+func (c *checker) launchScript(_ string, ws []word, sc scope, _ callCtx) (bool, bool, *Blocked) {
+	r := parseOpts(ws, optSpec{argShort: "EIOBTm", scriptShort: "c", scriptLong: []string{"command"}, argLong: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"}})
+	if r.script == nil {
+		return true, false, block(joinWords(ws), "script without -c starts a shell reading standard input, which cannot be checked")
+	}
+	return true, true, c.scriptWord(*r.script, "script -c", sc)
 }
 
 func hasKey(m map[string]string, keys ...string) bool {
@@ -413,20 +485,27 @@ func (c *checker) find(ws []word, sc scope, cc callCtx) *Blocked {
 		a := w.text
 		switch {
 		case a == "-delete":
-			return block(text, "find -delete is not allowed")
+			return block(text, "find -delete (recursive deletion) is not allowed")
 		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
-			j := i + 1
-			for j < len(ws) && !(ws[j].lit && (ws[j].text == ";" || ws[j].text == "+")) {
-				j++
-			}
+			j := findExecEnd(ws, i+1, a == "-exec" || a == "-execdir")
 			inner := markToken(ws[i+1:j], "{}", true)
 			if b := c.command(inner, sc, cc.inner()); b != nil {
 				return b
 			}
 			i = j + 1
 			continue
-		case a == "-fprintf":
-			i += 3
+		case a == "-fprint" || a == "-fprint0" || a == "-fls" || a == "-fprintf":
+			// These write find's output to a file: fine, unless the file
+			// is a device or a system path.
+			if i+1 < len(ws) && ws[i+1].lit {
+				if r := protectedWrite(ws[i+1].text); r != "" {
+					return block(text, r)
+				}
+			}
+			if a == "-fprintf" {
+				i++
+			}
+			i += 2
 			continue
 		case findArgPreds[a] || strings.HasPrefix(a, "-newer") && len(a) == 8:
 			i += 2
@@ -437,19 +516,40 @@ func (c *checker) find(ws []word, sc scope, cc callCtx) *Blocked {
 	return nil
 }
 
+// findExecEnd returns the index of the word ending the command of an
+// -exec that starts at ws[from]. As in GNU find, ";" always ends it, while
+// "+" ends it only right after "{}" and only for -exec and -execdir:
+// elsewhere "+" is an argument, so `find . -exec rm + -rf x \;` runs
+// `rm + -rf x`, and all of it must be judged.
+func findExecEnd(ws []word, from int, plus bool) int {
+	j := from
+	for ; j < len(ws); j++ {
+		if !ws[j].lit {
+			continue
+		}
+		if ws[j].text == ";" {
+			return j
+		}
+		if plus && ws[j].text == "+" && j > from && ws[j-1].lit && ws[j-1].text == "{}" {
+			return j
+		}
+	}
+	return j
+}
+
 var findArgPreds = map[string]bool{
 	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true,
 	"-regex": true, "-iregex": true, "-lname": true, "-ilname": true, "-type": true, "-xtype": true,
 	"-newer": true, "-anewer": true, "-cnewer": true, "-user": true, "-group": true, "-uid": true,
 	"-gid": true, "-perm": true, "-size": true, "-mtime": true, "-atime": true, "-ctime": true,
 	"-mmin": true, "-amin": true, "-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true,
-	"-inum": true, "-samefile": true, "-fstype": true, "-used": true, "-printf": true, "-fprint": true,
-	"-fprint0": true, "-fls": true, "-context": true, "-regextype": true, "-files0-from": true,
+	"-inum": true, "-samefile": true, "-fstype": true, "-used": true, "-printf": true,
+	"-context": true, "-regextype": true, "-files0-from": true,
 }
 
 // xargs judges the command xargs runs. Its arguments come from input at
 // run time: appended at the end, or in place of the -I replace string.
-func (c *checker) xargs(ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+func (c *checker) xargs(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
 	r := parseOpts(ws, optSpec{argShort: "adEILnPs", attached: "iel",
 		argLong: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
 	inner := ws[r.cmd:]
@@ -480,7 +580,7 @@ func (c *checker) xargs(ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) 
 
 // parallel judges GNU parallel: like xargs, and its command line also goes
 // through a shell.
-func (c *checker) parallel(ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
+func (c *checker) parallel(_ string, ws []word, sc scope, cc callCtx) (bool, bool, *Blocked) {
 	text := joinWords(ws)
 	r := parseOpts(ws, optSpec{argShort: "aCdEIjJlLnNPsS", argLong: []string{"jobs", "sshlogin", "arg-file", "colsep", "delimiter", "replace", "max-args", "max-replace-args"}})
 	end := len(ws)

@@ -28,11 +28,16 @@ type scope struct {
 
 // checker holds the state of one Check call.
 type checker struct {
-	g      *Guard
-	total  int          // script bytes parsed so far
-	words  int          // words of simple commands judged so far
-	parses int          // scripts parsed so far
-	seen   map[any]bool // nodes already judged
+	g         *Guard
+	launchers map[string]launchRule // launchRules(), built once by New
+	total     int                   // script bytes parsed so far
+	words     int                   // words of simple commands judged so far
+	parses    int                   // scripts parsed so far
+	seen      map[any]bool          // nodes already judged
+	// renamed maps the base name of a copy or link the script makes of a
+	// program the guard has rules for (cp /usr/bin/shred ./s) to that
+	// program's name, so that running the copy is judged as the original.
+	renamed map[string]string
 }
 
 const (
@@ -254,8 +259,14 @@ func (c *checker) call(ce *syntax.CallExpr, sc scope) *Blocked {
 		return nil
 	}
 	c.seen[ce] = true
+	var target []word // what the assignments are set for
+	if len(ce.Assigns) > 0 {
+		for _, w := range ce.Args {
+			target = append(target, evalWord(w))
+		}
+	}
 	for _, a := range ce.Assigns {
-		if b := c.assign(a, sc); b != nil {
+		if b := c.assign(a, target, sc); b != nil {
 			return b
 		}
 	}
@@ -277,16 +288,28 @@ func (c *checker) call(ce *syntax.CallExpr, sc scope) *Blocked {
 	return c.command(ws, sc, callCtx{})
 }
 
-// assign judges a variable assignment: substitutions in its value, and in
-// allowlist mode the variables that make allowed commands run other code.
-func (c *checker) assign(a *syntax.Assign, sc scope) *Blocked {
+// assign judges a variable assignment: substitutions in its value, and the
+// variables that make commands run other code (see envVar). target are the
+// words of the command it prefixes, nil for a plain assignment.
+func (c *checker) assign(a *syntax.Assign, target []word, sc scope) *Blocked {
 	if b := c.assignParts(a, sc); b != nil {
 		return b
 	}
 	if a.Name != nil && !a.Naked {
-		return c.envName(a.Name.Value, a.Name.Value+"="+valueText(a), sc)
+		return c.envVar(a.Name.Value, assignValue(a), target, a.Name.Value+"="+valueText(a), sc)
 	}
 	return nil
+}
+
+// assignValue is the value an assignment sets, as a word.
+func assignValue(a *syntax.Assign) word {
+	switch {
+	case a.Value != nil:
+		return evalWord(a.Value)
+	case a.Array != nil:
+		return word{text: source(a.Array)}
+	}
+	return litWord("")
 }
 
 // assignParts judges the substitutions in an assignment's index and value.
@@ -309,15 +332,6 @@ func (c *checker) assignParts(a *syntax.Assign, sc scope) *Blocked {
 	return nil
 }
 
-// envName refuses, in allowlist mode, setting a variable that can make an
-// allowed command run code of the caller's choosing (LD_PRELOAD=./x.so ls).
-func (c *checker) envName(name, cmd string, sc scope) *Blocked {
-	if sc.mode != modeScript || !c.g.AllowlistMode() || !codeLoadingVar(name) {
-		return nil
-	}
-	return block(cmd, "setting "+name+" is not allowed in allowlist mode (it can make an allowed command run other code)")
-}
-
 // decl judges declare/export/local/readonly/typeset: substitutions and
 // variable names like an assignment, and the builtin itself like a command.
 func (c *checker) decl(d *syntax.DeclClause, sc scope) *Blocked {
@@ -328,11 +342,14 @@ func (c *checker) decl(d *syntax.DeclClause, sc scope) *Blocked {
 		}
 		switch {
 		case a.Name != nil && !a.Naked:
-			if b := c.envName(a.Name.Value, d.Variant.Value+" "+a.Name.Value+"="+valueText(a), sc); b != nil {
+			if b := c.envVar(a.Name.Value, assignValue(a), nil, d.Variant.Value+" "+a.Name.Value+"="+valueText(a), sc); b != nil {
 				return b
 			}
 			ws = append(ws, litWord(a.Name.Value+"="+valueText(a)))
 		case a.Name != nil:
+			if a.Name.Value == "BASH_ENV" {
+				return block(d.Variant.Value+" "+a.Name.Value, reasonBashEnv)
+			}
 			ws = append(ws, litWord(a.Name.Value))
 		case a.Value != nil:
 			w := evalWord(a.Value)
@@ -341,7 +358,7 @@ func (c *checker) decl(d *syntax.DeclClause, sc scope) *Blocked {
 				return block(d.Variant.Value+" "+w.text, "a variable assigned by "+d.Variant.Value+" is computed at run time")
 			}
 			if i := strings.IndexByte(w.text, '='); w.lit && i > 0 {
-				if b := c.envName(w.text[:i], d.Variant.Value+" "+w.text, sc); b != nil {
+				if b := c.envVar(w.text[:i], litWord(w.text[i+1:]), nil, d.Variant.Value+" "+w.text, sc); b != nil {
 					return b
 				}
 			}

@@ -21,6 +21,22 @@ type word struct {
 	dashSafe bool
 	// prefix is the literal text before the first computed part.
 	prefix string
+	// masked is text with each parameter, command or arithmetic expansion
+	// replaced by computedMark (globs stay as written); set by evalWord for
+	// computed words only.
+	masked string
+}
+
+// maskedText returns the word's text with computed parts replaced by
+// computedMark.
+func maskedText(w word) string {
+	switch {
+	case w.lit:
+		return w.text
+	case w.masked != "":
+		return w.masked
+	}
+	return w.prefix + string(computedMark)
 }
 
 // litWord is a word known before run time.
@@ -46,6 +62,8 @@ func joinWords(ws []word) string {
 func evalWord(w *syntax.Word) word {
 	var (
 		sb       strings.Builder
+		mask     strings.Builder // built only once a part is computed
+		masking  bool
 		computed bool
 		prefix   string
 	)
@@ -55,42 +73,59 @@ func evalWord(w *syntax.Word) word {
 			prefix = sb.String()
 		}
 	}
+	startMask := func() {
+		if !masking {
+			masking = true
+			mask.WriteString(sb.String())
+		}
+	}
+	literal := func(v string) {
+		sb.WriteString(v)
+		if masking {
+			mask.WriteString(v)
+		}
+	}
+	expansion := func(n syntax.Node) {
+		startMask()
+		markComputed()
+		sb.WriteString(source(n))
+		mask.WriteByte(computedMark)
+	}
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			val, globAt := unescapeUnquoted(p.Value)
 			if globAt >= 0 {
-				sb.WriteString(val[:globAt])
+				startMask() // a glob stays as written in the mask
+				literal(val[:globAt])
 				markComputed()
-				sb.WriteString(val[globAt:])
+				literal(val[globAt:])
 			} else {
-				sb.WriteString(val)
+				literal(val)
 			}
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				sb.WriteString(ansiC(p.Value))
+				literal(ansiC(p.Value))
 			} else {
-				sb.WriteString(p.Value)
+				literal(p.Value)
 			}
 		case *syntax.DblQuoted:
 			for _, inner := range p.Parts {
 				if l, ok := inner.(*syntax.Lit); ok {
-					sb.WriteString(unescapeDouble(l.Value))
+					literal(unescapeDouble(l.Value))
 					continue
 				}
-				markComputed()
-				sb.WriteString(source(inner))
+				expansion(inner)
 			}
 		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp
-			markComputed()
-			sb.WriteString(source(part))
+			expansion(part)
 		}
 	}
 	text := sb.String()
 	if !computed {
 		return litWord(text)
 	}
-	return word{text: text, prefix: prefix, dashSafe: prefix != "" && prefix[0] != '-'}
+	return word{text: text, prefix: prefix, dashSafe: prefix != "" && prefix[0] != '-', masked: mask.String()}
 }
 
 // source prints a node back as shell source. A large node is shown
