@@ -114,3 +114,31 @@ func removeStaleTemps(root *os.Root) {
 		}
 	}
 }
+
+// Probe checks that the workspace folder is there (reopening it if it was
+// replaced) and that a file can be made in it: a file is created in
+// TempDir and removed. The error says what failed, without host paths.
+func (w *Workspace) Probe() error {
+	root, err := w.Current()
+	if err != nil {
+		return errors.New("missing: the folder was deleted, moved or unmounted")
+	}
+	tmp, err := tempShared(root)
+	if err == nil {
+		var f *os.File
+		if f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			err = f.Close()
+			if rerr := root.Remove(tmp); err == nil {
+				err = rerr
+			}
+		}
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return errors.New("not writable: " + err.Error())
+	}
+	return nil
+}
