@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,4 +181,53 @@ func TestTemporaryFileLeftovers(t *testing.T) {
 	}
 	out := mustSucceed(t, s.invoke(t, "list_dir", `{"path":".","recursive":true}`))
 	assertContains(t, "list_dir", out, "sub/f.txt", "sub/g.txt")
+}
+
+// TestMemoryWriteOnFullDisk: with memory/ on a full file system (a 64 KiB
+// tmpfs, which needs root to mount), a write fails with a message saying
+// the disk is full, and the file keeps exactly what it held.
+func TestMemoryWriteOnFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root; internal/memory's TestShortWriteLeavesNoTornEntry injects the short write instead")
+	}
+	s := startServer(t, nil)
+	dir := filepath.Join(s.Workspace, "memory")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	// Two entries fill the file's first page and part of its second.
+	for _, c := range []string{"written before the disk filled", strings.Repeat("x", 1000) + " another fact written before"} {
+		mustSucceed(t, s.invoke(t, "memory", map[string]string{"action": "write", "content": c + strings.Repeat(" padding", 300)}))
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := make([]byte, 4096); ; {
+		if _, err := fill.Write(chunk); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	// This one needs a page more than is left: part of it is written,
+	// then the kernel reports ENOSPC.
+	big, _ := json.Marshal(map[string]string{"action": "write", "content": strings.Repeat("a long fact ", 330)})
+	mustFail(t, s.invoke(t, "memory", big), registry.CodeToolError, "is full, so the entry was not saved", "Next:")
+	after, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("the memory file changed: %d bytes, had %d (%v)", len(after), len(before), err)
+	}
+	out := mustSucceed(t, s.invoke(t, "memory", `{"action":"read"}`))
+	assertContains(t, "read after the failed write", out, "2 entries in 2 lines", "written before the disk filled", "another fact written before")
+	if strings.Contains(out, "without a line break") {
+		t.Errorf("a torn entry is left:\n%s", out)
+	}
 }

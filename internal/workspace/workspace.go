@@ -180,6 +180,13 @@ func (w *Workspace) current() (*opened, error) {
 	if err != nil {
 		return o, unavailable(err)
 	}
+	if !w.same(n) {
+		// Opened, but it cannot be told to be the folder at the path (it
+		// cannot be searched, or was replaced again meanwhile): do not keep
+		// it, or every call would open another.
+		n.root.Close()
+		return o, unavailable(errors.New("the folder at the path cannot be checked"))
+	}
 	removeStaleTemps(n.root)
 	w.old = append(w.old, o.root)
 	w.cur.Store(n)
