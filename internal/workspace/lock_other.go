@@ -11,3 +11,7 @@ const renameOpen = false
 func lockTemp(*os.File) (unlock func()) { return func() {} }
 
 func tryLockTemp(*os.File) (unlock func(), ok bool) { return func() {}, true }
+
+// unlinked cannot tell a deleted folder here; the periodic comparison of
+// the path with the open folder does.
+func unlinked(os.FileInfo) bool { return false }

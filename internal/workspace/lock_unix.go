@@ -29,3 +29,10 @@ func tryLockTemp(f *os.File) (unlock func(), ok bool) {
 	}
 	return func() { _ = syscall.Flock(fd, syscall.LOCK_UN) }, true
 }
+
+// unlinked reports whether a folder described by fi was deleted: a folder
+// in use has at least two links ("." and its name in the parent).
+func unlinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
+}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // MaxPathLen bounds the paths a model may name.
@@ -45,28 +46,47 @@ func (e *Error) Unwrap() error     { return e.Err }
 //
 // It holds the folder open as an os.Root, which keeps working on the
 // folder it opened even when the configured path is deleted, moved or
-// mounted over. Every Resolve therefore checks that the path still names
-// the open folder (two stat calls): when the folder is gone, tools get an
-// "unavailable" error instead of an empty listing; when a new folder has
-// taken its place, it is opened and used from then on, without a restart.
+// mounted over. So every Resolve checks the open folder with one fstat: a
+// deleted folder has no links left. At most every PathCheckInterval it also
+// compares the device and inode at the configured path with the open
+// folder, which catches a folder moved away and replaced by another (or a
+// mount over it); doing that at every call would add a path walk to each.
+// When the folder is gone, tools get an "unavailable" error instead of an
+// empty listing; when a new folder has taken its place, it is opened and
+// used from then on, without a restart.
 type Workspace struct {
 	given    string // absolute as configured, before resolving links
 	restrict bool
 	sys      *os.Root // "/" for paths outside, only when not restricted
 
 	cur atomic.Pointer[opened]
-	mu  sync.Mutex // serialises reopening; guards old
+	// pathChecked is when (monotonic nanoseconds since start) the path was
+	// last compared with the open folder; pathEvery is how often it is.
+	pathChecked atomic.Int64
+	pathEvery   time.Duration
+	start       time.Time
+	mu          sync.Mutex // serialises reopening; guards old
 	// old holds the roots replaced by a reopen. Calls that resolved a path
 	// before the reopen may still use them, so they stay open until Close.
 	// One is kept per reopen, which happens only when an operator replaces
 	// the workspace folder.
-	old []*os.Root
+	old []*opened
 }
+
+// PathCheckInterval is how often Resolve compares the configured path with
+// the open folder (see Workspace).
+const PathCheckInterval = time.Second
 
 // opened is the workspace folder as opened at one time.
 type opened struct {
 	dir  string   // absolute, symbolic links resolved
 	root *os.Root // the folder
+	f    *os.File // the same folder, for fstat
+}
+
+func (o *opened) close() {
+	o.f.Close()
+	o.root.Close()
 }
 
 // Open creates dir if it is missing and opens it as the workspace. With
@@ -85,11 +105,11 @@ func Open(dir string, restrict bool) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	w := &Workspace{given: abs, restrict: restrict}
+	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now()}
 	w.cur.Store(o)
 	if !restrict {
 		if w.sys, err = os.OpenRoot("/"); err != nil {
-			o.root.Close()
+			o.close()
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 	}
@@ -106,7 +126,12 @@ func openDir(abs string) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &opened{dir: real, root: root}, nil
+	f, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &opened{dir: real, root: root, f: f}, nil
 }
 
 // Close releases the workspace's open folders.
@@ -115,12 +140,14 @@ func (w *Workspace) Close() error {
 		w.sys.Close()
 	}
 	w.mu.Lock()
-	for _, r := range w.old {
-		r.Close()
+	for _, o := range w.old {
+		o.close()
 	}
 	w.old = nil
 	w.mu.Unlock()
-	return w.cur.Load().root.Close()
+	o := w.cur.Load()
+	o.f.Close()
+	return o.root.Close()
 }
 
 // Dir returns the workspace's absolute path with symbolic links resolved.
@@ -161,7 +188,11 @@ func unavailable(err error) *Error {
 
 func (w *Workspace) current() (*opened, error) {
 	o := w.cur.Load()
+	if alive(o.f) && !w.pathDue() {
+		return o, nil
+	}
 	if w.same(o) {
+		w.pathChecked.Store(int64(time.Since(w.start)))
 		return o, nil
 	}
 	w.mu.Lock()
@@ -184,13 +215,26 @@ func (w *Workspace) current() (*opened, error) {
 		// Opened, but it cannot be told to be the folder at the path (it
 		// cannot be searched, or was replaced again meanwhile): do not keep
 		// it, or every call would open another.
-		n.root.Close()
+		n.close()
 		return o, unavailable(errors.New("the folder at the path cannot be checked"))
 	}
 	removeStaleTemps(n.root)
-	w.old = append(w.old, o.root)
+	w.old = append(w.old, o)
 	w.cur.Store(n)
+	w.pathChecked.Store(int64(time.Since(w.start)))
 	return n, nil
+}
+
+// pathDue reports whether the path is due to be compared with the folder.
+func (w *Workspace) pathDue() bool {
+	return time.Since(w.start)-time.Duration(w.pathChecked.Load()) >= w.pathEvery
+}
+
+// alive reports whether the open folder f still has a name: fstat works
+// and, where the platform reports it, the folder has links left.
+func alive(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && !unlinked(fi)
 }
 
 // same reports whether the configured path still names the folder o holds
@@ -200,8 +244,8 @@ func (w *Workspace) same(o *opened) bool {
 	if err != nil {
 		return false
 	}
-	rfi, err := o.root.Stat(".")
-	return err == nil && os.SameFile(pfi, rfi)
+	rfi, err := o.f.Stat()
+	return err == nil && !unlinked(rfi) && os.SameFile(pfi, rfi)
 }
 
 // Path is a resolved location: a name under a root. Inside the workspace,

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 )
 
 func TestReopenReplacedWorkspace(t *testing.T) {
@@ -14,6 +16,11 @@ func TestReopenReplacedWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	if runtime.GOOS == "linux" {
+		// A deleted folder has no links: seen at once, without waiting for
+		// the periodic comparison of the path.
+		w.pathEvery = time.Hour
+	}
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +72,9 @@ func TestReopenMovedWorkspace(t *testing.T) {
 	}
 	defer w.Close()
 	// Moved away and replaced by another folder: the old one still exists,
-	// so only the device and inode comparison tells them apart.
+	// so only the device and inode comparison tells them apart, which is
+	// made every PathCheckInterval; here at every call.
+	w.pathEvery = 0
 	if err := os.Rename(dir, filepath.Join(base, "ws.old")); err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +189,21 @@ func TestOpenRemovesStaleTemps(t *testing.T) {
 	if renameOpen {
 		if _, err := os.Stat(busy); err != nil {
 			t.Errorf("the temporary file of a write in progress was removed: %v", err)
+		}
+	}
+}
+
+// BenchmarkResolve measures Resolve, which checks with two stat calls that
+// the workspace path still names the open folder.
+func BenchmarkResolve(b *testing.B) {
+	w, err := Open(b.TempDir(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	for b.Loop() {
+		if _, err := w.Resolve("notes/todo.md"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
