@@ -90,7 +90,7 @@ func startServer(t testing.TB, env map[string]string) *testServer {
 		cancel()
 		t.Fatalf("server did not start in time; logs:\n%s", logs.String())
 	}
-	real, err := filepath.EvalSymlinks(ws)
+	real, err := filepath.EvalSymlinks(vars["WORKSPACE"])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/config"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/skills"
@@ -112,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxConcurrent: cfg.MaxConcurrentCalls,
 		Log:           log,
 		Stopping:      stopping,
-		Ready:         func() error { return ready(ws, dataDir) },
+		Ready:         func() (bool, map[string]string) { return readiness(ws, dataDir, cfg.MinFreeBytes) },
 		Routes:        toolhttp.SkillsRoutes(sk, log),
 	})
 	srv := &http.Server{
@@ -155,15 +156,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// ready checks that the workspace and the data folder can be used.
-func ready(ws *workspace.Workspace, dataDir string) error {
-	if _, err := ws.Root().Stat("."); err != nil {
-		return errors.New("workspace is not usable")
+// readiness checks that the workspace and the data folder exist and are
+// writable, and that their file systems have minFree bytes free.
+func readiness(ws *workspace.Workspace, dataDir string, minFree int64) (bool, map[string]string) {
+	checks := []ready.Check{
+		{Name: "workspace", Run: ws.Probe},
+		{Name: "data_dir", Run: func() error { return ready.Writable(dataDir) }},
 	}
-	f, err := os.CreateTemp(dataDir, ".ready-*")
-	if err != nil {
-		return errors.New("data folder is not writable")
+	if minFree > 0 {
+		checks = append(checks, ready.Check{Name: "free_space", Run: func() error {
+			return ready.FreeSpace(minFree, map[string]string{"workspace": ws.Dir(), "data_dir": dataDir})
+		}})
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	r := ready.Run(checks...)
+	return r.Ready, r.Checks
 }

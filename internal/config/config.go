@@ -28,6 +28,7 @@ type Config struct {
 	Addr               string        `envconfig:"ADDR" default:"127.0.0.1:8080" desc:"host:port to listen on"`
 	Workspace          string        `envconfig:"WORKSPACE" default:"./workspace" desc:"folder the tools work in; created if missing"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools"`
+	MinFreeBytes       int64         `envconfig:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
 	APIKeys            Secrets       `envconfig:"API_KEYS" desc:"comma-separated bearer keys; when set, every route but /healthz and /readyz needs one"`
 	AllowInsecure      bool          `envconfig:"ALLOW_INSECURE" default:"false" desc:"allow listening on a non-loopback address without API keys"`
 	RestrictWorkspace  bool          `envconfig:"RESTRICT_TO_WORKSPACE" default:"true" desc:"confine every path tools use to the workspace"`
@@ -224,6 +225,9 @@ func (c Config) Validate() error {
 		if p.v <= 0 {
 			bad(p.name, "must be greater than zero")
 		}
+	}
+	if c.MinFreeBytes < 0 {
+		bad("MIN_FREE_BYTES", "must be zero (no check) or more")
 	}
 	if c.AuditRetentionDays < 0 {
 		bad("AUDIT_RETENTION_DAYS", "must be zero (keep all) or more")

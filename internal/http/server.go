@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +28,9 @@ type Options struct {
 	MaxConcurrent int // tool calls at once; more get 503
 	Log           zerolog.Logger
 	// Ready reports whether the service can do its work (workspace and data
-	// folder usable). Nil means always ready.
-	Ready func() error
+	// folder usable), with the outcome of each check by name ("ok" or what
+	// is wrong). Nil means always ready.
+	Ready func() (ok bool, checks map[string]string)
 	// Stopping is done when the service shuts down: running calls are
 	// canceled and new ones refused.
 	Stopping context.Context
@@ -87,14 +89,46 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindShuttingDown, "the service is shutting down")
 		return
 	}
-	if s.opts.Ready != nil {
-		if err := s.opts.Ready(); err != nil {
-			s.opts.Log.Warn().Err(err).Msg("not ready")
-			writeError(w, kindNotReady, "not ready: "+err.Error())
-			return
+	if s.opts.Ready == nil {
+		writeRaw(w, http.StatusOK, []byte(`{"status":"ready"}`))
+		return
+	}
+	ok, checks := s.opts.Ready()
+	if ok {
+		writeJSON(w, http.StatusOK, readyBody{Status: "ready", Checks: checks})
+		return
+	}
+	// The error envelope is kept beside the checks for clients that read
+	// only error.code.
+	b := readyBody{Status: "not_ready", Checks: checks,
+		Error: &readyError{Code: kindNotReady, Message: "not ready: " + failedChecks(checks)}}
+	s.opts.Log.Warn().Interface("checks", checks).Msg("not ready")
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, statusOf[kindNotReady], b)
+}
+
+// readyBody is the body of GET /readyz.
+type readyBody struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+	Error  *readyError       `json:"error,omitempty"`
+}
+
+type readyError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// failedChecks lists the checks that are not "ok", sorted, as "name: why".
+func failedChecks(checks map[string]string) string {
+	var out []string
+	for name, v := range checks {
+		if v != "ok" && !strings.HasPrefix(v, "unavailable: ") {
+			out = append(out, name+": "+v)
 		}
 	}
-	writeRaw(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) {

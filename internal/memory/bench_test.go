@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -192,4 +193,39 @@ func reportMedian(b *testing.B, times []time.Duration) {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e6, "median-ms")
+}
+
+// BenchmarkIndexMemory100k reports the heap a loaded store holds for a
+// 100,000-entry file, and the peak heap while loading, as multiples of
+// the file's size (runtime.MemStats after a GC; the peak from a sampler).
+func BenchmarkIndexMemory100k(b *testing.B) {
+	_, dir := benchStore(b)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	fi, err := root.Stat(Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var held, peak float64
+	for b.Loop() {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		s := New(root, Options{})
+		if _, err := s.Search(context.Background(), []string{"needle"}, false, 15); err != nil {
+			b.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1) // before a GC: what loading allocated at most
+		peak = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(fi.Size())
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		held = float64(m1.HeapAlloc-m0.HeapAlloc) / float64(fi.Size())
+		runtime.KeepAlive(s)
+	}
+	b.ReportMetric(held, "held-x-file")
+	b.ReportMetric(peak, "allocated-x-file")
+	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
 }

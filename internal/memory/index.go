@@ -32,20 +32,28 @@ const (
 const verifyWindow = 4096
 
 // index is the memory file parsed once and kept while the file only grows:
-// the complete lines as written and lower-cased (for search), where each
-// line starts, and what kind each line is. New bytes appended by this or
-// another process are read incrementally; any other change reloads it.
+// the complete lines lower-cased (for search), where each line starts, and
+// what kind each line is. New bytes appended by this or another process
+// are read incrementally; any other change reloads it.
+//
+// The lines as written are not kept: a line shown in a result is read
+// from the file at its offset (one pread per line, for the few lines a
+// result holds). So the index costs the folded text (the file's size, give
+// or take a few case changes in other scripts) plus 5 bytes per line, and
+// 4 more per line only if folding changed some line's length.
 type index struct {
 	loaded   bool // describes an existing file
 	dev, ino uint64
 	size     int64 // file size when last read
 	mtime    time.Time
 
-	raw     []byte   // complete lines (each ending in '\n') as in the file
-	fold    []byte   // raw lower-cased, line for line
-	starts  []uint32 // start of each line in raw
-	fstarts []uint32 // start of each line in fold
+	rawLen  int64    // bytes of complete lines in the file
+	fold    []byte   // the complete lines lower-cased
+	starts  []uint32 // start of each line in the file
+	fstarts []uint32 // start of each line in fold; nil while equal to starts
 	kinds   []uint8
+	head    []byte // the first verifyWindow bytes of the complete lines
+	end     []byte // the last verifyWindow bytes of the complete lines
 
 	entries   int     // non-blank lines
 	malformed []int32 // line numbers (1-based)
@@ -53,22 +61,16 @@ type index struct {
 	first     string // earliest and latest entry dates
 	last      string
 
-	// tail is the file's last line when it has no line break yet (a file
-	// edited by hand, or a write in progress elsewhere). It is read again
-	// on every refresh, never merged into the complete lines.
-	tail     []byte
-	foldTail []byte
+	// tail is the length of the file's last line when it has no line
+	// break: a write cut short (a full disk, a crash) or a hand edit. It is
+	// not a line of the index, and the next refresh reads it again.
+	tail int
 }
 
 func (x *index) reset() { *x = index{} }
 
-// lines returns the number of lines, the unterminated tail included.
-func (x *index) lines() int {
-	if len(x.tail) > 0 {
-		return len(x.starts) + 1
-	}
-	return len(x.starts)
-}
+// lines returns the number of complete lines.
+func (x *index) lines() int { return len(x.starts) }
 
 // refresh brings the index up to date with f, whose description is fi.
 func (x *index) refresh(f *os.File, fi fs.FileInfo, maxBytes int64) error {
@@ -91,33 +93,67 @@ func (x *index) refresh(f *os.File, fi fs.FileInfo, maxBytes int64) error {
 		x.reset()
 	}
 	x.loaded, x.dev, x.ino = true, dev, ino
-	from := int64(len(x.raw))
-	buf := make([]byte, fi.Size()-from)
-	n, err := f.ReadAt(buf, from)
-	if err != nil && !errors.Is(err, io.EOF) {
-		x.reset()
-		return err
+	// Read in chunks, so that loading holds no second copy of the file.
+	from := x.rawLen
+	whole := from == 0
+	size := fi.Size()
+	x.fold = slices.Grow(x.fold, int(size-from)) // exact unless folding changes lengths
+	buf := make([]byte, min(size-from, loadChunk))
+	var carry int // bytes of an unfinished line at the start of buf
+	for from < size {
+		n, err := f.ReadAt(buf[carry:min(len(buf), carry+int(size-from))], from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			x.reset()
+			return err
+		}
+		if n == 0 {
+			break // the file shrank meanwhile
+		}
+		from += int64(n)
+		got := buf[:carry+n]
+		complete := bytes.LastIndexByte(got, '\n') + 1
+		x.add(got[:complete])
+		carry = copy(buf, got[complete:])
+		if carry == len(buf) {
+			// One line longer than the buffer: grow it.
+			buf = append(buf, make([]byte, len(buf))...)
+		}
 	}
-	buf = buf[:n]
-	x.size, x.mtime = from+int64(n), fi.ModTime()
-	complete := bytes.LastIndexByte(buf, '\n') + 1
-	x.add(buf[:complete])
-	x.tail = append(x.tail[:0], buf[complete:]...)
-	x.foldTail = appendFold(x.foldTail[:0], x.tail)
+	x.size, x.mtime = from, fi.ModTime()
+	x.tail = carry
+	// Appending grew the per-line slices by up to a quarter more than they
+	// hold; after a load from the start, give that back.
+	if whole && cap(x.starts) > len(x.starts)+len(x.starts)/16 {
+		x.starts = slices.Clip(slices.Clone(x.starts))
+		x.kinds = slices.Clip(slices.Clone(x.kinds))
+		if x.fstarts != nil {
+			x.fstarts = slices.Clip(slices.Clone(x.fstarts))
+		}
+	}
 	return nil
 }
 
+// bytes returns the memory the index holds, by the capacity of its slices.
+func (x *index) bytes() int {
+	return cap(x.fold) + 4*cap(x.starts) + 4*cap(x.fstarts) + cap(x.kinds) + cap(x.head) + cap(x.end) +
+		4*cap(x.malformed) + 4*cap(x.blank)
+}
+
+// loadChunk is how much of the file refresh reads at a time.
+const loadChunk = 1 << 20
+
 // unchanged reports whether the file still holds, at the start and before
-// the end of the complete lines, the bytes the index holds there.
+// the end of the complete lines, the bytes the index saw there.
 func (x *index) unchanged(f *os.File) bool {
-	end := int64(len(x.raw))
-	for _, start := range []int64{0, max(0, end-verifyWindow)} {
-		n := min(verifyWindow, end-start)
-		buf := make([]byte, n)
-		if _, err := f.ReadAt(buf, start); err != nil {
+	for _, w := range []struct {
+		at   int64
+		want []byte
+	}{{0, x.head}, {x.rawLen - int64(len(x.end)), x.end}} {
+		buf := make([]byte, len(w.want))
+		if _, err := f.ReadAt(buf, w.at); err != nil {
 			return false
 		}
-		if !bytes.Equal(buf, x.raw[start:start+n]) {
+		if !bytes.Equal(buf, w.want) {
 			return false
 		}
 	}
@@ -129,15 +165,25 @@ func (x *index) add(chunk []byte) {
 	if len(chunk) == 0 {
 		return
 	}
-	base := len(x.raw)
-	x.raw = append(x.raw, chunk...)
+	base := x.rawLen
+	if len(x.head) < verifyWindow {
+		x.head = append(x.head, chunk[:min(len(chunk), verifyWindow-len(x.head))]...)
+	}
+	if len(chunk) >= verifyWindow {
+		x.end = append(x.end[:0], chunk[len(chunk)-verifyWindow:]...)
+	} else {
+		x.end = append(x.end, chunk...)
+		x.end = x.end[:copy(x.end, x.end[max(0, len(x.end)-verifyWindow):])]
+	}
+	x.rawLen += int64(len(chunk))
 	fbase := len(x.fold)
 	x.fold = appendFold(x.fold, chunk)
+	first := len(x.starts)
 	for off := 0; off < len(chunk); {
 		nl := bytes.IndexByte(chunk[off:], '\n')
 		line := chunk[off : off+nl]
 		n := int32(len(x.starts) + 1)
-		x.starts = append(x.starts, uint32(base+off))
+		x.starts = append(x.starts, uint32(base+int64(off)))
 		kind := classify(line)
 		x.kinds = append(x.kinds, kind)
 		switch kind {
@@ -152,11 +198,25 @@ func (x *index) add(chunk []byte) {
 		}
 		off += nl + 1
 	}
+	if x.fstarts == nil && len(x.fold) == int(x.rawLen) {
+		return // folding kept every length: fold offsets are the file's
+	}
+	if x.fstarts == nil {
+		x.fstarts = slices.Clone(x.starts[:first])
+	}
 	folded := x.fold[fbase:]
 	for off := 0; off < len(folded); {
 		x.fstarts = append(x.fstarts, uint32(fbase+off))
 		off += bytes.IndexByte(folded[off:], '\n') + 1
 	}
+}
+
+// fstart returns where line i starts in fold.
+func (x *index) fstart(i int) int {
+	if x.fstarts == nil {
+		return int(x.starts[i])
+	}
+	return int(x.fstarts[i])
 }
 
 func (x *index) noteDate(d string) {
@@ -179,56 +239,27 @@ func classify(line []byte) uint8 {
 	return kindMalformed
 }
 
-// line returns line i (0-based), the tail included.
-func (x *index) line(i int) Line {
-	var b []byte
-	if i == len(x.starts) {
-		b = x.tail
-	} else {
-		end := len(x.raw) - 1
-		if i+1 < len(x.starts) {
-			end = int(x.starts[i+1]) - 1
-		}
-		b = x.raw[x.starts[i]:end]
+// line returns line i (0-based), read from f at its offset. A file
+// rewritten since the refresh may give other text; it is shown as read.
+func (x *index) line(f *os.File, i int) Line {
+	end := x.rawLen - 1
+	if i+1 < len(x.starts) {
+		end = int64(x.starts[i+1]) - 1
 	}
-	l := Line{N: i + 1, Text: strings.TrimSuffix(string(b), "\r")}
+	b := make([]byte, end-int64(x.starts[i]))
+	n, _ := f.ReadAt(b, int64(x.starts[i]))
+	l := Line{N: i + 1, Text: strings.TrimSuffix(string(b[:n]), "\r")}
 	l.Date, l.Source, _ = parseLine(l.Text)
 	return l
 }
 
-// blankAt reports whether line i (0-based, tail included) is blank.
-func (x *index) blankAt(i int) bool {
-	if i == len(x.starts) {
-		return classify(x.tail) == kindBlank
-	}
-	return x.kinds[i] == kindBlank
-}
+// blankAt reports whether line i (0-based) is blank.
+func (x *index) blankAt(i int) bool { return x.kinds[i] == kindBlank }
 
-// stats describes the whole file, the tail included.
+// stats describes the complete lines of the file.
 func (x *index) stats() Stats {
-	s := Stats{Lines: x.lines(), Entries: x.entries, First: x.first, Last: x.last, Exists: x.loaded}
-	s.Malformed = toInts(x.malformed)
-	s.Blank = toInts(x.blank)
-	if len(x.tail) > 0 {
-		n := len(x.starts) + 1
-		switch classify(x.tail) {
-		case kindEntry:
-			s.Entries++
-			d := string(x.tail[:len(DateLayout)])
-			if s.First == "" || d < s.First {
-				s.First = d
-			}
-			if d > s.Last {
-				s.Last = d
-			}
-		case kindMalformed:
-			s.Entries++
-			s.Malformed = append(s.Malformed, n)
-		case kindBlank:
-			s.Blank = append(s.Blank, n)
-		}
-	}
-	return s
+	return Stats{Lines: x.lines(), Entries: x.entries, First: x.first, Last: x.last, Exists: x.loaded,
+		Malformed: toInts(x.malformed), Blank: toInts(x.blank), Unterminated: x.tail}
 }
 
 func toInts(v []int32) []int {
@@ -252,11 +283,6 @@ func (x *index) search(kws []string, all bool, max int) (hits []int, total int) 
 	if all {
 		need = uint8(len(kws))
 	}
-	tailHit := len(x.tail) > 0 && matchLine(x.foldTail, kws, all)
-	if tailHit {
-		total++
-		hits = append(hits, n)
-	}
 	if n == 0 {
 		return hits, total
 	}
@@ -274,12 +300,12 @@ func (x *index) search(kws []string, all bool, max int) (hits []int, total int) 
 				break
 			}
 			p := pos + i
-			for line+1 < n && int(x.fstarts[line+1]) <= p {
+			for line+1 < n && x.fstart(line+1) <= p {
 				line++
 			}
 			counts[line]++
 			if line+1 < n {
-				pos = int(x.fstarts[line+1])
+				pos = x.fstart(line + 1)
 			} else {
 				break
 			}
@@ -330,20 +356,6 @@ func indexWindowed(s, k []byte) int {
 		}
 	}
 	return -1
-}
-
-// matchLine reports whether the folded line holds any or all kws.
-func matchLine(folded []byte, kws []string, all bool) bool {
-	for _, kw := range kws {
-		found := bytes.Contains(folded, []byte(kw))
-		if found && !all {
-			return true
-		}
-		if !found && all {
-			return false
-		}
-	}
-	return all
 }
 
 // appendFold appends src lower-cased to dst. ASCII is folded byte by byte;

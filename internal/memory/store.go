@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,11 @@ func (NotRegularError) Error() string { return "memory: " + Path + " is not a re
 
 // Options configure a Store. Zero values get the defaults.
 type Options struct {
+	// Root, when set, returns the workspace as it is now; it is asked at
+	// every call, so a workspace folder replaced on the host is followed
+	// and a missing one reported (its error is returned as is). Without
+	// it, the root given to New is used.
+	Root     func() (*os.Root, error)
 	Now      func() time.Time // the date written into entries; default time.Now
 	MaxBytes int64            // largest file loaded for search and read
 	LockWait time.Duration    // how long Write waits for another process's lock
@@ -69,6 +75,9 @@ type Store struct {
 	root *os.Root
 	opts Options
 	sem  chan struct{} // serialises this process's writers; a channel so waiting honours ctx
+
+	// write writes a line to the file; tests replace it to cut writes short.
+	write func(f *os.File, b []byte) (int, error)
 
 	mu  sync.Mutex // guards idx
 	idx index
@@ -86,7 +95,10 @@ func New(root *os.Root, opts Options) *Store {
 	if opts.LockWait <= 0 {
 		opts.LockWait = DefaultLockWait
 	}
-	return &Store{root: root, opts: opts, sem: make(chan struct{}, 1)}
+	if opts.Root == nil {
+		opts.Root = func() (*os.Root, error) { return root, nil }
+	}
+	return &Store{root: root, opts: opts, sem: make(chan struct{}, 1), write: (*os.File).Write}
 }
 
 // Written describes an entry Write saved.
@@ -100,6 +112,9 @@ type Written struct {
 
 // Write appends an entry for content from source (the channel; "web" when
 // empty), dated today. The line reaches the disk before Write returns.
+// It is all or nothing: when the write or the sync fails (a full disk), the
+// file is cut back to its length before the write, still under the lock,
+// and the error returned; no part of the entry stays in the file.
 func (s *Store) Write(ctx context.Context, source, content string) (Written, error) {
 	if FoldContent(content) == "" {
 		return Written{}, ErrEmpty
@@ -111,22 +126,26 @@ func (s *Store) Write(ctx context.Context, source, content string) (Written, err
 	case <-ctx.Done():
 		return Written{}, ctx.Err()
 	}
-	if err := s.root.MkdirAll(Dir, 0o755); err != nil {
+	root, err := s.opts.Root()
+	if err != nil {
 		return Written{}, err
 	}
-	unlock, err := s.lock(ctx)
+	if err := root.MkdirAll(Dir, 0o755); err != nil {
+		return Written{}, err
+	}
+	unlock, err := s.lock(ctx, root)
 	if err != nil {
 		return Written{}, err
 	}
 	defer unlock()
 
-	off, err := s.appendLine(text)
+	off, err := s.appendLine(root, text)
 	if err != nil {
 		return Written{}, err
 	}
 	if off == 0 {
 		// The file may be new: make its name as durable as its content.
-		if d, err := s.root.Open(Dir); err == nil {
+		if d, err := root.Open(Dir); err == nil {
 			_ = d.Sync()
 			d.Close()
 		}
@@ -136,12 +155,16 @@ func (s *Store) Write(ctx context.Context, source, content string) (Written, err
 	// after ours: the counts are those right after the write.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refresh(); err != nil {
+	f, err := s.refresh(root)
+	if err != nil {
 		var tl *TooLargeError
 		if errors.As(err, &tl) {
 			return w, nil
 		}
 		return w, err
+	}
+	if f != nil {
+		f.Close()
 	}
 	w.Total = s.idx.stats().Entries
 	w.Line, w.Entry = s.idx.lineAt(off)
@@ -151,8 +174,8 @@ func (s *Store) Write(ctx context.Context, source, content string) (Written, err
 // appendLine appends text and a line break in one write and syncs it. It
 // returns the offset the line starts at. A file whose last line has no line
 // break (edited by hand) gets one first, so the entry stays on its own line.
-func (s *Store) appendLine(text string) (int64, error) {
-	f, err := s.root.OpenFile(Path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+func (s *Store) appendLine(root *os.Root, text string) (int64, error) {
+	f, err := root.OpenFile(Path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
 	if err != nil {
 		return 0, err
 	}
@@ -181,14 +204,21 @@ func (s *Store) appendLine(text string) (int64, error) {
 	// One write of the whole line: with O_APPEND the kernel places it at
 	// the end as a unit, so even a writer that ignores the lock cannot
 	// interleave inside it.
-	n, err := f.Write(buf)
+	n, err := s.write(f, buf)
 	if err == nil && n != len(buf) {
 		err = fmt.Errorf("memory: short write (%d of %d bytes)", n, len(buf))
 	}
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
+	if err != nil {
+		// Cut back what reached the file, so no torn entry stays. Cooperating
+		// writers wait for the lock, so the file ended at fi.Size() before
+		// this write.
+		if terr := f.Truncate(fi.Size()); terr != nil {
+			return 0, fmt.Errorf("%w; cutting the file back to %d bytes failed too: %v", err, fi.Size(), terr)
+		}
+		_ = f.Sync()
 		return 0, err
 	}
 	return off, f.Close()
@@ -198,8 +228,8 @@ func (s *Store) appendLine(text string) (int64, error) {
 // file is opened relative to the memory folder, itself opened through the
 // workspace root, and O_NOFOLLOW refuses a lock file that is a symbolic
 // link: nothing outside the workspace is created or locked.
-func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
-	dir, err := s.root.Open(Dir)
+func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err error) {
+	dir, err := root.Open(Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -239,26 +269,52 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// refresh brings the index up to date with the file. s.mu must be held.
-func (s *Store) refresh() error {
-	f, err := s.root.OpenFile(Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+// refresh brings the index up to date with the file and returns the file,
+// open, to read the lines a result shows; nil when there is no file. The
+// caller closes it. s.mu must be held.
+func (s *Store) refresh(root *os.Root) (*os.File, error) {
+	f, err := root.OpenFile(Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		s.idx.reset()
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
+	if err == nil && !fi.Mode().IsRegular() {
 		s.idx.reset()
-		return NotRegularError{}
+		err = NotRegularError{}
 	}
-	return s.idx.refresh(f, fi, s.opts.MaxBytes)
+	if err == nil {
+		err = s.idx.refresh(f, fi, s.opts.MaxBytes)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// load takes s.mu and refreshes the index for a reader. The caller calls
+// done when finished with the index and the file.
+func (s *Store) load() (f *os.File, done func(), err error) {
+	root, err := s.opts.Root()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	f, err = s.refresh(root)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, nil, err
+	}
+	return f, func() {
+		if f != nil {
+			f.Close()
+		}
+		s.mu.Unlock()
+	}, nil
 }
 
 // Stats describes the memory file.
@@ -270,6 +326,10 @@ type Stats struct {
 	Last      string // latest entry date
 	Malformed []int  // numbers of non-blank lines not in the YYYY-MM-DD|source|content form
 	Blank     []int  // numbers of blank lines
+	// Unterminated is the length in bytes of a last line without a line
+	// break, which is not counted among the lines: a write cut short (a
+	// full disk, a crash) or a hand edit in progress. 0 when there is none.
+	Unterminated int
 }
 
 // SearchResult is what Search found.
@@ -292,11 +352,11 @@ func (s *Store) Search(ctx context.Context, keywords []string, all bool, max int
 			kws = append(kws, k)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.refresh(); err != nil {
+	f, done, err := s.load()
+	if err != nil {
 		return SearchResult{}, err
 	}
+	defer done()
 	res := SearchResult{Stats: s.idx.stats()}
 	if len(kws) == 0 || max <= 0 {
 		return res, nil
@@ -304,40 +364,46 @@ func (s *Store) Search(ctx context.Context, keywords []string, all bool, max int
 	hits, total := s.idx.search(kws, all, max)
 	res.Total = total
 	for _, i := range hits {
-		res.Hits = append(res.Hits, s.idx.line(i))
+		res.Hits = append(res.Hits, s.idx.line(f, i))
 	}
 	return res, ctx.Err()
 }
 
+// RangeMaxBytes bounds the text of the lines one Range returns.
+const RangeMaxBytes = 1 << 20
+
 // Range returns lines start to end (1-based, inclusive; end is clipped to
-// the file), blank ones included so the numbers match the file.
+// the file), blank ones included so the numbers match the file. It stops
+// early once the lines hold RangeMaxBytes of text.
 func (s *Store) Range(ctx context.Context, start, end int) ([]Line, Stats, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.refresh(); err != nil {
+	f, done, err := s.load()
+	if err != nil {
 		return nil, Stats{}, err
 	}
+	defer done()
 	st := s.idx.stats()
 	end = min(end, st.Lines)
 	var out []Line
-	for n := max(start, 1); n <= end; n++ {
-		out = append(out, s.idx.line(n-1))
+	for n, size := max(start, 1), 0; n <= end && size < RangeMaxBytes; n++ {
+		l := s.idx.line(f, n-1)
+		size += len(l.Text)
+		out = append(out, l)
 	}
 	return out, st, ctx.Err()
 }
 
 // Recent returns the last n non-blank lines, oldest first.
 func (s *Store) Recent(ctx context.Context, n int) ([]Line, Stats, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.refresh(); err != nil {
+	f, done, err := s.load()
+	if err != nil {
 		return nil, Stats{}, err
 	}
+	defer done()
 	st := s.idx.stats()
 	var out []Line
 	for i := st.Lines - 1; i >= 0 && len(out) < n; i-- {
 		if !s.idx.blankAt(i) {
-			out = append(out, s.idx.line(i))
+			out = append(out, s.idx.line(f, i))
 		}
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -351,28 +417,15 @@ func (s *Store) Recent(ctx context.Context, n int) ([]Line, Stats, error) {
 // file was replaced meanwhile).
 func (x *index) lineAt(off int64) (line, entry int) {
 	n := x.lines()
-	for i := n - 1; i >= 0; i-- {
-		var start int64
-		if i == len(x.starts) {
-			start = int64(len(x.raw))
-		} else {
-			start = int64(x.starts[i])
-		}
-		if start < off {
-			return 0, 0
-		}
-		if start == off {
-			entry = x.entries
-			if len(x.tail) > 0 && classify(x.tail) != kindBlank {
-				entry++
-			}
-			for j := n - 1; j > i; j-- {
-				if !x.blankAt(j) {
-					entry--
-				}
-			}
-			return i + 1, entry
+	i, found := slices.BinarySearch(x.starts, uint32(off))
+	if !found || off > int64(^uint32(0)) {
+		return 0, 0
+	}
+	entry = x.entries
+	for j := n - 1; j > i; j-- {
+		if !x.blankAt(j) {
+			entry--
 		}
 	}
-	return 0, 0
+	return i + 1, entry
 }

@@ -169,20 +169,20 @@ func TestHandEditedFileLoads(t *testing.T) {
 		"2026-13-45|web|bad date\n" + // 5: impossible date
 		"2026-01-03|web\n" + // 6: one separator
 		"   \n" + // 7: blank (spaces)
-		"2026-01-04|web|last" // 8: no final newline
+		"2026-01-04|web|last" // no final newline: ignored and reported
 	s, dir := newStore(t)
 	writeFile(t, dir, content)
 	lines, st, err := s.Range(context.Background(), 1, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Lines != 8 || st.Entries != 6 || st.First != "2026-01-01" || st.Last != "2026-01-04" {
+	if st.Lines != 7 || st.Entries != 5 || st.First != "2026-01-01" || st.Last != "2026-01-01" || st.Unterminated != len("2026-01-04|web|last") {
 		t.Errorf("stats %+v", st)
 	}
 	if !slices.Equal(st.Malformed, []int{3, 4, 5, 6}) || !slices.Equal(st.Blank, []int{2, 7}) {
 		t.Errorf("malformed %v blank %v", st.Malformed, st.Blank)
 	}
-	if len(lines) != 8 || lines[0].Text != "2026-01-01|web|first" || lines[7].Text != "2026-01-04|web|last" {
+	if len(lines) != 7 || lines[0].Text != "2026-01-01|web|first" || lines[6].Text != "   " {
 		t.Errorf("lines %q", texts(lines))
 	}
 	if !lines[2].Malformed() || lines[0].Malformed() || lines[1].Malformed() {
@@ -192,14 +192,14 @@ func TestHandEditedFileLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(recent); !slices.Equal(got, []string{"[5] 2026-13-45|web|bad date", "[6] 2026-01-03|web", "[8] 2026-01-04|web|last"}) {
+	if got := texts(recent); !slices.Equal(got, []string{"[4] 2026-01-02 web first", "[5] 2026-13-45|web|bad date", "[6] 2026-01-03|web"}) {
 		t.Errorf("recent %q", got)
 	}
 	res, err := s.Search(context.Background(), []string{"note", "last"}, false, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(res.Hits); !slices.Equal(got, []string{"[8] 2026-01-04|web|last", "[3] just a note"}) {
+	if got := texts(res.Hits); !slices.Equal(got, []string{"[3] just a note"}) {
 		t.Errorf("search %q", got)
 	}
 	if got := readFile(t, dir); got != content {
@@ -230,14 +230,15 @@ func TestIndexFollowsTheFile(t *testing.T) {
 	if n := count(); n != 3 {
 		t.Fatalf("after appends by another store: %d, want 3", n)
 	}
-	// A partial line written by someone else counts once complete.
+	// A partial line written by someone else counts once complete, not
+	// before.
 	f, err := os.OpenFile(filepath.Join(dir, Path), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("2026-12-02|web|x half")
-	if n := count(); n != 4 {
-		t.Fatalf("with unterminated tail: %d, want 4", n)
+	if n := count(); n != 3 {
+		t.Fatalf("with unterminated tail: %d, want 3", n)
 	}
 	f.WriteString(" and the rest x\n")
 	f.Close()
@@ -426,7 +427,7 @@ func TestCanceledWriterWaitsNoLonger(t *testing.T) {
 	if err := s.root.MkdirAll(Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := New(s.root, Options{}).lock(context.Background())
+	unlock, err := New(s.root, Options{}).lock(context.Background(), s.root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,12 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -86,12 +88,23 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 		f.Close()
 		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", p.Display, humanSize(fi.Size()), humanSize(maxEditBytes))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
+	// The file is read into one buffer of its size (one byte more tells a
+	// file that grew meanwhile) and looked at as a string without a copy;
+	// the edited text is built in one allocation of its final size and
+	// written from the string. So an edit holds the file about twice.
+	data := make([]byte, fi.Size()+1)
+	n, err := io.ReadFull(f, data)
 	f.Close()
-	if err != nil {
+	switch {
+	case err == nil:
+		return "", registry.Errorf(registry.CodeToolError, "'%s' grew while it was read, so it was not edited. Next: retry the edit.", p.Display)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	default:
 		return "", workspace.Explain(err, p)
 	}
-	text := string(data)
+	data = data[:n]
+	// data is never changed after this point, so the string may share it.
+	text := unsafe.String(unsafe.SliceData(data), len(data))
 	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
 		return "", registry.Errorf(registry.CodeInvalidArguments, "'%s' is not UTF-8 text, so it cannot be edited as text.", p.Display)
 	}
@@ -113,7 +126,7 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	} else {
 		text = strings.Replace(text, args.OldStr, args.NewStr, 1)
 	}
-	if err := t.ws.WriteFile(p, []byte(text), false); err != nil {
+	if err := t.ws.WriteString(p, text, false); err != nil {
 		return "", err
 	}
 	if count == 1 {
@@ -140,21 +153,39 @@ func linesOf(text, sub string, limit int) string {
 }
 
 // nearMatch says where old_str would match if whitespace were ignored, the
-// most common reason an edit misses.
+// most common reason an edit misses. It looks at windows of as many lines
+// as old_str has, starting at each of the first 200,000 lines, without
+// splitting the file (which would cost a string header per line).
 func nearMatch(text, old string) string {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	want := norm(old)
 	if want == "" {
 		return ""
 	}
-	lines := strings.Split(text, "\n")
 	span := strings.Count(old, "\n") + 1
-	for i := 0; i+span <= len(lines) && i < 200000; i++ {
-		if norm(strings.Join(lines[i:i+span], "\n")) == want {
+	// end is where the window of span lines starting at start ends.
+	start, end := 0, 0
+	for range span {
+		end = nextLine(text, end)
+	}
+	for i := 0; i < 200000; i++ {
+		if norm(strings.TrimSuffix(text[start:end], "\n")) == want {
 			return fmt.Sprintf("Text matching it apart from whitespace starts at line %d.", i+1)
 		}
+		if end >= len(text) {
+			break
+		}
+		start, end = nextLine(text, start), nextLine(text, end)
 	}
 	return ""
+}
+
+// nextLine returns where the line after the one at off starts, or len(text).
+func nextLine(text string, off int) int {
+	if i := strings.IndexByte(text[off:], '\n'); i >= 0 {
+		return off + i + 1
+	}
+	return len(text)
 }
 
 var _ registry.Tool = (*EditFile)(nil)

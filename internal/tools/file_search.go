@@ -180,11 +180,13 @@ func newSearchQuery(a fileSearchArgs) (*searchQuery, error) {
 
 // skipper returns the walk's Skip function: whether an entry is excluded,
 // with its subtree. Nil when nothing is, to save a call per entry.
+// Temporary files of writes (in progress or left by a crash) and their
+// folder are never shown: see workspace.IsTemp.
 func (q *searchQuery) skipper() func(name []byte) bool {
-	if len(q.exclude) == 0 {
-		return nil
-	}
 	return func(name []byte) bool {
+		if workspace.IsTemp(name) {
+			return true
+		}
 		for _, e := range q.exclude {
 			if e.Match(name) {
 				return true

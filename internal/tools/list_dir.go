@@ -97,17 +97,23 @@ type lister struct {
 	recursive  bool
 	lines      []string
 	more       int
-	stopped    bool // counting stopped at countBeyond
+	stopped    bool // a subtree was left uncounted: counting stopped at countBeyond
 	unreadable int
 }
 
 // walk lists dir (shown with the prefix rel) depth first, in name order.
 // Symbolic links are listed with their target and never followed.
+//
+// Memory is bounded by the output cap, not by the folder: a folder is read
+// in batches, and only the entries that can still be shown (the first ones
+// by name, as many as the cap leaves) are kept, in a heap; the others are
+// only counted. So a folder of a million entries costs a few hundred kept
+// entries and one batch, plus the time to read it.
 func (l *lister) walk(dir workspace.Path, rel string) error {
 	if err := l.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := readDir(dir)
+	kept, err := l.read(dir, l.max-len(l.lines))
 	if err != nil {
 		if rel == "" {
 			return err
@@ -115,20 +121,14 @@ func (l *lister) walk(dir workspace.Path, rel string) error {
 		l.unreadable++
 		return nil
 	}
-	for _, e := range entries {
-		if l.stopped {
-			return nil
+	for _, e := range kept {
+		if len(l.lines) >= l.max {
+			// Subfolders listed before it used up the cap.
+			l.count(dir, e)
+			continue
 		}
 		name := path.Join(rel, e.Name())
-		if len(l.lines) >= l.max {
-			l.more++
-			if l.more >= countBeyond {
-				l.stopped = true
-				return nil
-			}
-		} else {
-			l.lines = append(l.lines, l.describe(dir, e, name))
-		}
+		l.lines = append(l.lines, l.describe(dir, e, name))
 		if l.recursive && e.IsDir() {
 			if err := l.walk(dir.Join(e.Name()), name); err != nil {
 				return err
@@ -136,6 +136,124 @@ func (l *lister) walk(dir workspace.Path, rel string) error {
 		}
 	}
 	return nil
+}
+
+// read returns, sorted by name, the first keep entries of dir, and counts
+// the others (with their subtrees when recursive). Temporary files of
+// writes are left out (workspace.IsTemp).
+func (l *lister) read(dir workspace.Path, keep int) ([]os.DirEntry, error) {
+	f, err := dir.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := entryHeap{}
+	for {
+		if err := l.ctx.Err(); err != nil {
+			return nil, err
+		}
+		batch, err := f.ReadDir(256)
+		for _, e := range batch {
+			if workspace.IsTemp(e.Name()) {
+				continue
+			}
+			if keep <= 0 {
+				l.count(dir, e)
+				continue
+			}
+			if out, ok := h.push(e, keep); ok {
+				l.count(dir, out)
+			}
+		}
+		if err == io.EOF || len(batch) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, workspace.Explain(err, dir)
+		}
+	}
+	kept := []os.DirEntry(h)
+	slices.SortFunc(kept, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return kept, nil
+}
+
+// count counts e, which is not shown, and, when listing recursively, what
+// lies below it, until countBeyond entries have been counted.
+func (l *lister) count(dir workspace.Path, e os.DirEntry) {
+	l.more++
+	if !l.recursive || !e.IsDir() {
+		return
+	}
+	if l.more >= countBeyond || l.ctx.Err() != nil {
+		l.stopped = true
+		return
+	}
+	sub := dir.Join(e.Name())
+	f, err := sub.Open()
+	if err != nil {
+		l.unreadable++
+		return
+	}
+	defer f.Close()
+	for {
+		batch, err := f.ReadDir(256)
+		for _, c := range batch {
+			if l.more >= countBeyond {
+				l.stopped = true
+				return
+			}
+			if !workspace.IsTemp(c.Name()) {
+				l.count(sub, c)
+			}
+		}
+		if err != nil || len(batch) == 0 {
+			return
+		}
+	}
+}
+
+// entryHeap is a max-heap of entries by name: the root is the last by name
+// of those kept.
+type entryHeap []os.DirEntry
+
+// push adds e, keeping at most k entries; when one has to go (e itself or
+// the last kept), it is returned with ok true.
+func (h *entryHeap) push(e os.DirEntry, k int) (out os.DirEntry, ok bool) {
+	if len(*h) == k {
+		if e.Name() > (*h)[0].Name() {
+			return e, true
+		}
+		out, (*h)[0] = (*h)[0], e
+		h.down(0)
+		return out, true
+	}
+	*h = append(*h, e)
+	for i := len(*h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if (*h)[p].Name() >= (*h)[i].Name() {
+			break
+		}
+		(*h)[p], (*h)[i] = (*h)[i], (*h)[p]
+		i = p
+	}
+	return nil, false
+}
+
+func (h entryHeap) down(i int) {
+	for {
+		big, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].Name() > h[big].Name() {
+			big = l
+		}
+		if r < len(h) && h[r].Name() > h[big].Name() {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
 }
 
 func (l *lister) describe(dir workspace.Path, e fs.DirEntry, name string) string {
@@ -156,29 +274,6 @@ func (l *lister) describe(dir workspace.Path, e fs.DirEntry, name string) string
 	default:
 		return "[OTHER] " + name
 	}
-}
-
-// readDir returns a folder's entries sorted by name, without following
-// symbolic links.
-func readDir(dir workspace.Path) ([]os.DirEntry, error) {
-	f, err := dir.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var all []os.DirEntry
-	for {
-		batch, err := f.ReadDir(1024)
-		all = append(all, batch...)
-		if err == io.EOF || len(batch) == 0 {
-			break
-		}
-		if err != nil {
-			return nil, workspace.Explain(err, dir)
-		}
-	}
-	slices.SortFunc(all, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return all, nil
 }
 
 var _ registry.Tool = (*ListDir)(nil)

@@ -132,11 +132,11 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 	}
 	query := strings.Join(kws, " ")
 	if res.Stats.Entries == 0 {
-		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path), nil
+		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path) + unterminatedNote(res.Stats), nil
 	}
 	if res.Total == 0 {
 		return fmt.Sprintf("No entries match %s of '%s' in %s (%d entries). Next: try other or fewer keywords, match_mode=or, or action=read to see the newest entries.",
-			mode, query, memory.Path, res.Stats.Entries), nil
+			mode, query, memory.Path, res.Stats.Entries) + unterminatedNote(res.Stats), nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d entries)", res.Total, memoryPlural(res.Total, "entry", "entries"), mode, query, memory.Path, res.Stats.Entries)
@@ -165,7 +165,16 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 		fmt.Fprintf(&b, "[Only the %d newest of %d matches are shown. Next: use more specific keywords or match_mode=and, raise max_results (up to 100), or read older lines with action=read start_line/end_line.]\n",
 			shown, res.Total)
 	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(res.Stats), nil
+}
+
+// unterminatedNote tells the model about a last line without a line break,
+// which memory ignores.
+func unterminatedNote(st memory.Stats) string {
+	if st.Unterminated == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nNote: the file ends with %d bytes without a line break (a write cut short, or a hand edit); they are not read as an entry. The next write puts them on a line of their own.", st.Unterminated)
 }
 
 func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
@@ -201,7 +210,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 		return "", err
 	}
 	if st.Entries == 0 && (!ranged || st.Lines == 0) {
-		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path), nil
+		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path) + unterminatedNote(st), nil
 	}
 	if ranged && start > st.Lines {
 		return "", registry.Errorf(registry.CodeInvalidArguments, "start_line %d is beyond the end of %s, which has %d lines. Next: use a start_line between 1 and %d, or omit the range to see the newest entries.",
@@ -256,7 +265,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	if len(st.Blank) > 0 {
 		fmt.Fprintf(&b, "Note: %d blank %s: %s.\n", len(st.Blank), memoryPlural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
 	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(st), nil
 }
 
 // memoryLineList names at most memoryMaxListed line numbers.
@@ -299,6 +308,8 @@ func memoryError(err error) error {
 			memory.Path, humanSize(tooLarge.Size), humanSize(tooLarge.Max))
 	case errors.Is(err, syscall.ELOOP) && errors.As(err, &pe) && pe.Path == memory.Dir+"/"+memory.LockFile:
 		return registry.Errorf(registry.CodePathDenied, "%s is a symbolic link; the memory lock file must be a plain file, and a link is never followed. Next: ask the user to remove it.", pe.Path)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return registry.Errorf(registry.CodeToolError, "the disk holding %s is full, so the entry was not saved (the file is as it was). Next: tell the user that disk space is needed; retry the write after it is freed.", memory.Path)
 	case errors.As(err, &notReg):
 		return registry.Errorf(registry.CodeToolError, "%s is not a regular file (a folder, pipe or device). Next: ask the user to move it aside; memory cannot be used until then.", memory.Path)
 	}

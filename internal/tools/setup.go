@@ -80,7 +80,7 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	list = append(list, NewFileSearch(d.Workspace, c.SearchWorkers, c.SearchTimeout))
 	// memory (issue 4): long-term memory in workspace/memory/MEMORY.md.
 	if c.MemoryEnabled {
-		list = append(list, NewMemory(memory.New(d.Workspace.Root(), memory.Options{})))
+		list = append(list, NewMemory(memory.New(d.Workspace.Root(), memory.Options{Root: d.Workspace.Current})))
 	}
 	// web_fetch (issue 5): through the shared guard.
 	list = append(list, NewWebFetch(d.Guard, extract.New(extract.Options{}), WebFetchOptions{

@@ -63,7 +63,7 @@ func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		return "", registry.Errorf(registry.CodeInvalidArguments, "path must name a file, not the workspace folder itself.")
 	}
 	appendTo := args.Mode == "append"
-	if err := t.ws.WriteFile(p, []byte(args.Content), appendTo); err != nil {
+	if err := t.ws.WriteString(p, args.Content, appendTo); err != nil {
 		return "", err
 	}
 	n := utf8.RuneCountInString(args.Content)

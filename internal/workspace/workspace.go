@@ -5,8 +5,6 @@
 package workspace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // MaxPathLen bounds the paths a model may name.
@@ -42,16 +43,56 @@ func (e *Error) ErrorCode() string { return e.Code }
 func (e *Error) Unwrap() error     { return e.Err }
 
 // Workspace is the folder tools work in.
+//
+// It holds the folder open as an os.Root, which keeps working on the
+// folder it opened even when the configured path is deleted, moved or
+// mounted over. So every Resolve checks the open folder with one fstat: a
+// deleted folder has no links left. At most every PathCheckInterval it also
+// compares the device and inode at the configured path with the open
+// folder, which catches a folder moved away and replaced by another (or a
+// mount over it); doing that at every call would add a path walk to each.
+// When the folder is gone, tools get an "unavailable" error instead of an
+// empty listing; when a new folder has taken its place, it is opened and
+// used from then on, without a restart.
 type Workspace struct {
-	dir      string   // absolute, symbolic links resolved
-	given    string   // absolute as configured, before resolving links
-	root     *os.Root // the workspace
+	given    string // absolute as configured, before resolving links
 	restrict bool
 	sys      *os.Root // "/" for paths outside, only when not restricted
+
+	cur atomic.Pointer[opened]
+	// pathChecked is when (monotonic nanoseconds since start) the path was
+	// last compared with the open folder; pathEvery is how often it is.
+	pathChecked atomic.Int64
+	pathEvery   time.Duration
+	start       time.Time
+	mu          sync.Mutex // serialises reopening; guards old
+	// old holds the roots replaced by a reopen. Calls that resolved a path
+	// before the reopen may still use them, so they stay open until Close.
+	// One is kept per reopen, which happens only when an operator replaces
+	// the workspace folder.
+	old []*opened
+}
+
+// PathCheckInterval is how often Resolve compares the configured path with
+// the open folder (see Workspace).
+const PathCheckInterval = time.Second
+
+// opened is the workspace folder as opened at one time.
+type opened struct {
+	dir  string   // absolute, symbolic links resolved
+	root *os.Root // the folder
+	f    *os.File // the same folder, for fstat
+}
+
+func (o *opened) close() {
+	o.f.Close()
+	o.root.Close()
 }
 
 // Open creates dir if it is missing and opens it as the workspace. With
 // restrict false, absolute paths and ".." may also reach outside it.
+// Temporary files left in the workspace's temporary folder by writes that a
+// crash interrupted are removed.
 func Open(dir string, restrict bool) (*Workspace, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -60,22 +101,37 @@ func Open(dir string, restrict bool) (*Workspace, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	o, err := openDir(abs)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	root, err := os.OpenRoot(real)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	w := &Workspace{dir: real, given: abs, root: root, restrict: restrict}
+	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now()}
+	w.cur.Store(o)
 	if !restrict {
 		if w.sys, err = os.OpenRoot("/"); err != nil {
-			root.Close()
+			o.close()
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 	}
+	removeStaleTemps(o.root)
 	return w, nil
+}
+
+func openDir(abs string) (*opened, error) {
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, err
+	}
+	f, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &opened{dir: real, root: root, f: f}, nil
 }
 
 // Close releases the workspace's open folders.
@@ -83,17 +139,114 @@ func (w *Workspace) Close() error {
 	if w.sys != nil {
 		w.sys.Close()
 	}
-	return w.root.Close()
+	w.mu.Lock()
+	for _, o := range w.old {
+		o.close()
+	}
+	w.old = nil
+	w.mu.Unlock()
+	o := w.cur.Load()
+	o.f.Close()
+	return o.root.Close()
 }
 
 // Dir returns the workspace's absolute path with symbolic links resolved.
-func (w *Workspace) Dir() string { return w.dir }
+func (w *Workspace) Dir() string { return w.cur.Load().dir }
 
 // Restricted reports whether paths are confined to the workspace.
 func (w *Workspace) Restricted() bool { return w.restrict }
 
-// Root returns the workspace as an os.Root.
-func (w *Workspace) Root() *os.Root { return w.root }
+// Root returns the workspace as an os.Root, as last opened. Prefer Current,
+// which notices a replaced or missing folder.
+func (w *Workspace) Root() *os.Root { return w.cur.Load().root }
+
+// Current returns the workspace folder as an os.Root after checking that
+// the configured path still names it. When the folder was replaced, the new
+// one is opened (and cleared of stale temporary files); when it is missing,
+// the error is an *Error with code "unavailable" that tells the model so.
+func (w *Workspace) Current() (*os.Root, error) {
+	o, err := w.current()
+	if err != nil {
+		return nil, err
+	}
+	return o.root, nil
+}
+
+// CodeUnavailable is the code of the error tools get while the workspace
+// folder is missing.
+const CodeUnavailable = "unavailable"
+
+// ErrUnavailable matches (with errors.Is) the error returned while the
+// workspace folder is missing.
+var ErrUnavailable = errors.New("workspace unavailable")
+
+func unavailable(err error) *Error {
+	return &Error{Code: CodeUnavailable, Err: errors.Join(ErrUnavailable, err),
+		Msg: "the workspace folder is unavailable (deleted, moved or unmounted on the host), so nothing was read or changed. " +
+			"Next: tell the user the workspace is missing; retry once it has been restored. Do not assume it is empty."}
+}
+
+func (w *Workspace) current() (*opened, error) {
+	o := w.cur.Load()
+	if alive(o.f) && !w.pathDue() {
+		return o, nil
+	}
+	if w.same(o) {
+		w.pathChecked.Store(int64(time.Since(w.start)))
+		return o, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if o = w.cur.Load(); w.same(o) {
+		return o, nil // another call reopened it
+	}
+	fi, err := os.Stat(w.given)
+	if err != nil {
+		return o, unavailable(err)
+	}
+	if !fi.IsDir() {
+		return o, unavailable(fmt.Errorf("%s is not a folder", w.given))
+	}
+	n, err := openDir(w.given)
+	if err != nil {
+		return o, unavailable(err)
+	}
+	if !w.same(n) {
+		// Opened, but it cannot be told to be the folder at the path (it
+		// cannot be searched, or was replaced again meanwhile): do not keep
+		// it, or every call would open another.
+		n.close()
+		return o, unavailable(errors.New("the folder at the path cannot be checked"))
+	}
+	removeStaleTemps(n.root)
+	w.old = append(w.old, o)
+	w.cur.Store(n)
+	w.pathChecked.Store(int64(time.Since(w.start)))
+	return n, nil
+}
+
+// pathDue reports whether the path is due to be compared with the folder.
+func (w *Workspace) pathDue() bool {
+	return time.Since(w.start)-time.Duration(w.pathChecked.Load()) >= w.pathEvery
+}
+
+// alive reports whether the open folder f still has a name: fstat works
+// and, where the platform reports it, the folder has links left.
+func alive(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && !unlinked(fi)
+}
+
+// same reports whether the configured path still names the folder o holds
+// open, comparing device and inode (os.SameFile).
+func (w *Workspace) same(o *opened) bool {
+	pfi, err := os.Stat(w.given)
+	if err != nil {
+		return false
+	}
+	rfi, err := o.f.Stat()
+	return err == nil && !unlinked(rfi) && os.SameFile(pfi, rfi)
+}
 
 // Path is a resolved location: a name under a root. Inside the workspace,
 // Root is the workspace and Display the workspace-relative path; outside
@@ -121,15 +274,19 @@ func (w *Workspace) Resolve(p string) (Path, error) {
 	if p == "" {
 		p = "."
 	}
+	o, err := w.current()
 	var abs string
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	} else {
-		abs = filepath.Join(w.dir, p)
+		abs = filepath.Join(o.dir, p)
 	}
-	for _, base := range []string{w.dir, w.given} {
+	for _, base := range []string{o.dir, w.given} {
 		if rel, ok := within(base, abs); ok {
-			return Path{Root: w.root, Name: rel, Display: rel}, nil
+			if err != nil {
+				return Path{}, err
+			}
+			return Path{Root: o.root, Name: rel, Display: rel}, nil
 		}
 	}
 	if w.restrict {
@@ -262,7 +419,7 @@ func (w *Workspace) RealPath(p Path) (string, error) {
 	if err != nil {
 		return "", Explain(err, p)
 	}
-	if _, ok := within(w.dir, real); w.restrict && !ok {
+	if _, ok := within(w.Dir(), real); w.restrict && !ok {
 		return "", outside(p.Display)
 	}
 	return real, nil
@@ -297,7 +454,7 @@ func (w *Workspace) target(p Path) (Path, error) {
 		case p.Outside:
 			abs = filepath.Join("/", path.Dir(p.Name), dest)
 		default:
-			abs = filepath.Join(w.dir, path.Dir(p.Name), dest)
+			abs = filepath.Join(w.Dir(), path.Dir(p.Name), dest)
 		}
 		next, err := w.Resolve(abs)
 		if err != nil {
@@ -310,10 +467,33 @@ func (w *Workspace) target(p Path) (Path, error) {
 }
 
 // WriteFile replaces the file at p with data, atomically: the data goes to
-// a temporary file in the same folder, which is synced and renamed over the
-// target. With appendTo, the old content is kept in front of data. Missing
-// parent folders are created. An existing file keeps its permission bits.
+// a temporary file, which is synced and renamed over the target. With
+// appendTo, the old content is kept in front of data. Missing parent
+// folders are created. An existing file keeps its permission bits.
+//
+// The temporary file is made in the workspace's temporary folder (TempDir),
+// so the leftovers of a crash can be found in one place at the next start;
+// when the target is on another file system (a mount inside the workspace)
+// it is made beside the target instead. Either way IsTemp recognises its
+// name. Besides data, which the caller holds, WriteFile holds only a fixed
+// copy buffer: the old content of an appended file is streamed.
 func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
+	return w.write(p, appendTo, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteString is WriteFile for text held in a string, which it writes
+// without copying it into a byte slice.
+func (w *Workspace) WriteString(p Path, data string, appendTo bool) error {
+	return w.write(p, appendTo, func(f *os.File) error {
+		_, err := f.WriteString(data)
+		return err
+	})
+}
+
+func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) error {
 	dir := path.Dir(p.Name)
 	if err := p.Root.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -344,20 +524,49 @@ func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Explain(err, p)
 	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(t.Name), "."+path.Base(t.Name)+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := t.Root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
+	// The shared temporary folder only serves paths in the workspace's own
+	// root; outside paths (unrestricted mode) use their own folder.
+	shared := !t.Outside
+	for {
+		tmp := tempBeside(t.Name)
+		if shared {
+			if tmp, err = tempShared(t.Root); err != nil {
+				shared = false
+				continue
+			}
+		}
+		err := writeTemp(t.Root, tmp, t.Name, old, data, perm)
+		if shared && errors.Is(err, syscall.EXDEV) {
+			// The target is on another file system: start again beside it.
+			shared = false
+			if old != nil {
+				if _, err := old.Seek(0, io.SeekStart); err != nil {
+					return Explain(err, p)
+				}
+			}
+			continue
+		}
 		return Explain(err, p)
 	}
+}
+
+// writeTemp writes old's content and data to the new file tmp, syncs it
+// and renames it to name. The temporary file is locked while it exists
+// under its name, so that a start-up clean-up by another process sharing
+// the workspace leaves it alone. On failure it is removed.
+func writeTemp(root *os.Root, tmp, name string, old *os.File, data func(*os.File) error, perm fs.FileMode) error {
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	unlock := lockTemp(f)
 	err = func() error {
 		if old != nil {
 			if _, err := io.Copy(f, old); err != nil {
 				return err
 			}
 		}
-		if _, err := f.Write(data); err != nil {
+		if err := data(f); err != nil {
 			return err
 		}
 		if err := f.Chmod(perm); err != nil {
@@ -365,15 +574,26 @@ func (w *Workspace) WriteFile(p Path, data []byte, appendTo bool) error {
 		}
 		return f.Sync()
 	}()
+	if err == nil && renameOpen {
+		err = root.Rename(tmp, name)
+		unlock()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = root.Remove(tmp)
+		}
+		return err
+	}
+	unlock()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = t.Root.Rename(tmp, t.Name)
+		err = root.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = t.Root.Remove(tmp)
-		return Explain(err, p)
+		_ = root.Remove(tmp)
 	}
-	return nil
+	return err
 }

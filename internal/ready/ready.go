@@ -1,0 +1,147 @@
+// Package ready checks that the folders the service works in can be used:
+// that they exist, that a file can really be made in them (a probe file is
+// created and removed: permission bits and read-only mounts both show), and
+// that their file system has free space above a minimum. GET /readyz
+// reports each check, so an operator sees which one failed.
+package ready
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// OK is the value of a check that passed.
+const OK = "ok"
+
+// ErrUnsupported is returned by a check this platform cannot make (free
+// space without statfs). It is reported, but does not make the service
+// unready.
+var ErrUnsupported = errors.New("unavailable on this platform")
+
+// Check is one named check.
+type Check struct {
+	Name string
+	Run  func() error
+}
+
+// Report is the outcome of a set of checks.
+type Report struct {
+	Ready  bool
+	Checks map[string]string // name -> "ok" or what is wrong
+}
+
+// Failed returns the names of the checks that failed, sorted.
+func (r Report) Failed() []string {
+	var out []string
+	for name, v := range r.Checks {
+		if v != OK && !isUnsupported(v) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func isUnsupported(v string) bool { return v == "unavailable: "+ErrUnsupported.Error() }
+
+// Run runs every check, in order, and reports them all.
+func Run(checks ...Check) Report {
+	r := Report{Ready: true, Checks: make(map[string]string, len(checks))}
+	for _, c := range checks {
+		err := c.Run()
+		switch {
+		case err == nil:
+			r.Checks[c.Name] = OK
+		case errors.Is(err, ErrUnsupported):
+			r.Checks[c.Name] = "unavailable: " + ErrUnsupported.Error()
+		default:
+			r.Checks[c.Name] = err.Error()
+			r.Ready = false
+		}
+	}
+	return r
+}
+
+// Writable checks that dir is a folder in which a file can be created and
+// removed. The probe file's name starts with ".ready-".
+func Writable(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("missing: %w", unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return errors.New("not a folder")
+	}
+	f, err := os.CreateTemp(dir, ".ready-*")
+	if err != nil {
+		return fmt.Errorf("not writable: %w", unwrapPath(err))
+	}
+	name := f.Name()
+	werr := f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("not writable: cannot remove a file: %w", unwrapPath(err))
+	}
+	if werr != nil {
+		return fmt.Errorf("not writable: %w", unwrapPath(werr))
+	}
+	return nil
+}
+
+// FreeSpace checks that each folder's file system has at least min bytes
+// free for an unprivileged user. label names each folder in the message.
+func FreeSpace(min int64, dirs map[string]string) error {
+	labels := make([]string, 0, len(dirs))
+	for l := range dirs {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	var low []string
+	for _, l := range labels {
+		free, err := freeBytes(dirs[l])
+		if err != nil {
+			return err
+		}
+		if free < uint64(min) {
+			low = append(low, fmt.Sprintf("%s has %s free", l, human(free)))
+		}
+	}
+	if len(low) > 0 {
+		return fmt.Errorf("below the minimum of %s (TOOLSVC_MIN_FREE_BYTES): %s", human(uint64(min)), join(low))
+	}
+	return nil
+}
+
+func join(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += v
+	}
+	return out
+}
+
+func human(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// unwrapPath drops the path from an os error: the message goes to any
+// client of /readyz, which needs no host paths.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
