@@ -100,7 +100,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	reg := registry.New(regOpts)
 	sk := skills.New(ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
-	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk})
+	// Tools left out because what they need is missing here: /readyz
+	// says which and why, beside its checks.
+	off := map[string]string{}
+	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk,
+		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }})
 	if err != nil {
 		return err
 	}
@@ -113,8 +117,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxConcurrent: cfg.MaxConcurrentCalls,
 		Log:           log,
 		Stopping:      stopping,
-		Ready:         func() (bool, map[string]string) { return readiness(ws, dataDir, cfg.MinFreeBytes) },
-		Routes:        toolhttp.SkillsRoutes(sk, log),
+		Ready: func() (bool, map[string]string) {
+			ok, checks := readiness(ws, dataDir, cfg.MinFreeBytes)
+			for tool, why := range off {
+				checks["tool:"+tool] = why
+			}
+			return ok, checks
+		},
+		Routes: toolhttp.SkillsRoutes(sk, log),
 	})
 	srv := &http.Server{
 		Handler:           handler,
