@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopTools()
 
 	red := redact.New(cfg.SecretValues()...)
-	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String}
+	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactHold: red.Hold}
 	if cfg.AuditEnabled {
 		al, err := audit.New(audit.Options{
 			Dir:            filepath.Join(dataDir, "audit_logs"),
@@ -103,14 +103,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 
 	handler := toolhttp.NewHandler(toolhttp.Options{
-		Registry:      reg,
-		APIKeys:       cfg.APIKeys,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		MaxConcurrent: cfg.MaxConcurrentCalls,
-		Log:           log,
-		Stopping:      stopping,
-		Ready:         func() error { return ready(ws, dataDir) },
-		Routes:        toolhttp.SkillsRoutes(sk, log),
+		Registry:           reg,
+		APIKeys:            cfg.APIKeys,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxConcurrent:      cfg.MaxConcurrentCalls,
+		BodyTimeout:        cfg.BodyTimeout,
+		StreamWriteTimeout: cfg.StreamWriteTimeout,
+		Log:                log,
+		Stopping:           stopping,
+		Ready:              func() error { return ready(ws, dataDir) },
+		Routes:             toolhttp.SkillsRoutes(sk, log),
 	})
 	srv := &http.Server{
 		Handler:           handler,

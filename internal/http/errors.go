@@ -14,6 +14,7 @@ const (
 	kindUnknownTool      = "unknown_tool"
 	kindMethodNotAllowed = "method_not_allowed"
 	kindBodyTooLarge     = "body_too_large"
+	kindBodyTimeout      = "body_timeout"
 	kindBadRequest       = "bad_request"
 	kindOverloaded       = "overloaded"
 	kindShuttingDown     = "shutting_down"
@@ -28,6 +29,7 @@ var statusOf = map[string]int{
 	kindUnknownTool:      http.StatusNotFound,
 	kindMethodNotAllowed: http.StatusMethodNotAllowed,
 	kindBodyTooLarge:     http.StatusRequestEntityTooLarge,
+	kindBodyTimeout:      http.StatusRequestTimeout,
 	kindBadRequest:       http.StatusBadRequest,
 	kindOverloaded:       http.StatusServiceUnavailable,
 	kindShuttingDown:     http.StatusServiceUnavailable,

@@ -64,6 +64,10 @@ type Options struct {
 	// Redact removes secrets from text that leaves the service (results and
 	// audit records). Default: identity.
 	Redact func(string) string
+	// RedactHold returns how many bytes at the end of a text could be the
+	// beginning of a secret; progress events hold them back until the rest
+	// arrives. Default: none.
+	RedactHold func(string) int
 }
 
 // Status values of a Result.
@@ -323,7 +327,13 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx = WithProgress(WithCall(ctx, call), meta.Progress)
+	progress := meta.Progress
+	if progress != nil {
+		pf := newProgressFilter(progress, r.opts.Redact, r.opts.RedactHold)
+		defer pf.close()
+		progress = pf.send
+	}
+	ctx = WithProgress(WithCall(ctx, call), progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
