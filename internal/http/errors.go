@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // Kinds of HTTP-level failure. These are for the caller, not the model: a
@@ -89,6 +90,9 @@ func writeRaw(w http.ResponseWriter, status int, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	// A known length lets a client read the whole answer while the server
+	// still drains a refused body behind it.
+	h.Set("Content-Length", strconv.Itoa(len(data)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
 	_, _ = w.Write([]byte{'\n'})

@@ -29,7 +29,7 @@ type Options struct {
 	// a call's result. A client that reads nothing for that long is
 	// dropped and its call canceled. Default 30s.
 	StreamWriteTimeout time.Duration
-	Log           zerolog.Logger
+	Log                zerolog.Logger
 	// Ready reports whether the service can do its work (workspace and data
 	// folder usable). Nil means always ready.
 	Ready func() error

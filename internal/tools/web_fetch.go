@@ -188,7 +188,11 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 				res = fetchResult{URL: u, Error: err.Error(), Code: codeOf(err)}
 			}
 			out.Results[i] = res
-			registry.Progress(ctx, "page", fmt.Sprintf(`{"index":%d,"url":%q,"ok":%t}`, i, u, err == nil))
+			state := "fetched"
+			if err != nil {
+				state = "failed"
+			}
+			registry.Progress(ctx, "page", fmt.Sprintf("page %d %s: %s", i, state, u))
 		}()
 	}
 	wg.Wait()
