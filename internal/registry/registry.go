@@ -338,7 +338,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	var ae *argumentsError
 	if errors.As(err, &ae) {
-		return fail(CodeInvalidArguments, formatProblems(call.Tool, ae.problems))
+		return fail(CodeInvalidArguments, formatProblems(call.Tool, ae.problems, 0))
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.

@@ -28,6 +28,9 @@ const (
 	// exponent.
 	maxNumberChars = 400
 	maxExponent    = 400
+	// maxCollected bounds the problems kept while checking numbers, so that
+	// a body of a million bad numbers costs no more than a few.
+	maxCollected = 100
 )
 
 // problem is one thing wrong with a call's arguments: the parameter it
@@ -86,12 +89,13 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		return nil, CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, not %s. Next: %s", tool, jsonKind(v), whatToSend(e))
 	}
 
-	var problems []problem
-	changed := normalizeNumbers(obj, "", &problems)
-	if len(problems) > 0 {
+	var nums problemList
+	changed := normalizeNumbers(obj, "", &nums)
+	if len(nums.list) > 0 {
 		// Refused before the schema library sees the numbers.
-		return nil, CodeInvalidArguments, formatProblems(tool, problems)
+		return nil, CodeInvalidArguments, formatProblems(tool, nums.list, nums.dropped)
 	}
+	var problems []problem
 	if changed {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -112,14 +116,29 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		problems = append(problems, rule.check(obj)...)
 	}
 	if len(problems) > 0 {
-		return nil, CodeInvalidArguments, formatProblems(tool, problems)
+		return nil, CodeInvalidArguments, formatProblems(tool, problems, 0)
 	}
 	return args, "", ""
 }
 
+// problemList collects problems up to maxCollected and counts the rest.
+type problemList struct {
+	list    []problem
+	dropped int
+}
+
+func (l *problemList) add(p problem) {
+	if len(l.list) < maxCollected {
+		l.list = append(l.list, p)
+		return
+	}
+	l.dropped++
+}
+
 // formatProblems is the message of an invalid_arguments result: the
 // problems sorted by parameter, then text, without repeats, bounded.
-func formatProblems(tool string, problems []problem) string {
+// dropped counts problems found but not collected.
+func formatProblems(tool string, problems []problem, dropped int) string {
 	sort.Slice(problems, func(i, j int) bool {
 		if problems[i].field != problems[j].field {
 			return problems[i].field < problems[j].field
@@ -146,7 +165,7 @@ func formatProblems(tool string, problems []problem) string {
 		b.WriteString(t)
 		shown++
 	}
-	if rest := len(texts) - shown; rest > 0 {
+	if rest := len(texts) - shown + dropped; rest > 0 {
 		fmt.Fprintf(&b, "; and %d more %s", rest, plural(rest, "problem", "problems"))
 	}
 	return b.String()
@@ -203,7 +222,7 @@ func describe(e gojsonschema.ResultError) problem {
 // that fits in 64 bits as an integer literal ("5.0" and "5e0" become "5"),
 // and reports numbers too long or with too large an exponent. It returns
 // whether anything was rewritten.
-func normalizeNumbers(v any, path string, problems *[]problem) bool {
+func normalizeNumbers(v any, path string, problems *problemList) bool {
 	changed := false
 	switch x := v.(type) {
 	case map[string]any:
@@ -234,22 +253,22 @@ func normalizeNumbers(v any, path string, problems *[]problem) bool {
 	return changed
 }
 
-func normalizeNumber(n json.Number, path string, problems *[]problem) (json.Number, bool) {
+func normalizeNumber(n json.Number, path string, problems *problemList) (json.Number, bool) {
 	s := string(n)
 	if !strings.ContainsAny(s, ".eE") {
 		if len(s) > maxNumberChars {
-			*problems = append(*problems, problem{path, fmt.Sprintf("%s is a number of %d digits; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
+			problems.add(problem{path, fmt.Sprintf("%s is a number of %d digits; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
 		}
 		return "", false
 	}
 	if len(s) > maxNumberChars {
-		*problems = append(*problems, problem{path, fmt.Sprintf("%s is a number of %d characters; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
+		problems.add(problem{path, fmt.Sprintf("%s is a number of %d characters; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
 		return "", false
 	}
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
 		if err != nil || exp > maxExponent || exp < -maxExponent {
-			*problems = append(*problems, problem{path, fmt.Sprintf("%s must be a number with an exponent between -%d and %d, not %s", path, maxExponent, maxExponent, cut(s, 40))})
+			problems.add(problem{path, fmt.Sprintf("%s must be a number with an exponent between -%d and %d, not %s", path, maxExponent, maxExponent, cut(s, 40))})
 			return "", false
 		}
 	}
