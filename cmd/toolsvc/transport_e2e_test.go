@@ -338,3 +338,36 @@ func waitForAudit(t *testing.T, s *testServer, session string) auditLine {
 		}
 	}
 }
+
+// TestBodyMemoryIsBounded: bodies are read before a slot is taken, so the
+// slots no longer bound the memory bodies hold; a budget of
+// MAX_CONCURRENT_CALLS times MAX_BODY_BYTES does. A large upload that
+// stalls uses up the budget (here 1024 bytes), and another body then gets a
+// 503 until the stalled one goes away.
+func TestBodyMemoryIsBounded(t *testing.T) {
+	s := startServer(t, map[string]string{"MAX_CONCURRENT_CALLS": "1", "MAX_BODY_BYTES": "1024", "BODY_TIMEOUT": "5m"})
+	c := rawConn(t, s, nil)
+	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("want 100 Continue, got %q %v", line, err)
+	}
+	c.Write([]byte(`{"path":"."` + strings.Repeat(" ", 900)))
+
+	body := `{"path":"."` + strings.Repeat(" ", 200) + `}`
+	post := func() (int, string) {
+		resp, data := s.do(t, "POST", "/tools/list_dir/invoke", strings.NewReader(body), nil)
+		return resp.StatusCode, string(data)
+	}
+	// The server reads the 900 bytes at its own pace: wait until it has.
+	waitFor(t, "a 503 while the stalled body holds the budget", func() bool {
+		code, data := post()
+		return code == http.StatusServiceUnavailable && strings.Contains(data, `"overloaded"`)
+	})
+	c.Close()
+	waitFor(t, "a 200 once the stalled upload is gone", func() bool {
+		code, _ := post()
+		return code == http.StatusOK
+	})
+}
+

@@ -5,8 +5,10 @@ package http
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -44,6 +46,11 @@ type Options struct {
 type server struct {
 	opts Options
 	sem  chan struct{}
+	// bodies counts the bytes of request bodies held in memory, arriving or
+	// in calls that run; bodyBudget bounds it. Slots no longer bound body
+	// memory, since bodies are read before a slot is taken.
+	bodies     atomic.Int64
+	bodyBudget int64
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -64,6 +71,11 @@ func NewHandler(opts Options) http.Handler {
 		opts.Stopping = context.Background()
 	}
 	s := &server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent)}
+	// As much body memory as full slots would hold with the largest bodies.
+	s.bodyBudget = opts.MaxBodyBytes * int64(opts.MaxConcurrent)
+	if s.bodyBudget/int64(opts.MaxConcurrent) != opts.MaxBodyBytes {
+		s.bodyBudget = math.MaxInt64
+	}
 	keys := newKeyChecker(opts.APIKeys)
 
 	r := chi.NewRouter()
@@ -137,7 +149,8 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// The body is read before a slot is taken: a slot is for running a
 	// tool, not for waiting on a slow upload.
-	body, ok := s.readBody(w, r)
+	body, release, ok := s.readBody(w, r)
+	defer release()
 	if !ok {
 		return
 	}
