@@ -370,4 +370,3 @@ func TestBodyMemoryIsBounded(t *testing.T) {
 		return code == http.StatusOK
 	})
 }
-
