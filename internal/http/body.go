@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,7 +57,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		return nil, func() {}, true
 	}
 	br := &budgetReader{r: r.Body, s: s}
-	release = func() { s.bodies.Add(-br.n) }
+	release = sync.OnceFunc(func() { s.bodies.Add(-br.n) })
 	// The deadline is on the connection: it ends a read that is waiting for
 	// bytes, which a timer around io.ReadAll could not.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))

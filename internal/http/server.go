@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -160,11 +161,18 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
 	default:
 		writeError(w, kindOverloaded, fmt.Sprintf("%d tool calls are already running; retry shortly", cap(s.sem)))
 		return
 	}
+	// The slot and the body's memory are given back as soon as the call is
+	// over, before the result is written: a client slow to take it holds
+	// neither.
+	callDone := sync.OnceFunc(func() {
+		<-s.sem
+		release()
+	})
+	defer callDone()
 
 	// A call stops when its client goes away or when the service stops.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -178,7 +186,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, cancel, w, rc, name, body, meta)
+		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, meta)
 		return
 	}
 	// A tool call may take as long as its own deadline allows (the server's
@@ -186,6 +194,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	// be taken by the client within the write timeout.
 	_ = rc.SetWriteDeadline(time.Time{})
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	writeJSON(w, http.StatusOK, res)
 }
@@ -193,7 +202,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 // invokeStream runs a call and streams the tool's progress as server-sent
 // events, each with a JSON object {"text": ...} as data, then one "result"
 // event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, meta registry.Meta) {
+func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, meta registry.Meta) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -205,13 +214,14 @@ func (s *server) invokeStream(ctx context.Context, cancel context.CancelFunc, w 
 	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
 	meta.Progress = es.progress
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	callDone()
 	data, err := marshal(res)
 	if err != nil {
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
 	if !es.finish("result", data) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).
-			Msg("event stream client stopped reading; the call was canceled")
+			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
 }
 

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,7 +23,7 @@ type eventStream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	stall   time.Duration
-	cancel  context.CancelFunc
+	cancel  func()
 	queue   chan []byte
 	mu      sync.Mutex // guards sending on queue against its closing
 	closed  bool
@@ -33,7 +32,7 @@ type eventStream struct {
 	failed  atomic.Bool
 }
 
-func newEventStream(w http.ResponseWriter, rc *http.ResponseController, stall time.Duration, cancel context.CancelFunc) *eventStream {
+func newEventStream(w http.ResponseWriter, rc *http.ResponseController, stall time.Duration, cancel func()) *eventStream {
 	es := &eventStream{w: w, rc: rc, stall: stall, cancel: cancel,
 		queue: make(chan []byte, streamQueue), done: make(chan struct{})}
 	go es.loop()
