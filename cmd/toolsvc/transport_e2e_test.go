@@ -58,9 +58,15 @@ func readResponse(t *testing.T, c net.Conn, br *bufio.Reader) (*http.Response, [
 	return resp, body
 }
 
-// wantHTTPError checks a status and the {"error":{"code","message"}} envelope.
-func wantHTTPError(t *testing.T, resp *http.Response, body []byte, status int, code string) {
+// wantHTTPError checks a status and the {"error":{"code","message"}}
+// envelope of an answer to POST path, and the answer against the contract.
+func wantHTTPError(t *testing.T, s *testServer, path string, resp *http.Response, body []byte, status int, code string) {
 	t.Helper()
+	req, err := http.NewRequest("POST", s.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContract(t, req, resp, body)
 	var e struct {
 		Error struct{ Code, Message string }
 	}
@@ -95,7 +101,7 @@ func TestBodyTooLargeAnsweredBeforeReading(t *testing.T) {
 		}
 	}()
 	resp, body := readResponse(t, c, bufio.NewReader(c))
-	wantHTTPError(t, resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
+	wantHTTPError(t, s, "/tools/write_file/invoke", resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
 	if !resp.Close {
 		t.Error("the connection is not closed after a 413")
 	}
@@ -117,12 +123,12 @@ func TestBodyTooLargeReachesClientsThatSendEverythingFirst(t *testing.T) {
 			t.Fatalf("sending the body: %v", err)
 		}
 		resp, body := readResponse(t, c, bufio.NewReader(c))
-		wantHTTPError(t, resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
+		wantHTTPError(t, s, "/tools/write_file/invoke", resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
 	})
 	t.Run("Go, chunked", func(t *testing.T) {
 		// No Content-Length: the limit is found while reading.
 		resp, body := s.do(t, "POST", "/tools/write_file/invoke", struct{ io.Reader }{strings.NewReader(big)}, nil)
-		wantHTTPError(t, resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
+		wantHTTPError(t, s, "/tools/write_file/invoke", resp, body, http.StatusRequestEntityTooLarge, "body_too_large")
 	})
 	t.Run("python http.client", func(t *testing.T) {
 		py, err := exec.LookPath("python3")
@@ -158,7 +164,7 @@ func TestBodyTimeout(t *testing.T) {
 	c := rawConn(t, s, nil)
 	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"path\":")
 	resp, body := readResponse(t, c, bufio.NewReader(c))
-	wantHTTPError(t, resp, body, http.StatusRequestTimeout, "body_timeout")
+	wantHTTPError(t, s, "/tools/list_dir/invoke", resp, body, http.StatusRequestTimeout, "body_timeout")
 	assertContains(t, "408 message", string(body), "within 1s")
 }
 
