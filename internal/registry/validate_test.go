@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/xeipuuv/gojsonschema"
 )
 
 func TestNormalizeNumbers(t *testing.T) {
@@ -80,5 +82,38 @@ func TestFormatProblemsSortedAndBounded(t *testing.T) {
 	got := formatProblems("t", ps, 7)
 	if len(got) > maxMessageChars+100 || !strings.HasSuffix(got, "; and 48 more problems") || !strings.Contains(got, "p00 xxx") {
 		t.Errorf("%d bytes: ...%s", len(got), got[max(len(got)-200, 0):])
+	}
+}
+
+// BenchmarkCheckArguments compares the whole argument check (decode,
+// number normalisation, schema, rules) with the schema validation alone it
+// wraps, on typical arguments. Compare the two as a ratio within one run.
+func BenchmarkCheckArguments(b *testing.B) {
+	tool := &fakeTool{name: "rich", schema: richSchema}
+	r := New(Options{})
+	if err := r.Register(tool); err != nil {
+		b.Fatal(err)
+	}
+	e := r.tools["rich"]
+	for _, c := range []struct{ name, args string }{
+		{"small", `{"name":"abc","count":3}`},
+		{"float integers", `{"name":"abc","count":3.0,"ratio":0.5,"tags":["a","b"],"opts":{"depth":2e0}}`},
+		{"nested", `{"name":"abc","tags":["xyz"],"opts":{"depth":1,"inner":{"x":1}},"items":[{"id":1},{"id":2}],"color":"red","flag":true}`},
+	} {
+		args := []byte(c.args)
+		b.Run(c.name+"/schema only", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.schema.Validate(gojsonschema.NewBytesLoader(args)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/full check", func(b *testing.B) {
+			for b.Loop() {
+				if _, code, msg := checkArguments(e, "rich", args); code != "" {
+					b.Fatal(msg)
+				}
+			}
+		})
 	}
 }
