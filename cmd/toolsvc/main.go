@@ -103,16 +103,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cleanup()
 
 	handler := toolhttp.NewHandler(toolhttp.Options{
-		Registry:           reg,
-		APIKeys:            cfg.APIKeys,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxConcurrent:      cfg.MaxConcurrentCalls,
+		Registry:      reg,
+		APIKeys:       cfg.APIKeys,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		MaxConcurrent: cfg.MaxConcurrentCalls,
+		Log:           log,
+		Stopping:      stopping,
+		Ready:         func() error { return ready(ws, dataDir) },
+		Routes:        toolhttp.SkillsRoutes(sk, log),
+
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,
-		Log:                log,
-		Stopping:           stopping,
-		Ready:              func() error { return ready(ws, dataDir) },
-		Routes:             toolhttp.SkillsRoutes(sk, log),
 	})
 	srv := &http.Server{
 		Handler:           handler,
