@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -296,13 +295,9 @@ func TestStreamClientThatStopsReading(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := startServer(t, map[string]string{"STREAM_WRITE_TIMEOUT": c.writeTimeout, "MAX_CONCURRENT_CALLS": "2", "SHUTDOWN_TIMEOUT": "1s"})
-			// A small receive window, so the server's writes block sooner.
-			d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-				return rc.Control(func(fd uintptr) {
-					_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-				})
-			}}
-			conn := rawConn(t, s, d)
+			conn := rawConn(t, s, nil)
+			// A small receive buffer, so the server's writes block sooner.
+			_ = conn.(*net.TCPConn).SetReadBuffer(4096)
 			body, _ := json.Marshal(execArgs("yes 'a line of output that fills the socket'", "timeout", c.execTimeout))
 			fmt.Fprintf(conn, "POST /tools/exec/invoke HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nX-Session-ID: stuck-reader\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 			// Never read from conn.
