@@ -591,7 +591,11 @@ func TestExecStreamsOutput(t *testing.T) {
 		if e.name != "output" {
 			t.Errorf("event %q before the result", e.name)
 		}
-		streamed.WriteString(e.data)
+		var d struct{ Text string }
+		if err := json.Unmarshal([]byte(e.data), &d); err != nil {
+			t.Errorf("output event data is not a JSON object: %q", e.data)
+		}
+		streamed.WriteString(d.Text)
 	}
 	for _, w := range []string{"first", "second", "third"} {
 		if !strings.Contains(streamed.String(), w) {

@@ -68,9 +68,9 @@ func TestReadFile(t *testing.T) {
 		{"binary", `{"path":"bin.dat"}`, registry.CodeInvalidArguments, []string{"binary file"}},
 		{"not utf-8", `{"path":"gbk.txt"}`, registry.CodeInvalidArguments, []string{"not UTF-8", "iconv"}},
 		{"start beyond end", `{"path":"small.txt","start_line":10}`, registry.CodeInvalidArguments, []string{"start_line 10 is beyond the end", "has 3 lines"}},
-		{"start after end", `{"path":"small.txt","start_line":3,"end_line":2}`, registry.CodeInvalidArguments, []string{"start_line (3) is after end_line (2)"}},
-		{"neither path nor paths", `{}`, registry.CodeInvalidArguments, []string{"give either path"}},
-		{"both path and paths", `{"path":"a","paths":["b"]}`, registry.CodeInvalidArguments, []string{"not both"}},
+		{"start after end", `{"path":"small.txt","start_line":3,"end_line":2}`, registry.CodeInvalidArguments, []string{"start_line must be <= end_line, but 3 > 2"}},
+		{"neither path nor paths", `{}`, registry.CodeInvalidArguments, []string{"missing required path or paths (exactly one of them)"}},
+		{"both path and paths", `{"path":"a","paths":["b"]}`, registry.CodeInvalidArguments, []string{"path and paths must not both be given"}},
 		{"named pipe does not hang", `{"path":"pipe"}`, registry.CodeInvalidArguments, []string{"not a regular file"}},
 	}
 	for _, c := range bad {

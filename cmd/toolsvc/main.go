@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopTools()
 
 	red := redact.New(cfg.SecretValues()...)
-	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String}
+	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactHold: red.Hold}
 	if cfg.AuditEnabled {
 		al, err := audit.New(audit.Options{
 			Dir:            filepath.Join(dataDir, "audit_logs"),
@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return ok, checks
 		},
 		Routes: toolhttp.SkillsRoutes(sk, log),
+
+		BodyTimeout:        cfg.BodyTimeout,
+		StreamWriteTimeout: cfg.StreamWriteTimeout,
 	})
 	srv := &http.Server{
 		Handler:           handler,

@@ -80,7 +80,7 @@ func TestMemoryWrite(t *testing.T) {
 	}{
 		{"no content", map[string]any{"action": "write"}, registry.CodeInvalidArguments, "needs content"},
 		{"empty content", map[string]any{"action": "write", "content": ""}, registry.CodeInvalidArguments, "content"},
-		{"blank content", map[string]any{"action": "write", "content": " \n\t\r "}, registry.CodeInvalidArguments, "content is empty"},
+		{"blank content", map[string]any{"action": "write", "content": " \n\t\r "}, registry.CodeInvalidArguments, "content must not be blank (action=write needs content)"},
 		{"too long", map[string]any{"action": "write", "content": strings.Repeat("長", 4001)}, registry.CodeInvalidArguments, "content"},
 		{"unknown action", map[string]any{"action": "delete"}, registry.CodeInvalidArguments, "action"},
 		{"no action", map[string]any{"content": "x"}, registry.CodeInvalidArguments, "action"},
@@ -226,7 +226,7 @@ func TestMemoryRead(t *testing.T) {
 		args map[string]any
 		msg  string
 	}{
-		{"start after end", map[string]any{"start_line": 5, "end_line": 4}, "start_line (5) is after end_line (4)"},
+		{"start after end", map[string]any{"start_line": 5, "end_line": 4}, "start_line must be <= end_line, but 5 > 4"},
 		{"beyond the end", map[string]any{"start_line": 251}, "start_line 251 is beyond the end of memory/MEMORY.md, which has 250 lines"},
 		{"zero start", map[string]any{"start_line": 0}, "start_line"},
 		{"recent_count too large", map[string]any{"recent_count": 101}, "recent_count"},

@@ -220,7 +220,7 @@ func TestWebFetchE2E(t *testing.T) {
 			many[i] = o.URL + "/notes.txt"
 		}
 		mustFail(t, s.invoke(t, "web_fetch", map[string]any{"urls": many}), "invalid_arguments")
-		mustFail(t, s.invoke(t, "web_fetch", map[string]any{}), "invalid_arguments", "exactly one of url")
+		mustFail(t, s.invoke(t, "web_fetch", map[string]any{}), "invalid_arguments", "missing required url or urls (exactly one of them)")
 	})
 	if n := o.secret.Load(); n != 0 {
 		t.Errorf("/secret reached %d times", n)

@@ -35,7 +35,9 @@ type Config struct {
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	MaxBodyBytes       int64         `envconfig:"MAX_BODY_BYTES" default:"10485760" desc:"largest request body accepted (413 above it)"`
 	CallTimeout        time.Duration `envconfig:"CALL_TIMEOUT" default:"2m" desc:"deadline of a tool call, for tools without their own"`
-	MaxConcurrentCalls int           `envconfig:"MAX_CONCURRENT_CALLS" default:"64" desc:"tool calls running at once; more get 503"`
+	MaxConcurrentCalls int           `envconfig:"MAX_CONCURRENT_CALLS" default:"64" desc:"tool calls running at once, counted once their body has arrived; more get 503"`
+	BodyTimeout        time.Duration `envconfig:"BODY_TIMEOUT" default:"30s" desc:"how long a call's request body may take to arrive (408 after it)"`
+	StreamWriteTimeout time.Duration `envconfig:"STREAM_WRITE_TIMEOUT" default:"30s" desc:"a client that takes no event or result for this long is dropped and its call canceled"`
 	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
 
 	// Audit
@@ -211,6 +213,8 @@ func (c Config) Validate() error {
 		{"CALL_TIMEOUT", int64(c.CallTimeout)},
 		{"MAX_CONCURRENT_CALLS", int64(c.MaxConcurrentCalls)},
 		{"SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)},
+		{"BODY_TIMEOUT", int64(c.BodyTimeout)},
+		{"STREAM_WRITE_TIMEOUT", int64(c.StreamWriteTimeout)},
 		{"AUDIT_MAX_RESULT_CHARS", int64(c.AuditMaxResultChars)},
 		{"READ_MAX_CHARS", int64(c.ReadMaxChars)},
 		{"LIST_MAX_ENTRIES", int64(c.ListMaxEntries)},

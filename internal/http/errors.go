@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // Kinds of HTTP-level failure. These are for the caller, not the model: a
@@ -14,6 +15,7 @@ const (
 	kindUnknownTool      = "unknown_tool"
 	kindMethodNotAllowed = "method_not_allowed"
 	kindBodyTooLarge     = "body_too_large"
+	kindBodyTimeout      = "body_timeout"
 	kindBadRequest       = "bad_request"
 	kindOverloaded       = "overloaded"
 	kindShuttingDown     = "shutting_down"
@@ -28,6 +30,7 @@ var statusOf = map[string]int{
 	kindUnknownTool:      http.StatusNotFound,
 	kindMethodNotAllowed: http.StatusMethodNotAllowed,
 	kindBodyTooLarge:     http.StatusRequestEntityTooLarge,
+	kindBodyTimeout:      http.StatusRequestTimeout,
 	kindBadRequest:       http.StatusBadRequest,
 	kindOverloaded:       http.StatusServiceUnavailable,
 	kindShuttingDown:     http.StatusServiceUnavailable,
@@ -87,6 +90,9 @@ func writeRaw(w http.ResponseWriter, status int, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	// A known length lets a client read the whole answer while the server
+	// still drains a refused body behind it.
+	h.Set("Content-Length", strconv.Itoa(len(data)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
 	_, _ = w.Write([]byte{'\n'})

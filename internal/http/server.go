@@ -4,13 +4,13 @@ package http
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -26,7 +26,14 @@ type Options struct {
 	APIKeys       []string
 	MaxBodyBytes  int64
 	MaxConcurrent int // tool calls at once; more get 503
-	Log           zerolog.Logger
+	// BodyTimeout bounds the time a call's body may take to arrive (408
+	// after it). Default 30s.
+	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds one write to a client: a streamed event or
+	// a call's result. A client that reads nothing for that long is
+	// dropped and its call canceled. Default 30s.
+	StreamWriteTimeout time.Duration
+	Log                zerolog.Logger
 	// Ready reports whether the service can do its work (workspace and data
 	// folder usable), with the outcome of each check by name ("ok" or what
 	// is wrong). Nil means always ready.
@@ -42,6 +49,11 @@ type Options struct {
 type server struct {
 	opts Options
 	sem  chan struct{}
+	// bodies counts the bytes of request bodies held in memory, arriving or
+	// in calls that run; bodyBudget bounds it. Slots no longer bound body
+	// memory, since bodies are read before a slot is taken.
+	bodies     atomic.Int64
+	bodyBudget int64
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -52,10 +64,21 @@ func NewHandler(opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = 30 * time.Second
+	}
 	if opts.Stopping == nil {
 		opts.Stopping = context.Background()
 	}
 	s := &server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent)}
+	// As much body memory as full slots would hold with the largest bodies.
+	s.bodyBudget = opts.MaxBodyBytes * int64(opts.MaxConcurrent)
+	if s.bodyBudget/int64(opts.MaxConcurrent) != opts.MaxBodyBytes {
+		s.bodyBudget = math.MaxInt64
+	}
 	keys := newKeyChecker(opts.APIKeys)
 
 	r := chi.NewRouter()
@@ -159,24 +182,31 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
 		return
 	}
+	// The body is read before a slot is taken: a slot is for running a
+	// tool, not for waiting on a slow upload.
+	body, release, ok := s.readBody(w, r)
+	defer release()
+	if !ok {
+		return
+	}
+	if s.opts.Stopping.Err() != nil {
+		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
+		return
+	}
 	select {
 	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
 	default:
 		writeError(w, kindOverloaded, fmt.Sprintf("%d tool calls are already running; retry shortly", cap(s.sem)))
 		return
 	}
-
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, kindBodyTooLarge, fmt.Sprintf("the request body is larger than %d bytes. For write_file, send large content in several calls with mode=append.", s.opts.MaxBodyBytes))
-			return
-		}
-		writeError(w, kindBadRequest, "could not read the request body")
-		return
-	}
+	// The slot and the body's memory are given back as soon as the call is
+	// over, before the result is written: a client slow to take it holds
+	// neither.
+	callDone := sync.OnceFunc(func() {
+		<-s.sem
+		release()
+	})
+	defer callDone()
 
 	// A call stops when its client goes away or when the service stops.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -184,63 +214,49 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(s.opts.Stopping, cancel)
 	defer stop()
 
-	// A tool call may take as long as its own deadline allows; the server's
-	// write timeout is for the other routes.
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
-
 	meta := registry.Meta{
 		SessionID: headerValue(r, "X-Session-ID"),
 		Source:    headerValue(r, "X-Source"),
 	}
+	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, w, rc, name, body, meta)
+		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, meta)
 		return
 	}
+	// A tool call may take as long as its own deadline allows (the server's
+	// write timeout is for the other routes); the result, once there, must
+	// be taken by the client within the write timeout.
+	_ = rc.SetWriteDeadline(time.Time{})
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	callDone()
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	writeJSON(w, http.StatusOK, res)
 }
 
 // invokeStream runs a call and streams the tool's progress as server-sent
-// events, then one "result" event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, meta registry.Meta) {
+// events, each with a JSON object {"text": ...} as data, then one "result"
+// event with the object a plain call returns.
+func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, meta registry.Meta) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 
-	var mu sync.Mutex
-	send := func(event, data string) {
-		mu.Lock()
-		defer mu.Unlock()
-		writeEvent(w, event, data)
-		_ = rc.Flush()
-	}
-	meta.Progress = send
+	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
+	meta.Progress = es.progress
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	callDone()
 	data, err := marshal(res)
 	if err != nil {
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
-	send("result", string(data))
-}
-
-// writeEvent writes one SSE event; a data value with newlines becomes
-// several data lines, which clients join with newlines again.
-func writeEvent(w io.Writer, event, data string) {
-	var b strings.Builder
-	b.WriteString("event: ")
-	b.WriteString(event)
-	b.WriteByte('\n')
-	for _, line := range strings.Split(data, "\n") {
-		b.WriteString("data: ")
-		b.WriteString(strings.TrimSuffix(line, "\r"))
-		b.WriteByte('\n')
+	if !es.finish("result", data) {
+		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).
+			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
-	b.WriteByte('\n')
-	_, _ = io.WriteString(w, b.String())
 }
 
 func wantsEvents(r *http.Request) bool {

@@ -157,7 +157,7 @@ func TestEventStream(t *testing.T) {
 			cur = event{}
 		}
 	}
-	if len(events) != 2 || events[0].name != "output" || events[0].data != "line one\nline two" || events[1].name != "result" {
+	if len(events) != 2 || events[0].name != "output" || events[0].data != `{"text":"line one\nline two"}` || events[1].name != "result" {
 		t.Fatalf("events %+v", events)
 	}
 	var r registry.Result

@@ -17,7 +17,8 @@ const minLen = 8
 // Redactor replaces secret values with Mask. The zero value and nil redact
 // nothing.
 type Redactor struct {
-	r *strings.Replacer
+	r       *strings.Replacer
+	secrets []string
 }
 
 // New returns a Redactor for the given secrets. Values shorter than eight
@@ -38,7 +39,7 @@ func New(secrets ...string) *Redactor {
 	for _, s := range list {
 		pairs = append(pairs, s, Mask)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	return &Redactor{r: strings.NewReplacer(pairs...), secrets: list}
 }
 
 // String returns s with every secret replaced.
@@ -47,4 +48,23 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	return r.r.Replace(s)
+}
+
+// Hold returns the length of the longest end of s that is the beginning of
+// a secret (but not a whole one). Text sent in pieces keeps that much back
+// until the next piece, so a secret cut in two is still found.
+func (r *Redactor) Hold(s string) int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for _, sec := range r.secrets {
+		for k := min(len(sec)-1, len(s)); k > n; k-- {
+			if strings.HasSuffix(s, sec[:k]) {
+				n = k
+				break
+			}
+		}
+	}
+	return n
 }

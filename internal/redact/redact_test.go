@@ -20,3 +20,27 @@ func TestRedactor(t *testing.T) {
 		t.Error("empty redactor changed text")
 	}
 }
+
+func TestHold(t *testing.T) {
+	r := New("sk-secret-value-123")
+	cases := []struct {
+		in   string
+		want int
+	}{
+		{"nothing", 0},
+		{"key=sk-sec", 6},
+		{"key=s", 1},
+		{"key=sk-secret-value-12", 18},
+		{"key=sk-secret-value-123", 0}, // whole: replaced, nothing to wait for
+		{"", 0},
+	}
+	for _, c := range cases {
+		if got := r.Hold(c.in); got != c.want {
+			t.Errorf("Hold(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	var nilR *Redactor
+	if nilR.Hold("sk-sec") != 0 || New().Hold("sk-sec") != 0 {
+		t.Error("empty redactor holds text back")
+	}
+}

@@ -64,6 +64,10 @@ type Options struct {
 	// Redact removes secrets from text that leaves the service (results and
 	// audit records). Default: identity.
 	Redact func(string) string
+	// RedactHold returns how many bytes at the end of a text could be the
+	// beginning of a secret; progress events hold them back until the rest
+	// arrives. Default: none.
+	RedactHold func(string) int
 }
 
 // Status values of a Result.
@@ -107,6 +111,10 @@ type entry struct {
 	schema *gojsonschema.Schema
 	def    Definition
 	defJS  []byte
+	rules  []Rule
+	// example is a short arguments object, for the advice given when the
+	// arguments are not an object at all.
+	example string
 }
 
 // Registry is safe for concurrent use. Tools are registered at start-up.
@@ -153,8 +161,14 @@ func (r *Registry) Register(t Tool) error {
 	if err := json.Compact(&compact, params); err != nil {
 		return fmt.Errorf("register tool %q: %w", name, err)
 	}
+	desc := t.Description()
+	var rules []Rule
+	if rt, ok := t.(Ruled); ok {
+		rules = rt.Rules()
+		desc += " " + describeRules(rules)
+	}
 	def := Definition{Type: "function", Function: FunctionSchema{
-		Name: name, Description: t.Description(), Parameters: compact.Bytes(),
+		Name: name, Description: desc, Parameters: compact.Bytes(),
 	}}
 	defJS, err := json.Marshal(def)
 	if err != nil {
@@ -165,7 +179,7 @@ func (r *Registry) Register(t Tool) error {
 	if _, dup := r.tools[name]; dup {
 		return fmt.Errorf("register tool %q: a tool with that name is already registered", name)
 	}
-	r.tools[name] = &entry{tool: t, schema: schema, def: def, defJS: defJS}
+	r.tools[name] = &entry{tool: t, schema: schema, def: def, defJS: defJS, rules: rules, example: exampleArgs(params, rules)}
 	r.allDefs = nil
 	return nil
 }
@@ -254,7 +268,7 @@ func (r *Registry) namesLocked() []string {
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
 	start := r.opts.Now()
 	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source}
-	if len(bytes.TrimSpace(args)) == 0 {
+	if len(args) == 0 {
 		args = []byte("{}")
 	}
 	rec := audit.Record{
@@ -298,23 +312,9 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		return fail(CodeUnknownTool, fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", call.Tool))
 	}
 
-	if !json.Valid(args) {
-		msg := fmt.Sprintf("Tool call arguments for '%s' were truncated or malformed before execution (%s). Please regenerate the tool call with valid JSON arguments.",
-			call.Tool, jsonProblem(args))
-		if h, ok := e.tool.(MalformedHinter); ok {
-			msg += " " + h.MalformedHint()
-		}
-		return fail(CodeMalformedArguments, msg)
-	}
-	if b := bytes.TrimSpace(args); b[0] != '{' {
-		return fail(CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, like {\"name\": value}", call.Tool))
-	}
-	problems, err := validate(e.schema, args)
-	if err != nil {
-		return fail(CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", call.Tool, err))
-	}
-	if len(problems) > 0 {
-		return fail(CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': %s", call.Tool, strings.Join(problems, "; ")))
+	args, code, msg := checkArguments(e, call.Tool, args)
+	if code != "" {
+		return fail(code, msg)
 	}
 
 	timeout := r.opts.DefaultTimeout
@@ -323,12 +323,22 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx = WithProgress(WithCall(ctx, call), meta.Progress)
+	progress := meta.Progress
+	if progress != nil {
+		pf := newProgressFilter(progress, r.opts.Redact, r.opts.RedactHold)
+		defer pf.close()
+		progress = pf.send
+	}
+	ctx = WithProgress(WithCall(ctx, call), progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
 		res.Result = r.opts.Redact(out)
 		return res
+	}
+	var ae *argumentsError
+	if errors.As(err, &ae) {
+		return fail(CodeInvalidArguments, formatProblems(call.Tool, ae.problems, 0))
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.
@@ -364,31 +374,4 @@ func (r *Registry) audit(rec audit.Record) {
 	if err := r.opts.Audit.Write(rec); err != nil {
 		r.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Msg("audit write failed")
 	}
-}
-
-// jsonProblem says where a JSON text breaks, for the malformed-arguments message.
-func jsonProblem(b []byte) string {
-	var v any
-	err := json.Unmarshal(b, &v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return "no problem found"
-	case errors.As(err, &se) && se.Offset >= int64(len(b)):
-		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
-	case errors.As(err, &se):
-		return fmt.Sprintf("%v at byte %d", se, se.Offset)
-	case strings.Contains(err.Error(), "unexpected end"):
-		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
-	}
-	return err.Error()
-}
-
-// Decode unmarshals validated arguments into a tool's typed struct.
-func Decode[T any](args json.RawMessage) (T, error) {
-	var v T
-	if err := json.Unmarshal(args, &v); err != nil {
-		return v, Errorf(CodeInvalidArguments, "Invalid parameters: %v", err)
-	}
-	return v, nil
 }

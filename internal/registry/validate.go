@@ -1,13 +1,45 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xeipuuv/gojsonschema"
 )
+
+// Bounds of an invalid-arguments message: a model reads it, and arguments
+// built to produce thousands of problems must not produce a huge result.
+const (
+	maxProblems     = 10   // problems listed; the rest are counted
+	maxProblemChars = 200  // one problem, cut beyond
+	maxMessageChars = 2000 // the whole list
+	// maxNumberChars bounds one number literal. Longer ones, and exponents
+	// beyond maxExponent, are refused before the schema library turns them
+	// into exact fractions, which costs time and memory that grow with the
+	// exponent.
+	maxNumberChars = 400
+	maxExponent    = 400
+	// maxCollected bounds the problems kept while checking numbers, so that
+	// a body of a million bad numbers costs no more than a few.
+	maxCollected = 100
+)
+
+// problem is one thing wrong with a call's arguments: the parameter it
+// concerns (a path such as "paths[1]", "" for the arguments as a whole) and
+// the sentence a model reads, in the form "start_line must be >= 1".
+type problem struct {
+	field string
+	text  string
+}
 
 // compileSchema checks that raw is a JSON Schema for an arguments object and
 // compiles it once, at registration.
@@ -24,67 +56,397 @@ func compileSchema(raw json.RawMessage) (*gojsonschema.Schema, error) {
 	return gojsonschema.NewSchema(gojsonschema.NewBytesLoader(raw))
 }
 
-// validate checks args against schema and returns every problem found, each
-// naming the parameter path, in the schema's order.
-func validate(schema *gojsonschema.Schema, args []byte) ([]string, error) {
-	res, err := schema.Validate(gojsonschema.NewBytesLoader(args))
-	if err != nil {
-		return nil, err
+// checkArguments decides whether args can be handed to the tool. It returns
+// the arguments to use (numbers with an integral value, such as 5.0 or 5e0,
+// written as integers, so that they decode into Go int fields as JSON
+// Schema's "integer" allows), or an error code and message. Every problem
+// found (schema and cross-field rules) is listed, in a stable order.
+func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string) {
+	if !utf8.Valid(args) {
+		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' are not valid UTF-8 (the first bad byte is at offset %d). Next: %s",
+			tool, firstInvalidUTF8(args), whatToSend(e))
 	}
-	if res.Valid() {
-		return nil, nil
+	if len(bytes.TrimFunc(args, unicode.IsSpace)) == 0 {
+		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' hold only whitespace (%d bytes), no JSON object. Next: %s",
+			tool, len(args), whatToSend(e))
 	}
-	problems := make([]string, 0, len(res.Errors()))
-	seen := make(map[string]bool)
-	for _, e := range res.Errors() {
-		p := describe(e)
-		if !seen[p] {
-			seen[p] = true
-			problems = append(problems, p)
+	if !json.Valid(args) {
+		msg := fmt.Sprintf("Tool call arguments for '%s' were truncated or malformed before execution (%s). Please regenerate the tool call with valid JSON arguments.",
+			tool, jsonProblem(args))
+		if h, ok := e.tool.(MalformedHinter); ok {
+			msg += " " + h.MalformedHint()
 		}
+		return nil, CodeMalformedArguments, msg
 	}
-	return problems, nil
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, not %s. Next: %s", tool, jsonKind(v), whatToSend(e))
+	}
+
+	var nums problemList
+	changed := normalizeNumbers(obj, "", &nums)
+	if len(nums.list) > 0 {
+		// Refused before the schema library sees the numbers.
+		return nil, CodeInvalidArguments, formatProblems(tool, nums.list, nums.dropped)
+	}
+	var problems []problem
+	if changed {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(obj); err != nil {
+			return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		}
+		args = bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
+	}
+	res, err := e.schema.Validate(gojsonschema.NewBytesLoader(args))
+	if err != nil {
+		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+	}
+	for _, re := range res.Errors() {
+		problems = append(problems, describe(re))
+	}
+	for _, rule := range e.rules {
+		problems = append(problems, rule.check(obj)...)
+	}
+	if len(problems) > 0 {
+		return nil, CodeInvalidArguments, formatProblems(tool, problems, 0)
+	}
+	return args, "", ""
+}
+
+// problemList collects problems up to maxCollected and counts the rest.
+type problemList struct {
+	list    []problem
+	dropped int
+}
+
+func (l *problemList) add(p problem) {
+	if len(l.list) < maxCollected {
+		l.list = append(l.list, p)
+		return
+	}
+	l.dropped++
+}
+
+// formatProblems is the message of an invalid_arguments result: the
+// problems sorted by parameter, then text, without repeats, bounded.
+// dropped counts problems found but not collected.
+func formatProblems(tool string, problems []problem, dropped int) string {
+	sort.Slice(problems, func(i, j int) bool {
+		if problems[i].field != problems[j].field {
+			return problems[i].field < problems[j].field
+		}
+		return problems[i].text < problems[j].text
+	})
+	var texts []string
+	for i, p := range problems {
+		if i > 0 && p == problems[i-1] {
+			continue
+		}
+		texts = append(texts, cut(p.text, maxProblemChars))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Invalid parameters for tool '%s': ", tool)
+	shown := 0
+	for _, t := range texts {
+		if shown == maxProblems || b.Len()+len(t) > maxMessageChars {
+			break
+		}
+		if shown > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(t)
+		shown++
+	}
+	if rest := len(texts) - shown + dropped; rest > 0 {
+		fmt.Fprintf(&b, "; and %d more %s", rest, plural(rest, "problem", "problems"))
+	}
+	return b.String()
 }
 
 // describe turns one gojsonschema error into the short form a model reads:
 // "start_line must be >= 1", "missing required path", "paths[0] should be string".
-func describe(e gojsonschema.ResultError) string {
+func describe(e gojsonschema.ResultError) problem {
 	field := fieldPath(e.Field())
 	d := e.Details()
 	switch e.Type() {
 	case "required":
-		return "missing required " + join(field, fmt.Sprint(d["property"]))
+		f := join(field, name(fmt.Sprint(d["property"])))
+		return problem{f, "missing required " + f}
 	case "additional_property_not_allowed":
-		return "unknown parameter " + join(field, fmt.Sprint(d["property"]))
-	case "invalid_type":
-		return fmt.Sprintf("%s should be %s, not %s", orArgs(field), d["expected"], d["given"])
-	case "enum":
-		return fmt.Sprintf("%s must be one of [%s]", orArgs(field), d["allowed"])
-	case "string_gte":
-		return fmt.Sprintf("%s must be at least %v characters long", orArgs(field), d["min"])
-	case "string_lte":
-		return fmt.Sprintf("%s must be at most %v characters long", orArgs(field), d["max"])
-	case "number_gte":
-		return fmt.Sprintf("%s must be >= %v", orArgs(field), d["min"])
-	case "number_gt":
-		return fmt.Sprintf("%s must be > %v", orArgs(field), d["min"])
-	case "number_lte":
-		return fmt.Sprintf("%s must be <= %v", orArgs(field), d["max"])
-	case "number_lt":
-		return fmt.Sprintf("%s must be < %v", orArgs(field), d["max"])
-	case "array_min_items":
-		return fmt.Sprintf("%s must have at least %v items", orArgs(field), d["min"])
-	case "array_max_items":
-		return fmt.Sprintf("%s must have at most %v items", orArgs(field), d["max"])
-	case "unique":
-		return fmt.Sprintf("%s must not repeat items", orArgs(field))
-	case "pattern":
-		return fmt.Sprintf("%s must match the pattern %v", orArgs(field), d["pattern"])
-	case "const":
-		return fmt.Sprintf("%s must be %v", orArgs(field), d["allowed"])
-	default:
-		return fmt.Sprintf("%s: %s", orArgs(field), e.Description())
+		f := join(field, name(fmt.Sprint(d["property"])))
+		return problem{f, "unknown parameter " + f}
 	}
+	var text string
+	switch e.Type() {
+	case "invalid_type":
+		text = fmt.Sprintf("should be %s, not %s", d["expected"], d["given"])
+	case "enum":
+		text = fmt.Sprintf("must be one of [%s]", d["allowed"])
+	case "string_gte":
+		text = fmt.Sprintf("must be at least %v characters long", d["min"])
+	case "string_lte":
+		text = fmt.Sprintf("must be at most %v characters long", d["max"])
+	case "number_gte":
+		text = fmt.Sprintf("must be >= %v", d["min"])
+	case "number_gt":
+		text = fmt.Sprintf("must be > %v", d["min"])
+	case "number_lte":
+		text = fmt.Sprintf("must be <= %v", d["max"])
+	case "number_lt":
+		text = fmt.Sprintf("must be < %v", d["max"])
+	case "array_min_items":
+		text = fmt.Sprintf("must have at least %v items", d["min"])
+	case "array_max_items":
+		text = fmt.Sprintf("must have at most %v items", d["max"])
+	case "unique":
+		text = "must not repeat items"
+	case "pattern":
+		text = fmt.Sprintf("must match the pattern %v", d["pattern"])
+	case "const":
+		text = fmt.Sprintf("must be %v", d["allowed"])
+	default:
+		return problem{field, fmt.Sprintf("%s: %s", orArgs(field), e.Description())}
+	}
+	return problem{field, orArgs(field) + " " + text}
+}
+
+// normalizeNumbers rewrites, in place, every number with an integral value
+// that fits in 64 bits as an integer literal ("5.0" and "5e0" become "5"),
+// and reports numbers too long or with too large an exponent. It returns
+// whether anything was rewritten.
+func normalizeNumbers(v any, path string, problems *problemList) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for k, el := range x {
+			p := join(path, name(k))
+			if n, ok := el.(json.Number); ok {
+				if m, ok := normalizeNumber(n, p, problems); ok {
+					x[k] = m
+					changed = true
+				}
+				continue
+			}
+			changed = normalizeNumbers(el, p, problems) || changed
+		}
+	case []any:
+		for i, el := range x {
+			p := fmt.Sprintf("%s[%d]", orArgs(path), i)
+			if n, ok := el.(json.Number); ok {
+				if m, ok := normalizeNumber(n, p, problems); ok {
+					x[i] = m
+					changed = true
+				}
+				continue
+			}
+			changed = normalizeNumbers(el, p, problems) || changed
+		}
+	}
+	return changed
+}
+
+func normalizeNumber(n json.Number, path string, problems *problemList) (json.Number, bool) {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if len(s) > maxNumberChars {
+			problems.add(problem{path, fmt.Sprintf("%s is a number of %d digits; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
+		}
+		return "", false
+	}
+	if len(s) > maxNumberChars {
+		problems.add(problem{path, fmt.Sprintf("%s is a number of %d characters; numbers must be at most %d characters long", path, len(s), maxNumberChars)})
+		return "", false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || exp > maxExponent || exp < -maxExponent {
+			problems.add(problem{path, fmt.Sprintf("%s must be a number with an exponent between -%d and %d, not %s", path, maxExponent, maxExponent, cut(s, 40))})
+			return "", false
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return "", false
+	}
+	return json.Number(strconv.FormatInt(r.Num().Int64(), 10)), true
+}
+
+// argumentsError is what Decode returns: problems in the schema's form, so
+// that Invoke reports them exactly like schema problems.
+type argumentsError struct{ problems []problem }
+
+func (e *argumentsError) Error() string {
+	texts := make([]string, len(e.problems))
+	for i, p := range e.problems {
+		texts[i] = p.text
+	}
+	return "Invalid parameters: " + strings.Join(texts, "; ")
+}
+
+func (e *argumentsError) ErrorCode() string { return CodeInvalidArguments }
+
+// Decode unmarshals validated arguments into a tool's typed struct. A value
+// the schema allows but the struct cannot hold (an integer beyond 64 bits)
+// becomes a problem in the schema's form, never a Go decoder message.
+func Decode[T any](args json.RawMessage) (T, error) {
+	var v T
+	if err := json.Unmarshal(args, &v); err != nil {
+		return v, decodeError(err)
+	}
+	return v, nil
+}
+
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return &argumentsError{[]problem{{"", "arguments could not be read as this tool's parameters"}}}
+	}
+	field := orArgs(fieldPath(te.Field))
+	neg := strings.HasPrefix(te.Value, "number -")
+	if te.Type != nil && strings.HasPrefix(te.Value, "number") {
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			bits := te.Type.Bits()
+			if neg {
+				return &argumentsError{[]problem{{field, fmt.Sprintf("%s must be >= %d", field, int64(-1)<<(bits-1))}}}
+			}
+			return &argumentsError{[]problem{{field, fmt.Sprintf("%s must be <= %d", field, int64(uint64(1)<<(bits-1)-1))}}}
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			if neg {
+				return &argumentsError{[]problem{{field, field + " must be >= 0"}}}
+			}
+			return &argumentsError{[]problem{{field, fmt.Sprintf("%s must be <= %d", field, ^uint64(0)>>(64-te.Type.Bits()))}}}
+		case reflect.Float32, reflect.Float64:
+			return &argumentsError{[]problem{{field, field + " is out of range for a number"}}}
+		}
+	}
+	want := "another type"
+	if te.Type != nil {
+		want = kindName(te.Type.Kind())
+	}
+	given, _, _ := strings.Cut(te.Value, " ")
+	return &argumentsError{[]problem{{field, fmt.Sprintf("%s should be %s, not %s", field, want, given)}}}
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "integer"
+}
+
+// whatToSend is the "Next:" advice for arguments that are not an object:
+// an example built from the schema's required parameters and the rules.
+func whatToSend(e *entry) string {
+	return fmt.Sprintf("send the arguments as one JSON object of named parameters, such as %s (an empty body means {}).", e.example)
+}
+
+// exampleArgs builds a short example object from a schema: its required
+// parameters, then the first parameter of each exactly-one rule, each with
+// a placeholder of its type.
+func exampleArgs(params json.RawMessage, rules []Rule) string {
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+			Enum []any  `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(params, &s)
+	names := append([]string(nil), s.Required...)
+	for _, r := range rules {
+		if r.first != "" {
+			names = append(names, r.first)
+		}
+	}
+	var parts []string
+	for _, n := range names {
+		p := s.Properties[n]
+		val := `"..."`
+		switch {
+		case len(p.Enum) > 0:
+			b, _ := json.Marshal(p.Enum[0])
+			val = string(b)
+		case p.Type == "integer" || p.Type == "number":
+			val = "1"
+		case p.Type == "boolean":
+			val = "true"
+		case p.Type == "array":
+			val = `["..."]`
+		case p.Type == "object":
+			val = "{}"
+		}
+		parts = append(parts, strconv.Quote(n)+": "+val)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "another JSON value"
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+// jsonProblem says where a JSON text breaks, for the malformed-arguments
+// message. Whitespace JSON does not allow (a no-break space, a line
+// separator, a byte-order mark) is named, since it is invisible.
+func jsonProblem(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return "no problem found"
+	case errors.As(err, &se) && se.Offset >= int64(len(b)):
+		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
+	case errors.As(err, &se):
+		at := max(int(se.Offset)-1, 0)
+		if r, _ := utf8.DecodeRune(b[at:]); unicode.IsSpace(r) || r == '\uFEFF' {
+			return fmt.Sprintf("byte %d is %U, which JSON does not allow outside strings", at, r)
+		}
+		return fmt.Sprintf("%v at byte %d", se, se.Offset)
+	case strings.Contains(err.Error(), "unexpected end"):
+		return fmt.Sprintf("the JSON ends early after %d bytes", len(b))
+	}
+	return err.Error()
 }
 
 // fieldPath turns gojsonschema's "(root)", "a.b" and "paths.0" into
@@ -106,6 +468,40 @@ func fieldPath(f string) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// name is a parameter name as a message shows it: as is when it is a plain
+// word, quoted and cut when a model sent something odd.
+func name(n string) string {
+	plain := n != "" && len(n) <= 64
+	for _, c := range n {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return n
+	}
+	return strconv.Quote(cut(n, 64))
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func join(parent, child string) string {

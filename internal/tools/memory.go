@@ -73,6 +73,16 @@ func (t *Memory) Description() string {
 
 func (t *Memory) Parameters() json.RawMessage { return json.RawMessage(memorySchema) }
 
+// Rules are checked by the registry before Execute and stated in the
+// description.
+func (t *Memory) Rules() []registry.Rule {
+	return []registry.Rule{
+		registry.RequiredWhen("action", "write", "content"),
+		registry.RequiredWhen("action", "search", "keywords"),
+		registry.NotAfter("start_line", "end_line"),
+	}
+}
+
 func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
 	args, err := registry.Decode[memoryArgs](raw)
 	if err != nil {
@@ -94,9 +104,6 @@ func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, erro
 }
 
 func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
-	if a.Content == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': action=write needs content, the fact to remember.")
-	}
 	call, _ := registry.CallFrom(ctx)
 	w, err := t.store.Write(ctx, call.Source, a.Content)
 	if err != nil {
@@ -111,9 +118,6 @@ func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
 
 func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 	kws := strings.Fields(a.Keywords)
-	if len(kws) == 0 {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': action=search needs keywords, separated by spaces (e.g. 'tea preference').")
-	}
 	if len(kws) > memoryMaxKeywords {
 		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': %d keywords given; at most %d are allowed. Next: keep the most specific ones.", len(kws), memoryMaxKeywords)
 	}
@@ -178,9 +182,6 @@ func unterminatedNote(st memory.Stats) string {
 }
 
 func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
-	if a.StartLine > 0 && a.EndLine > 0 && a.StartLine > a.EndLine {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': start_line (%d) is after end_line (%d).", a.StartLine, a.EndLine)
-	}
 	ranged := a.StartLine > 0 || a.EndLine > 0
 	var (
 		lines []memory.Line
@@ -320,4 +321,7 @@ func memoryError(err error) error {
 	return workspace.Explain(err, workspace.Path{Name: display, Display: display})
 }
 
-var _ registry.Tool = (*Memory)(nil)
+var (
+	_ registry.Tool  = (*Memory)(nil)
+	_ registry.Ruled = (*Memory)(nil)
+)

@@ -74,16 +74,16 @@ func (t *ReadFile) Description() string {
 
 func (t *ReadFile) Parameters() json.RawMessage { return json.RawMessage(readFileSchema) }
 
+// Rules are checked by the registry before Execute and stated in the
+// description.
+func (t *ReadFile) Rules() []registry.Rule {
+	return []registry.Rule{registry.ExactlyOne("path", "paths"), registry.NotAfter("start_line", "end_line")}
+}
+
 func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
 	args, err := registry.Decode[readFileArgs](raw)
 	if err != nil {
 		return "", err
-	}
-	if (args.Path == "") == (len(args.Paths) == 0) {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'read_file': give either path (one file) or paths (several files), not both and not neither.")
-	}
-	if args.StartLine > 0 && args.EndLine > 0 && args.StartLine > args.EndLine {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'read_file': start_line (%d) is after end_line (%d).", args.StartLine, args.EndLine)
 	}
 	opts := readOpts{start: max(args.StartLine, 1), end: args.EndLine, numbers: args.ShowLineNumbers == nil || *args.ShowLineNumbers}
 	if args.Path != "" {
@@ -353,4 +353,7 @@ func writeLine(b *strings.Builder, n, width int, text string, numbers bool) {
 	b.WriteByte('\n')
 }
 
-var _ registry.Tool = (*ReadFile)(nil)
+var (
+	_ registry.Tool  = (*ReadFile)(nil)
+	_ registry.Ruled = (*ReadFile)(nil)
+)

@@ -127,6 +127,12 @@ func (t *WebFetch) Description() string {
 
 func (t *WebFetch) Parameters() json.RawMessage { return t.schema }
 
+// Rules are checked by the registry before Execute and stated in the
+// description.
+func (t *WebFetch) Rules() []registry.Rule {
+	return []registry.Rule{registry.ExactlyOne("url", "urls")}
+}
+
 // Timeout covers a full batch: the pages run MaxConcurrent at a time, each
 // within its own Timeout.
 func (t *WebFetch) Timeout() time.Duration {
@@ -138,9 +144,6 @@ func (t *WebFetch) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	args, err := registry.Decode[webFetchArgs](raw)
 	if err != nil {
 		return "", err
-	}
-	if (args.URL == "") == (len(args.URLs) == 0) {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Pass exactly one of url (one page) or urls (several pages). Next: call web_fetch with {\"url\": \"https://...\"}.")
 	}
 	mode := extract.ModeText
 	if args.ExtractMode == string(extract.ModeMarkdown) {
@@ -188,7 +191,11 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 				res = fetchResult{URL: u, Error: err.Error(), Code: codeOf(err)}
 			}
 			out.Results[i] = res
-			registry.Progress(ctx, "page", fmt.Sprintf(`{"index":%d,"url":%q,"ok":%t}`, i, u, err == nil))
+			state := "fetched"
+			if err != nil {
+				state = "failed"
+			}
+			registry.Progress(ctx, "page", fmt.Sprintf("page %d %s: %s", i, state, u))
 		}()
 	}
 	wg.Wait()
@@ -506,4 +513,5 @@ func shorten(s string, n int) string {
 var (
 	_ registry.Tool      = (*WebFetch)(nil)
 	_ registry.Timeouter = (*WebFetch)(nil)
+	_ registry.Ruled     = (*WebFetch)(nil)
 )
