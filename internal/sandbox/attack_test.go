@@ -12,8 +12,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The tests in this file try, for real, what a model-run command must not
@@ -34,8 +37,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// attackBinary builds testdata/attack once per test binary.
+// attackBinary builds testdata/attack once per test binary, unless the
+// run as another user hands a built one down.
 var attackBinary = sync.OnceValues(func() (string, error) {
+	if p := os.Getenv("TOOLSVC_TEST_ATTACK_BIN"); p != "" {
+		return p, nil
+	}
 	if err := os.MkdirAll(attackDir, 0o755); err != nil {
 		return "", err
 	}
@@ -122,6 +129,19 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 	defer func() { victim.Process.Kill(); victim.Wait() }()
 	vpid := strconv.Itoa(victim.Process.Pid)
 	self := strconv.Itoa(os.Getpid())
+	// The service makes itself undumpable at start-up (cmd/toolsvc), as
+	// this test process does here; other processes are what they are.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{vpid, self}
+	files := []string{"environ", "cmdline", "mem"}
+	if os.Geteuid() != 0 {
+		// A service that is not root shares its account with the processes
+		// it starts: outside bubblewrap, only the service itself is
+		// protected, and its command line holds no secret.
+		targets, files = []string{self}, []string{"environ", "mem"}
+	}
 
 	forEachMode(t, Options{Network: true}, func(t *testing.T, s *Sandbox, af attackFixture) {
 		status := runIn(t, s, af.ws, "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status")
@@ -136,8 +156,8 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 		if !strings.Contains(status, "NoNewPrivs:\t1") {
 			t.Errorf("no_new_privs not set:\n%s", status)
 		}
-		for _, pid := range []string{vpid, self} {
-			for _, file := range []string{"environ", "cmdline", "mem"} {
+		for _, pid := range targets {
+			for _, file := range files {
 				out := runIn(t, s, af.ws, af.attack+" read /proc/"+pid+"/"+file)
 				if strings.Contains(out, "ALLOWED") || strings.Contains(out, secret) {
 					t.Errorf("read /proc/%s/%s: %s", pid, file, out)
@@ -147,7 +167,7 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 				t.Errorf("listed /proc/%s/fd: %s", pid, out)
 			}
 		}
-		if out := runIn(t, s, af.ws, "cat /proc/*/environ /proc/*/cmdline 2>/dev/null"); strings.Contains(out, secret) {
+		if out := runIn(t, s, af.ws, "cat /proc/*/environ /proc/*/cmdline 2>/dev/null"); os.Geteuid() == 0 && strings.Contains(out, secret) {
 			t.Errorf("a glob over /proc found the victim's secret")
 		}
 		victimDir := t.TempDir()
@@ -314,7 +334,23 @@ func TestNothingOutlivesCall(t *testing.T) {
 	base := 7000 + int(time.Now().UnixNano()%1000)
 	forEachMode(t, Options{}, func(t *testing.T, s *Sandbox, af attackFixture) {
 		if !s.Contains() {
-			t.Fatalf("mode %s cannot contain the command's processes here: %s", s.Mode(), s.Describe())
+			// Without a PID namespace or a control group (a service that is
+			// not root, outside bwrap), only the process group can be
+			// killed: the sandbox must say so rather than claim more.
+			out := runIn(t, s, af.ws, "echo ran")
+			tmp := t.TempDir()
+			path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", "true"})
+			cmd := exec.CommandContext(context.Background(), path, args...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + childTmp}
+			c, err := s.Start(cmd, tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, contained := c.Wait(); contained || !strings.Contains(out, "ran") {
+				t.Errorf("mode %s claims to contain processes it cannot: %s", s.Mode(), s.Describe())
+			}
+			t.Logf("NOT CONTAINED in mode %s as uid %d (reported as such): %s", s.Mode(), os.Geteuid(), s.Describe())
+			return
 		}
 		base++
 		marker := fmt.Sprintf("%d.", base)
@@ -401,4 +437,64 @@ func TestNoFileDescriptorsInherited(t *testing.T) {
 			t.Errorf("open descriptors in the command (ls's own is 3): %q", out)
 		}
 	})
+}
+
+// TestAttacksAsUnprivilegedUser runs the attacks above again as an
+// unprivileged account, as a service not run by root would: the test
+// binary re-runs itself as nobody (uid 65534).
+func TestAttacksAsUnprivilegedUser(t *testing.T) {
+	if os.Getenv("TOOLSVC_TEST_AS_USER") != "" {
+		t.Skip("already the unprivileged run")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become another user; this run is itself unprivileged")
+	}
+	bin, err := attackBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		os.Chmod(d, 0o777)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBin := filepath.Join(dir, "sandbox.test")
+	attack := filepath.Join(dir, "attack")
+	for p, b := range map[string][]byte{testBin: self} {
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ab, _ := os.ReadFile(bin)
+	if err := os.WriteFile(attack, ab, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o1777)
+	os.Chmod(tmp, 0o1777)
+	cmd := exec.Command(testBin, "-test.count=1", "-test.v",
+		"-test.run", "^(TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|TestNoFileDescriptorsInherited|TestSandboxModes)$")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp,
+		"TOOLSVC_TEST_AS_USER=1", "TOOLSVC_TEST_ATTACK_BIN=" + attack, "CI=" + os.Getenv("CI")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", summary(out))
+	if err != nil {
+		t.Errorf("the attacks as an unprivileged user failed: %v", err)
+	}
+}
+
+// summary keeps the lines of a verbose test run that say what happened.
+func summary(out []byte) string {
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "=== ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

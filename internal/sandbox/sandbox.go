@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -237,27 +238,24 @@ func (s *Sandbox) Limits() string {
 // child's private temporary folder, and the value TMPDIR should have for
 // the child. Start the resulting command with Start.
 func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []string, childTmp string) {
-	var pre []string
-	if s.ulimit != "" {
-		// The limits are set by the shell itself before it runs the
-		// command: nothing can fork between start and limit.
-		pre = append(pre, s.ulimit+" || exit 125")
-	}
+	childTmp = tmpDir
 	if s.pidns {
 		// The first process of a PID namespace ignores signals it has no
 		// handler for, even SIGKILL from inside, and `kill $$` must still
 		// work: a shell stays first and runs the command as its child.
-		pre = append(pre, `"$0" "$@"; exit $?`)
-	} else if len(pre) > 0 {
-		pre = append(pre, `exec "$0" "$@"`)
-	}
-	if len(pre) > 0 {
-		argv = append([]string{"/bin/sh", "-c", strings.Join(pre, "; ")}, argv...)
+		argv = append([]string{"/bin/sh", "-c", `"$0" "$@"; exit $?`}, argv...)
 	}
 	if s.mode == Bwrap {
-		return s.bwrap, s.bwrapArgs(tmpDir, argv), "/tmp"
+		argv = append([]string{s.bwrap}, s.bwrapArgs(tmpDir, argv)...)
+		childTmp = "/tmp"
 	}
-	return argv[0], argv[1:], tmpDir
+	if s.ulimit != "" {
+		// The limits are set by a shell before anything else runs, around
+		// bubblewrap too (inside its user namespace the process limit
+		// would count afresh): nothing can fork between start and limit.
+		argv = append([]string{"/bin/sh", "-c", s.ulimit + ` || exit 125; exec "$0" "$@"`}, argv...)
+	}
+	return argv[0], argv[1:], childTmp
 }
 
 // setupNone is the explicit choice of no file-system sandbox: the rest of
@@ -413,9 +411,11 @@ func (s *Sandbox) rlimitPrefix() string {
 	var parts []string
 	if s.limits.MaxProcs > 0 && (s.cg == nil || !s.cg.LimitsProcs()) {
 		for _, opt := range []string{"-u", "-p"} {
+			// The probe reads the limit back with the builtin: forking a
+			// program could itself fail where the user is at the limit.
 			set := fmt.Sprintf("ulimit %s %d", opt, s.limits.MaxProcs)
-			out, err := exec.Command("/bin/sh", "-c", set+" 2>/dev/null && cat /proc/self/limits").Output()
-			if err == nil && strings.Contains(string(out), fmt.Sprintf("Max processes             %d ", s.limits.MaxProcs)) {
+			out, err := exec.Command("/bin/sh", "-c", set+" 2>/dev/null && ulimit "+opt).Output()
+			if err == nil && strings.TrimSpace(string(out)) == strconv.Itoa(s.limits.MaxProcs) {
 				parts = append(parts, set)
 				break
 			}
