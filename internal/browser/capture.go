@@ -184,6 +184,9 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	if _, err := cdp.Call(runCtx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}, HandleAuthRequests: ptr(true)}); err != nil {
 		return nil, err
 	}
+	if _, err := cdp.Call(runCtx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: noWebRTC}); err != nil {
+		return nil, err
+	}
 	if err := chromedp.Do(runCtx, chromedp.EmulateViewport(int64(req.Width), int64(req.Height))); err != nil {
 		return nil, err
 	}
@@ -260,6 +263,17 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	shot.Blocked, shot.NBlocked = mon.blockedList()
 	return shot, nil
 }
+
+// noWebRTC runs before any script of every document of the tab and removes
+// WebRTC's interfaces, so a page cannot even try. It is the second layer:
+// the wall is the webrtc-ip-handling-policy switch, which also holds for
+// the documents this script does not reach (a cross-site iframe runs in a
+// process of its own, outside the tab's DevTools session).
+const noWebRTC = `(() => {
+  for (const name of Object.getOwnPropertyNames(globalThis)) {
+    if (/^(webkit)?RTC/.test(name)) { try { delete globalThis[name]; } catch (e) {} }
+  }
+})();`
 
 // loadBudget leaves part of the remaining time for the capture itself, so
 // a page that never finishes loading is still captured.

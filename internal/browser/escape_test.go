@@ -101,11 +101,11 @@ func (r *reports) all() string {
 
 // webrtcPage tries every way WebRTC has to send packets: STUN and TURN over
 // UDP to a loopback listener (an address the guard even allows, since UDP
-// never reaches the guard), TURN over TCP to a forbidden address, and the
-// same from the constructor of a fresh about:blank iframe, which scripts
-// run at document start do not reach. It reports what it managed to
-// /report.
-func webrtcPage(udpPort, tcpPort int) string {
+// never reaches the guard), and TURN over TCP to a forbidden address; from
+// the page, from a fresh about:blank iframe and a srcdoc one, and, when
+// name is "page", from a cross-site iframe, which has a process of its own.
+// It reports what it managed to /report on its own site.
+func webrtcPage(name string, udpPort, tcpPort int, crossSite string) string {
 	return fmt.Sprintf(`<!doctype html><html><body style="margin:0;background:#ff0000"><script>
 var log = [];
 function attempt(name, PC) {
@@ -121,13 +121,17 @@ function attempt(name, PC) {
     log.push(name + ": created");
   } catch (e) { log.push(name + ": " + e); }
 }
-attempt("page", window.RTCPeerConnection);
-attempt("webkit", window.webkitRTCPeerConnection);
+attempt("%[3]s", window.RTCPeerConnection);
+attempt("%[3]s webkit", window.webkitRTCPeerConnection);
 var f = document.createElement("iframe");
 document.body.appendChild(f);
-try { attempt("iframe", f.contentWindow.RTCPeerConnection); } catch (e) { log.push("iframe: " + e); }
-setTimeout(function () { fetch("/report", {method: "POST", body: log.join("\n")}); }, 1000);
-</script></body></html>`, udpPort, tcpPort)
+try { attempt("%[3]s about:blank iframe", f.contentWindow.RTCPeerConnection); } catch (e) { log.push("iframe: " + e); }
+var g = document.createElement("iframe");
+g.srcdoc = "<script>parent.attempt('%[3]s srcdoc iframe', window.RTCPeerConnection)<\/script>";
+document.body.appendChild(g);
+if ("%[4]s") { var h = document.createElement("iframe"); h.src = "%[4]s"; document.body.appendChild(h); }
+setTimeout(function () { fetch("/report", {method: "POST", body: log.join("\n")}); }, 800);
+</script></body></html>`, udpPort, tcpPort, name, crossSite)
 }
 
 func TestWebRTCCannotEscape(t *testing.T) {
@@ -136,30 +140,50 @@ func TestWebRTCCannotEscape(t *testing.T) {
 	tcp := newTCPSink(t, "127.0.0.2:0")
 	rep := &reports{ch: make(chan struct{}, 1)}
 	mux := http.NewServeMux()
+	var frameURL string // the same site by a name: another site to the browser
 	mux.HandleFunc("/webrtc", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, webrtcPage(udp.port, tcp.port))
+		fmt.Fprint(w, webrtcPage("page", udp.port, tcp.port, frameURL))
+	})
+	mux.HandleFunc("/webrtc-frame", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, webrtcPage("cross-site iframe", udp.port, tcp.port, ""))
 	})
 	mux.HandleFunc("/report", rep.handler)
 	site := httptest.NewServer(mux)
 	defer site.Close()
+	frameURL = "http://allowed.test:" + site.URL[strings.LastIndex(site.URL, ":")+1:] + "/webrtc-frame"
 
 	t.Run("guarded browser", func(t *testing.T) {
 		b := newBrowser(t, 1)
-		_, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: site.URL + "/webrtc", Width: 320, Height: 240, Wait: 2 * time.Second})
+		shot, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: site.URL + "/webrtc", Width: 320, Height: 240, Wait: 3 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitReport(t, rep)
-		t.Logf("the page reported:\n%s", rep.all())
+		wantColour(t, decode(t, shot.PNG), 5, 5, red)
+		waitReports(t, rep, 2)
+		said := rep.all()
+		t.Logf("the pages reported:\n%s", said)
+		// The script run on every new document of the tab removes WebRTC
+		// from the page and its same-process frames...
+		for _, want := range []string{"page: no RTCPeerConnection", "page webkit: no RTCPeerConnection", "page about:blank iframe: no RTCPeerConnection", "page srcdoc iframe: no RTCPeerConnection"} {
+			if !strings.Contains(said, want) {
+				t.Errorf("the report lacks %q", want)
+			}
+		}
+		// ...but not from a cross-site iframe: there a peer connection is
+		// made, and the switch alone must keep it from sending.
+		if !strings.Contains(said, "cross-site iframe: created") {
+			t.Errorf("the cross-site iframe made no peer connection, so the switch went untested")
+		}
 		if n := udp.packets.Load(); n != 0 {
 			t.Errorf("the UDP listener received %d packets from the page's WebRTC", n)
 		}
 		if n := tcp.accepts.Load(); n != 0 {
 			t.Errorf("the forbidden TCP listener accepted %d connections from the page's WebRTC", n)
 		}
-		if strings.Contains(rep.all(), "candidate:") {
-			t.Errorf("WebRTC gathered candidates:\n%s", rep.all())
+		if strings.Contains(said, "candidate:") {
+			t.Errorf("WebRTC gathered candidates:\n%s", said)
 		}
 	})
 
@@ -183,19 +207,28 @@ func TestWebRTCCannotEscape(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/webrtc")); err != nil {
 			t.Fatal(err)
 		}
-		waitReport(t, rep)
+		waitReports(t, rep, 3)
 		if udp.packets.Load() == before {
 			t.Fatalf("the test page sent no UDP packet even without protections; the check above proves nothing. The page reported:\n%s", rep.all())
 		}
 	})
 }
 
-// waitReport waits for a page's report.
-func waitReport(t *testing.T, rep *reports) {
+// waitReports waits until n reports have come in all.
+func waitReports(t *testing.T, rep *reports, n int) {
 	t.Helper()
-	select {
-	case <-rep.ch:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the page never reported: its script did not run")
+	timeout := time.After(30 * time.Second)
+	for {
+		rep.mu.Lock()
+		got := len(rep.got)
+		rep.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-rep.ch:
+		case <-timeout:
+			t.Fatalf("%d of %d reports came: a page's script did not run. They said:\n%s", got, n, rep.all())
+		}
 	}
 }

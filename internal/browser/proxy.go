@@ -239,7 +239,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The browser's first request in each browser context comes
 		// without credentials and is answered this way too; DevTools then
 		// hands them over and the browser asks again.
-		p.log.Debug().Str("remote", r.RemoteAddr).Str("method", r.Method).Msg("browser proxy: request without the proxy credentials")
+		p.log.Debug().Str("remote", r.RemoteAddr).Str("method", r.Method).Str("target", r.Host).Msg("browser proxy: request without the proxy credentials")
 		w.Header().Set("Proxy-Authenticate", `Basic realm="toolsvc browser"`)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
