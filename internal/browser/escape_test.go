@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -427,20 +429,27 @@ Promise.all(tries).then(function () { return fetch("/report", {method: "POST", b
 		t.Errorf("the result lists no blocked request")
 	}
 
-	t.Run("the browser listens on no port", func(t *testing.T) {
-		b.mu.Lock()
-		home := b.home
-		b.mu.Unlock()
-		if home == "" {
-			t.Fatal("no browser running")
+	// After the page, every IP socket the browser's processes hold is a TCP
+	// connection to the proxy: no listening port (DevTools runs over a
+	// pipe), no UDP socket, no raw one, no connection anywhere else.
+	t.Run("the browser's only sockets go to the proxy", func(t *testing.T) {
+		pids := browserTree(t, b)
+		inodes := socketInodes(pids)
+		if len(inodes) == 0 {
+			t.Fatalf("the browser's %d processes hold no socket at all; the check would prove nothing", len(pids))
 		}
-		pids := processesUsing(home + "/")
-		if len(pids) == 0 {
-			t.Fatal("no browser process found")
+		_, port, _ := net.SplitHostPort(b.proxy.Addr())
+		var p int
+		fmt.Sscan(port, &p)
+		proxy := fmt.Sprintf("0100007F:%04X", p)
+		ip := inetSockets(inodes, []string{"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/udp6", "/proc/net/raw", "/proc/net/raw6"})
+		for _, sock := range ip {
+			f := strings.Fields(sock) // table local remote state
+			if f[0] != "/proc/net/tcp" || f[2] != proxy || f[3] == "0A" {
+				t.Errorf("the browser holds a socket that is not a connection to the proxy (%s): %s", proxy, sock)
+			}
 		}
-		if l := listeningSockets(t, pids); len(l) > 0 {
-			t.Errorf("browser processes listen on %v; DevTools should use a pipe", l)
-		}
+		t.Logf("the browser's %d processes hold %d sockets; the IP ones: %v", len(pids), len(inodes), ip)
 	})
 
 	if n := sink.accepts.Load(); n != 0 {
@@ -448,14 +457,46 @@ Promise.all(tries).then(function () { return fetch("/report", {method: "POST", b
 	}
 }
 
-// listeningSockets returns the TCP sockets in LISTEN state (local address
-// in /proc/net form) held by the processes described by entries of the form
-// "pid: cmdline".
-func listeningSockets(t *testing.T, procs []string) []string {
+// browserTree returns the pids of the running browser process and of all
+// its descendants.
+func browserTree(t *testing.T, b *Browser) []string {
 	t.Helper()
+	b.mu.Lock()
+	ctx := b.ctx
+	b.mu.Unlock()
+	c := chromedp.FromContext(ctx)
+	if ctx == nil || c == nil || c.Browser == nil || c.Browser.Process() == nil {
+		t.Fatal("no browser running")
+	}
+	parent := map[string]string{} // pid -> ppid
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		if i := bytes.LastIndexByte(st, ')'); i > 0 {
+			if f := strings.Fields(string(st[i+1:])); len(f) > 1 {
+				parent[e.Name()] = f[1]
+			}
+		}
+	}
+	tree := []string{fmt.Sprint(c.Browser.Process().Pid)}
+	for i := 0; i < len(tree); i++ {
+		for pid, pp := range parent {
+			if pp == tree[i] {
+				tree = append(tree, pid)
+			}
+		}
+	}
+	return tree
+}
+
+// socketInodes returns the inodes of the sockets held by the processes.
+func socketInodes(pids []string) map[string]bool {
 	inodes := map[string]bool{}
-	for _, p := range procs {
-		pid, _, _ := strings.Cut(p, ":")
+	for _, pid := range pids {
 		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
 		for _, fd := range fds {
 			link, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
@@ -464,17 +505,25 @@ func listeningSockets(t *testing.T, procs []string) []string {
 			}
 		}
 	}
+	return inodes
+}
+
+// inetSockets returns the IP sockets of the given /proc/net tables whose
+// inode is in inodes and whose state is in states (hex, as in the tables;
+// empty: any), as "table local-address remote-address state".
+func inetSockets(inodes map[string]bool, tables []string, states ...string) []string {
 	var out []string
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, table := range tables {
 		data, err := os.ReadFile(table)
 		if err != nil {
 			continue
 		}
 		for _, line := range strings.Split(string(data), "\n")[1:] {
 			f := strings.Fields(line)
-			if len(f) > 9 && f[3] == "0A" && inodes[f[9]] {
-				out = append(out, f[1])
+			if len(f) <= 9 || !inodes[f[9]] || (len(states) > 0 && !slices.Contains(states, f[3])) {
+				continue
 			}
+			out = append(out, table+" "+f[1]+" "+f[2]+" "+f[3])
 		}
 	}
 	return out
