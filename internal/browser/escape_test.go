@@ -528,3 +528,52 @@ func inetSockets(inodes map[string]bool, tables []string, states ...string) []st
 	}
 	return out
 }
+
+// TestSiteNeverGetsTheSecret: a site that asks for credentials, as a server
+// (401) or posing as a proxy (407), gets no answer with the proxy's secret,
+// and the capture does not hang on the prompt.
+func TestSiteNeverGetsTheSecret(t *testing.T) {
+	needChrome(t)
+	var mu sync.Mutex
+	var seen []string
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for k, v := range r.Header {
+			seen = append(seen, k+": "+strings.Join(v, ","))
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/401":
+			w.Header().Set("WWW-Authenticate", `Basic realm="site"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/407":
+			w.Header().Set("Proxy-Authenticate", `Basic realm="site"`)
+			w.WriteHeader(http.StatusProxyAuthRequired)
+		}
+		fmt.Fprint(w, `<body style="margin:0;background:#ff0000"></body>`)
+	}))
+	defer site.Close()
+	b := newBrowser(t, 1)
+	for _, path := range []string{"/401", "/407"} {
+		t.Run(path, func(t *testing.T) {
+			shot, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: site.URL + path, Width: 320, Height: 240})
+			t.Logf("shot %v, err %v", shot != nil, err)
+			if err != nil && codeOf(err) == CodeTimeout {
+				t.Fatalf("the capture hung on the prompt: %v", err)
+			}
+		})
+	}
+	_, pass := b.proxy.Credentials()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the site saw no request")
+	}
+	for _, h := range seen {
+		lh := strings.ToLower(h)
+		if strings.HasPrefix(lh, "authorization:") || strings.HasPrefix(lh, "proxy-authorization:") || strings.Contains(h, pass) || strings.Contains(h, base64.StdEncoding.EncodeToString([]byte(proxyUser+":"+pass))) {
+			t.Errorf("the site received %q", h)
+		}
+	}
+}
