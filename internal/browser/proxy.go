@@ -58,8 +58,8 @@ const (
 // Any local process can connect to a port on 127.0.0.1, so the proxy
 // serves only clients that know the random secret made when it starts
 // (proxy Basic credentials, which the browser gets through DevTools):
-// anything else gets 407 before the request is even read as a proxy
-// request, and nothing is dialed.
+// anything else gets 407 before its target is looked at, and nothing is
+// dialed.
 type Proxy struct {
 	guard Guard
 	log   zerolog.Logger
