@@ -372,8 +372,11 @@ func (b *Browser) allocatorOptions(path, home string, out *tailBuffer) []chromed
 		// QUIC is UDP and would not go through an HTTP proxy.
 		{"disable-quic", true},
 		{"dns-prefetch-disable", true},
-		// WebRTC may use only the proxy, never UDP of its own.
-		{"force-webrtc-ip-handling-policy", "disable_non_proxied_udp"},
+		// WebRTC may use only the proxy, never UDP of its own: no host
+		// candidates, no STUN or TURN over UDP, and TURN over TCP only as a
+		// CONNECT through the proxy. (The switch is this one; Chromium
+		// ignores "force-webrtc-ip-handling-policy".)
+		{"webrtc-ip-handling-policy", "disable_non_proxied_udp"},
 		{"proxy-server", "http://" + b.proxy.Addr()},
 		// "<-loopback>" removes Chromium's implicit bypass of localhost and
 		// 127.0.0.0/8, so loopback addresses go through the guard too.

@@ -179,7 +179,12 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	}
 	paused := chromedp.Events(runCtx, fetch.RequestPaused)
 	go b.intercept(runCtx, t, paused, mon)
-	if _, err := cdp.Call(runCtx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+	auths := chromedp.Events(runCtx, fetch.AuthRequired)
+	go answerAuth(runCtx, t, auths, proxy)
+	if _, err := cdp.Call(runCtx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}, HandleAuthRequests: ptr(true)}); err != nil {
+		return nil, err
+	}
+	if _, err := cdp.Call(runCtx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: noWebRTC}); err != nil {
 		return nil, err
 	}
 	if err := chromedp.Do(runCtx, chromedp.EmulateViewport(int64(req.Width), int64(req.Height))); err != nil {
@@ -259,6 +264,17 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	return shot, nil
 }
 
+// noWebRTC runs before any script of every document of the tab and removes
+// WebRTC's interfaces, so a page cannot even try. It is the second layer:
+// the wall is the webrtc-ip-handling-policy switch, which also holds for
+// the documents this script does not reach (a cross-site iframe runs in a
+// process of its own, outside the tab's DevTools session).
+const noWebRTC = `(() => {
+  for (const name of Object.getOwnPropertyNames(globalThis)) {
+    if (/^(webkit)?RTC/.test(name)) { try { delete globalThis[name]; } catch (e) {} }
+  }
+})();`
+
 // loadBudget leaves part of the remaining time for the capture itself, so
 // a page that never finishes loading is still captured.
 func loadBudget(ctx context.Context) time.Duration {
@@ -291,6 +307,35 @@ func (b *Browser) intercept(ctx context.Context, t *chromedp.Target, paused iter
 			return
 		}
 	}
+}
+
+// answerAuth gives the proxy its credentials when it asks for them, and
+// nothing to anyone else: a site's own login prompt (401) is cancelled, so
+// the page shows the site's answer.
+func answerAuth(ctx context.Context, t *chromedp.Target, auths iter.Seq2[fetch.EventAuthRequired, error], proxy *Proxy) {
+	for ev, err := range auths {
+		if err != nil {
+			return
+		}
+		resp := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+		if c := ev.AuthChallenge; c != nil && c.Source == fetch.AuthChallengeSourceProxy && isProxyOrigin(c.Origin, proxy.Addr()) {
+			user, pass := proxy.Credentials()
+			resp = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials, Username: user, Password: pass}
+		}
+		_, err = cdp.Call(ctx, t, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// isProxyOrigin reports whether a challenge's origin ("http://host:port",
+// or host:port) is the proxy at addr.
+func isProxyOrigin(origin, addr string) bool {
+	if u, err := url.Parse(origin); err == nil && u.Host != "" {
+		origin = u.Host
+	}
+	return origin == addr
 }
 
 // judge returns why a paused request must not go out, or "".

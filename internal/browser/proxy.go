@@ -3,6 +3,9 @@ package browser
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +54,12 @@ const (
 // tunnels, so TLS stays end to end between the browser and the site. The
 // proxy connects only through the guard, so the guard judges the resolved
 // address of every connection the page makes, whatever started it.
+//
+// Any local process can connect to a port on 127.0.0.1, so the proxy
+// serves only clients that know the random secret made when it starts
+// (proxy Basic credentials, which the browser gets through DevTools):
+// anything else gets 407 before its target is looked at, and nothing is
+// dialed.
 type Proxy struct {
 	guard Guard
 	log   zerolog.Logger
@@ -58,6 +67,9 @@ type Proxy struct {
 	srv   *http.Server
 	tr    *http.Transport
 	rp    *httputil.ReverseProxy
+	user  string
+	pass  string
+	auth  []byte // user:pass, what Proxy-Authorization must carry
 
 	mu       sync.Mutex
 	tunnels  map[net.Conn]struct{}
@@ -84,7 +96,8 @@ func StartProxy(g Guard, log zerolog.Logger) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("browser proxy: %w", err)
 	}
-	p := &Proxy{guard: g, log: log, ln: ln, tunnels: map[net.Conn]struct{}{}}
+	p := &Proxy{guard: g, log: log, ln: ln, tunnels: map[net.Conn]struct{}{}, user: proxyUser, pass: rand.Text()}
+	p.auth = []byte(p.user + ":" + p.pass)
 	p.tr = &http.Transport{
 		Proxy:                 nil, // never chain to the service's own proxy settings
 		DialContext:           p.dial,
@@ -116,8 +129,32 @@ func StartProxy(g Guard, log zerolog.Logger) (*Proxy, error) {
 	return p, nil
 }
 
+// proxyUser is the user name of the proxy's credentials; the password is
+// the secret.
+const proxyUser = "toolsvc"
+
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Credentials returns the user name and password the proxy asks for. They
+// are made anew at every start and must never be shown to a page or put in
+// a log.
+func (p *Proxy) Credentials() (user, password string) { return p.user, p.pass }
+
+// authorized reports whether r carries the proxy's credentials, compared
+// in constant time.
+func (p *Proxy) authorized(r *http.Request) bool {
+	const prefix = "basic "
+	h := r.Header.Get("Proxy-Authorization")
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	got, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(got, p.auth) == 1
+}
 
 // Close stops the proxy and cuts every open tunnel.
 func (p *Proxy) Close() error {
@@ -194,9 +231,22 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 	return p.guard.DialContext(ctx, network, addr)
 }
 
-// ServeHTTP handles CONNECT tunnels and absolute-form http requests; any
-// other request (a page asking the proxy itself) is refused.
+// ServeHTTP handles CONNECT tunnels and absolute-form http requests from
+// the browser; a client without the credentials gets 407, and any other
+// request (a page asking the proxy itself) is refused.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.authorized(r) {
+		// The browser's first request in each browser context comes
+		// without credentials and is answered this way too; DevTools then
+		// hands them over and the browser asks again.
+		p.log.Debug().Str("remote", r.RemoteAddr).Str("method", r.Method).Str("target", r.Host).Msg("browser proxy: request without the proxy credentials")
+		w.Header().Set("Proxy-Authenticate", `Basic realm="toolsvc browser"`)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		io.WriteString(w, "this proxy serves the toolsvc browser only\n")
+		return
+	}
 	if r.Method == http.MethodConnect {
 		p.connect(w, r)
 		return
