@@ -64,6 +64,10 @@ type Options struct {
 	// Redact removes secrets from text that leaves the service (results and
 	// audit records). Default: identity.
 	Redact func(string) string
+	// RedactProgress wraps a progress listener so that no secret reaches
+	// it, even split across events; flush sends what it held back and is
+	// called when the tool returns. Default: each event through Redact.
+	RedactProgress func(fn func(event, data string)) (send func(event, data string), flush func())
 }
 
 // Status values of a Result.
@@ -133,6 +137,15 @@ func New(opts Options) *Registry {
 	}
 	if opts.Redact == nil {
 		opts.Redact = func(s string) string { return s }
+	}
+	if opts.RedactProgress == nil {
+		redact := opts.Redact
+		opts.RedactProgress = func(fn func(event, data string)) (func(event, data string), func()) {
+			if fn == nil {
+				return nil, func() {}
+			}
+			return func(event, data string) { fn(event, redact(data)) }, func() {}
+		}
 	}
 	return &Registry{opts: opts, tools: make(map[string]*entry)}
 }
@@ -253,6 +266,9 @@ func (r *Registry) namesLocked() []string {
 // malformed arguments, a timeout or a panic in the tool, is a Result.
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
 	start := r.opts.Now()
+	// The headers are the caller's text and reach the audit record and the
+	// tool's context: a key pasted there must not be recorded.
+	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
 	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
@@ -323,7 +339,9 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ctx = WithProgress(WithCall(ctx, call), meta.Progress)
+	progress, flush := r.opts.RedactProgress(meta.Progress)
+	defer flush()
+	ctx = WithProgress(WithCall(ctx, call), progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
