@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -403,10 +405,68 @@ func jsonProblem(b []byte) string {
 }
 
 // Decode unmarshals validated arguments into a tool's typed struct.
+//
+// JSON Schema counts 3.0 and 1e2 as integers, and models write them so, but
+// encoding/json will not put them in an int: when the plain decode fails,
+// such numbers are rewritten in integer form and the decode is tried again.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
-	if err := json.Unmarshal(args, &v); err != nil {
-		return v, Errorf(CodeInvalidArguments, "Invalid parameters: %v", err)
+	err := json.Unmarshal(args, &v)
+	if err == nil {
+		return v, nil
 	}
-	return v, nil
+	if fixed, ok := integralNumbers(args); ok {
+		var w T
+		if json.Unmarshal(fixed, &w) == nil {
+			return w, nil
+		}
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+		return v, Errorf(CodeInvalidArguments, "Invalid parameters: %s must be a whole number in range for %s, not %s. Next: send a smaller whole number.", te.Field, te.Type, strings.TrimPrefix(te.Value, "number "))
+	}
+	return v, Errorf(CodeInvalidArguments, "Invalid parameters: %v", err)
+}
+
+// integralNumbers re-encodes args with every number that has an integer
+// value within int64 written as an integer (3.0 -> 3, 1e2 -> 100). ok is
+// false when nothing changed.
+func integralNumbers(args []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	changed := false
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		case json.Number:
+			if _, err := t.Int64(); err == nil {
+				return t
+			}
+			f, err := t.Float64()
+			// 2^63 is the first float64 outside int64.
+			if err == nil && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+				changed = true
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+		}
+		return x
+	}
+	v = walk(v)
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(v)
+	return out, err == nil
 }
