@@ -55,15 +55,39 @@ func SecretName(name string) bool {
 
 // MentionsSecretName is a quick test on raw JSON (or any text): false means
 // no name in it can be secret-looking, so a caller may skip decoding it.
-// True may be a false alarm.
+// True may be a false alarm. A \u escape counts as a mention, since it may
+// spell a name ("p\u0061ssword"). It does not allocate.
 func MentionsSecretName(b []byte) bool {
-	low := bytes.ToLower(b)
+	if bytes.Contains(b, []byte(`\u`)) {
+		return true
+	}
 	for _, p := range [...]string{"key", "pass", "pwd", "secret", "token", "cred", "auth", "cookie"} {
-		if bytes.Contains(low, []byte(p)) {
+		if containsFold(b, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// containsFold reports whether b holds p (lower-case ASCII) in any case.
+func containsFold(b []byte, p string) bool {
+	for i := 0; i+len(p) <= len(b); i++ {
+		j := 0
+		for j < len(p) && lowerASCII(b[i+j]) == p[j] {
+			j++
+		}
+		if j == len(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // words splits a name into lower-case words at anything that is not a

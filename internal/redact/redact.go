@@ -6,6 +6,7 @@ package redact
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,8 +40,10 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	for _, s := range secrets {
-		add(s)
-		add(jsonEscaped(s))
+		if len(s) >= minLen {
+			add(s)
+			add(jsonEscaped(s)) // escaping only lengthens: a short secret stays out
+		}
 	}
 	if len(list) == 0 {
 		return &Redactor{}
@@ -86,13 +89,13 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 	}
 	var mu sync.Mutex
 	held := map[string]string{}
-	var order []string // event names in the order their tails were held
+	var order []string // event names in the order their tails were first held
 	send = func(event, data string) {
 		mu.Lock()
 		text := held[event] + data
 		out, tail := r.scan(text)
 		if tail != "" {
-			if _, ok := held[event]; !ok {
+			if !slices.Contains(order, event) {
 				order = append(order, event)
 			}
 			held[event] = tail
@@ -110,6 +113,7 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 		for _, ev := range order {
 			if t, ok := held[ev]; ok {
 				rest = append(rest, [2]string{ev, r.String(t)})
+				delete(held, ev)
 			}
 		}
 		held, order = map[string]string{}, nil
@@ -122,26 +126,22 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 }
 
 // scan redacts text up to the first position from which the rest could be
-// the beginning of a secret, and returns that rest unredacted.
+// the beginning of a secret, and returns that rest unredacted. Secrets are
+// tried longest first, as String does: where a longer secret may still
+// match once more text arrives, nothing shorter is replaced yet.
 func (r *Redactor) scan(text string) (out, tail string) {
 	var b strings.Builder
 	i := 0
+next:
 	for i < len(text) {
-		matched := false
-		for _, s := range r.secrets {
-			if strings.HasPrefix(text[i:], s) {
-				b.WriteString(Mask)
-				i += len(s)
-				matched = true
-				break
-			}
-		}
-		if matched {
-			continue
-		}
 		rest := text[i:]
 		for _, s := range r.secrets {
-			if len(rest) < len(s) && strings.HasPrefix(s, rest) {
+			switch {
+			case strings.HasPrefix(rest, s):
+				b.WriteString(Mask)
+				i += len(s)
+				continue next
+			case len(rest) < len(s) && strings.HasPrefix(s, rest):
 				return b.String(), rest
 			}
 		}

@@ -95,6 +95,12 @@ func TestSecretName(t *testing.T) {
 			t.Errorf("SecretName(%q) = true, want false", n)
 		}
 	}
+	if MentionsSecretName([]byte(`{"path":"a.txt","content":"x"}`)) {
+		t.Error("MentionsSecretName: false alarm on plain arguments")
+	}
+	if !MentionsSecretName([]byte(`{"p\u0061ssword":"x"}`)) || !MentionsSecretName([]byte(`{"DB_PASSWORD":"x"}`)) {
+		t.Error("MentionsSecretName misses an escaped or upper-case name")
+	}
 }
 
 func TestSecretVariable(t *testing.T) {
