@@ -5,6 +5,7 @@
 # test with the race detector.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./internal/registry/...   # some packages
+#   FUZZ=1 scripts/test.sh     # and a short fuzzing pass (always when CI=true)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +31,27 @@ if [ -n "$unformatted" ]; then
 fi
 if [ $# -eq 0 ]; then set -- ./...; fi
 go test -race -count=1 -timeout 18m "$@"
+
+# A short fuzzing pass over every fuzz target (CI, or FUZZ=1): go test -fuzz
+# takes one package and one target per run. The seed corpora and the
+# testdata/fuzz/ regression cases already ran above as ordinary tests.
+if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
+  fuzztime="${FUZZTIME:-5s}"  # ten targets: under two minutes in all
+  targets=(
+    "./internal/redact/ FuzzProgress"
+    "./internal/registry/ FuzzInvokeArguments"
+    "./internal/workspace/ FuzzResolve"
+    "./internal/shellguard/ FuzzCheck"
+    "./internal/shellguard/ FuzzCheckRmRfRoot"
+    "./internal/netguard/ FuzzCheckURL"
+    "./internal/netguard/ FuzzDecide"
+    "./internal/extract/ FuzzHTML"
+    "./internal/memory/ FuzzFormatEntry"
+    "./internal/memory/ FuzzStoreFile"
+  )
+  for t in "${targets[@]}"; do
+    read -r pkg name <<<"$t"
+    echo "fuzz $name ($pkg) for $fuzztime"
+    go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg"
+  done
+fi

@@ -63,7 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("protecting the service's process: %w", err)
 	}
 	level, _ := zerolog.ParseLevel(cfg.LogLevel)
-	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
+	// Every secret the service holds is cut from log lines, results,
+	// progress events and audit records.
+	red := redact.New(cfg.SecretValues()...)
+	log := zerolog.New(red.Writer(stdout)).Level(level).With().Timestamp().Logger()
 
 	ws, err := workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
 	if err != nil {
@@ -82,8 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	stopping, stopTools := context.WithCancel(context.Background())
 	defer stopTools()
 
-	red := redact.New(cfg.SecretValues()...)
-	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactHold: red.Hold}
+	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress}
 	if cfg.AuditEnabled {
 		al, err := audit.New(audit.Options{
 			Dir:            filepath.Join(dataDir, "audit_logs"),

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/runes"
 )
 
@@ -295,9 +295,6 @@ func writeAll(fd int, data []byte) error {
 	return nil
 }
 
-// secretKey matches argument names whose values are never recorded.
-var secretKey = regexp.MustCompile(`(?i)(passw|secret|token|api_?key|authorization|credential|cookie)`)
-
 // cleanArguments cuts long string values and blanks values of secret-looking
 // keys. Small arguments without such keys pass through untouched.
 func (l *Log) cleanArguments(args any) (any, bool) {
@@ -309,7 +306,7 @@ func (l *Log) cleanArguments(args any) (any, bool) {
 		}
 		return s, false
 	}
-	if len(raw) <= l.opts.MaxArgChars && !secretKey.Match(raw) {
+	if len(raw) <= l.opts.MaxArgChars && !redact.MentionsSecretName(raw) {
 		return raw, false
 	}
 	var v any
@@ -331,7 +328,7 @@ func (l *Log) clean(v any, cut *bool) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
-			if secretKey.MatchString(k) {
+			if redact.SecretName(k) {
 				t[k] = "[REDACTED]"
 				continue
 			}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +19,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/redact"
 )
 
 // Prefix is the prefix of every variable.
@@ -27,7 +32,7 @@ type Config struct {
 	// Service
 	Addr               string        `envconfig:"ADDR" default:"127.0.0.1:8080" desc:"host:port to listen on"`
 	Workspace          string        `envconfig:"WORKSPACE" default:"./workspace" desc:"folder the tools work in; created if missing"`
-	DataDir            string        `envconfig:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools"`
+	DataDir            string        `envconfig:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools; must be outside the workspace (and not contain it)"`
 	MinFreeBytes       int64         `envconfig:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
 	APIKeys            Secrets       `envconfig:"API_KEYS" desc:"comma-separated bearer keys; when set, every route but /healthz and /readyz needs one"`
 	AllowInsecure      bool          `envconfig:"ALLOW_INSECURE" default:"false" desc:"allow listening on a non-loopback address without API keys"`
@@ -175,7 +180,69 @@ func Load() (Config, error) {
 		}
 		return c, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.CheckFolders()
+}
+
+// CheckFolders refuses a data folder inside the workspace, a workspace
+// inside the data folder, and the two being one folder, after resolving
+// symbolic links (of the parts that exist so far). Tools work in the
+// workspace, so they could otherwise read or rewrite the audit log, or the
+// service's own files could land among the model's.
+func (c Config) CheckFolders() error {
+	ws, err := resolvePath(c.Workspace)
+	if err != nil {
+		return fmt.Errorf("%s_WORKSPACE: %w", Prefix, err)
+	}
+	data, err := resolvePath(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("%s_DATA_DIR: %w", Prefix, err)
+	}
+	var how string
+	switch {
+	case ws == data:
+		how = "is the workspace"
+	case within(data, ws):
+		how = "is inside the workspace"
+	case within(ws, data):
+		how = "contains the workspace"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s_DATA_DIR: %s (%s) %s (%s): tools could read and change the audit log. Next: choose a data folder outside the workspace, e.g. a sibling folder", Prefix, c.DataDir, data, how, ws)
+}
+
+// resolvePath makes p absolute and resolves the symbolic links in the
+// longest part of it that exists; the missing rest is appended as is.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for {
+		real, err := filepath.EvalSymlinks(abs)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return filepath.Join(abs, rest), nil
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
+}
+
+// within reports whether path p lies strictly below dir.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // Validate checks values that parse but make no sense.
@@ -316,9 +383,52 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Secrets returns every secret value in the configuration, for redaction.
+// SecretValues returns every secret the service holds, for redaction: the
+// values of the Config fields of type Secrets or whose variable is named
+// like a secret (redact.SecretVariable: *_KEY, *_TOKEN, *_SECRET,
+// *_PASSWORD...), and of every TOOLSVC_* variable so named in the
+// environment, including ones this struct does not know (read by other
+// parts, or added later). A comma-separated value also counts piece by piece.
 func (c Config) SecretValues() []string {
-	return append([]string(nil), c.APIKeys...)
+	return c.secretValues(os.Environ())
+}
+
+func (c Config) secretValues(environ []string) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); v == "" {
+			return
+		}
+		out = append(out, v)
+		if strings.Contains(v, ",") {
+			out = append(out, splitList(v, ",")...)
+		}
+	}
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		name := Prefix + "_" + f.Tag.Get("envconfig")
+		if f.Type != reflect.TypeFor[Secrets]() && !redact.SecretVariable(name) {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.String:
+			add(fv.String())
+		case reflect.Slice:
+			if fv.Type().Elem().Kind() == reflect.String {
+				for j := 0; j < fv.Len(); j++ {
+					add(fv.Index(j).String())
+				}
+			}
+		}
+	}
+	for _, kv := range environ {
+		k, val, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(k, Prefix+"_") && redact.SecretVariable(k) {
+			add(val)
+		}
+	}
+	return out
 }
 
 const usageFormat = `toolsvc serves CountBot's agent tools over HTTP/JSON.

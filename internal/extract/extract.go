@@ -223,12 +223,64 @@ func cleanSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 // JSON pretty-prints a JSON document with two-space indentation. Numbers
 // keep their spelling; invalid JSON is an error (the caller may fall back
 // to the raw text).
+//
+// Indentation grows with depth on every line, so deeply nested input
+// (18 KB of brackets would indent to 160 MB) is compacted instead when
+// pretty-printing would make it more than jsonGrowth times larger.
 func JSON(body []byte) (string, error) {
+	body = bytes.TrimSpace(body)
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, bytes.TrimSpace(body), "", "  "); err != nil {
+	if indentedSize(body) > jsonGrowth*len(body)+jsonSlack {
+		if err := json.Compact(&buf, body); err != nil {
+			return "", err
+		}
+		return buf.String(), nil
+	}
+	if err := json.Indent(&buf, body, "", "  "); err != nil {
 		return "", err
 	}
 	return buf.String(), nil
+}
+
+// jsonGrowth and jsonSlack bound pretty-printed JSON to eight times the
+// document plus 64 KiB; ordinary API responses grow two to four times.
+const (
+	jsonGrowth = 8
+	jsonSlack  = 64 << 10
+)
+
+// indentedSize is an upper bound of the size of body indented by two
+// spaces per level: a line break and the indentation after every opening
+// bracket, comma and before every closing bracket, a space after colons.
+func indentedSize(body []byte) int {
+	size, depth := len(body), 0
+	inString, escaped := false, false
+	for _, c := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			size += 1 + 2*depth
+		case c == ',':
+			size += 1 + 2*depth
+		case c == '}' || c == ']':
+			depth = max(depth-1, 0)
+			size += 1 + 2*depth
+		case c == ':':
+			size++
+		}
+	}
+	return size
 }
 
 // VisibleTextLen is a rough count of the characters a reader would see in

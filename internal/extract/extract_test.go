@@ -1,7 +1,9 @@
 package extract
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -240,4 +242,34 @@ func TestPlainText(t *testing.T) {
 	if got := tidy(PlainText(doc)); got != want {
 		t.Errorf("got:\n%q\nwant:\n%q", got, want)
 	}
+}
+
+// TestJSONDeepNesting: indentation grows with depth on every line, so a
+// small deeply nested document must not be pretty-printed into hundreds of
+// megabytes; it comes back compact, still the same JSON.
+func TestJSONDeepNesting(t *testing.T) {
+	deep := strings.Repeat("[", 9000) + "1,2" + strings.Repeat("]", 9000)
+	out, err := JSON([]byte(deep))
+	if err != nil || out != deep {
+		t.Fatalf("JSON of deep nesting: %d bytes, %v; want it compact", len(out), err)
+	}
+	// Ordinary documents are still indented.
+	out, err = JSON([]byte(`{"a":[1,{"b":"x,y"}]}`))
+	if want := "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"x,y\"\n    }\n  ]\n}"; err != nil || out != want {
+		t.Fatalf("JSON = %q, %v; want %q", out, err, want)
+	}
+	// The bound holds whatever the shape.
+	for _, in := range []string{deep, strings.Repeat("[", 40) + strings.Repeat("1,", 5000) + "1" + strings.Repeat("]", 40)} {
+		if est, out := indentedSize([]byte(in)), mustIndent(t, in); est < len(out) {
+			t.Fatalf("indentedSize %d is below the real %d", est, len(out))
+		}
+	}
+}
+
+func mustIndent(t *testing.T, in string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(in), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }

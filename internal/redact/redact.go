@@ -1,10 +1,15 @@
 // Package redact removes known secret values from text before it leaves the
-// service: tool results, audit records and log lines.
+// service: tool results, progress streams, audit records and log lines. It
+// also says which argument and variable names look like they hold secrets.
 package redact
 
 import (
+	"encoding/json"
+	"io"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Mask replaces every secret found.
@@ -18,28 +23,48 @@ const minLen = 8
 // nothing.
 type Redactor struct {
 	r       *strings.Replacer
-	secrets []string
+	secrets []string // longest first, with their JSON-escaped forms
 }
 
 // New returns a Redactor for the given secrets. Values shorter than eight
-// characters are ignored.
+// characters are ignored. A secret is also found in its JSON-escaped form
+// (a key holding a quote or a backslash, written inside a JSON string), so
+// raw JSON arguments and JSON log lines are covered too.
 func New(secrets ...string) *Redactor {
+	seen := map[string]bool{}
 	var list []string
+	add := func(s string) {
+		if len(s) >= minLen && !seen[s] {
+			seen[s] = true
+			list = append(list, s)
+		}
+	}
 	for _, s := range secrets {
 		if len(s) >= minLen {
-			list = append(list, s)
+			add(s)
+			add(jsonEscaped(s)) // escaping only lengthens: a short secret stays out
 		}
 	}
 	if len(list) == 0 {
 		return &Redactor{}
 	}
 	// Longest first, so a secret that contains another is replaced whole.
-	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
 	pairs := make([]string, 0, 2*len(list))
 	for _, s := range list {
 		pairs = append(pairs, s, Mask)
 	}
 	return &Redactor{r: strings.NewReplacer(pairs...), secrets: list}
+}
+
+// jsonEscaped returns s as it appears inside a JSON string written by
+// encoding/json (which also escapes <, > and &).
+func jsonEscaped(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) < 2 {
+		return s
+	}
+	return string(b[1 : len(b)-1])
 }
 
 // String returns s with every secret replaced.
@@ -50,21 +75,107 @@ func (r *Redactor) String(s string) string {
 	return r.r.Replace(s)
 }
 
-// Hold returns the length of the longest end of s that is the beginning of
-// a secret (but not a whole one). Text sent in pieces keeps that much back
-// until the next piece, so a secret cut in two is still found.
-func (r *Redactor) Hold(s string) int {
-	if r == nil {
-		return 0
+// Progress wraps a listener of progress events (event name, data) so that
+// no secret reaches it, not even one split across two events of the same
+// name: the end of an event that could be the start of a secret is held
+// back until the next event of that name, or until flush. Flush must be
+// called once the events end; it sends what was held back, redacted.
+func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data string), flush func()) {
+	if fn == nil {
+		return nil, func() {}
 	}
-	n := 0
-	for _, sec := range r.secrets {
-		for k := min(len(sec)-1, len(s)); k > n; k-- {
-			if strings.HasSuffix(s, sec[:k]) {
-				n = k
-				break
+	if r == nil || r.r == nil {
+		return fn, func() {}
+	}
+	var mu sync.Mutex
+	held := map[string]string{}
+	var order []string // event names in the order their tails were first held
+	send = func(event, data string) {
+		mu.Lock()
+		text := held[event] + data
+		out, tail := r.scan(text)
+		if tail != "" {
+			if !slices.Contains(order, event) {
+				order = append(order, event)
 			}
+			held[event] = tail
+		} else {
+			delete(held, event)
+		}
+		mu.Unlock()
+		if out != "" {
+			fn(event, out)
 		}
 	}
-	return n
+	flush = func() {
+		mu.Lock()
+		var rest [][2]string
+		for _, ev := range order {
+			if t, ok := held[ev]; ok {
+				rest = append(rest, [2]string{ev, r.String(t)})
+				delete(held, ev)
+			}
+		}
+		held, order = map[string]string{}, nil
+		mu.Unlock()
+		for _, e := range rest {
+			fn(e[0], e[1])
+		}
+	}
+	return send, flush
+}
+
+// scan redacts text up to the first position from which the rest could be
+// the beginning of a secret, and returns that rest unredacted. Secrets are
+// tried longest first, as String does: where a longer secret may still
+// match once more text arrives, nothing shorter is replaced yet.
+func (r *Redactor) scan(text string) (out, tail string) {
+	var b strings.Builder
+	i := 0
+next:
+	for i < len(text) {
+		rest := text[i:]
+		for _, s := range r.secrets {
+			switch {
+			case strings.HasPrefix(rest, s):
+				b.WriteString(Mask)
+				i += len(s)
+				continue next
+			case len(rest) < len(s) && strings.HasPrefix(s, rest):
+				return b.String(), rest
+			}
+		}
+		b.WriteByte(text[i])
+		i++
+	}
+	return b.String(), ""
+}
+
+// Writer returns a writer that redacts what it writes to w. It is meant for
+// a logger that writes one whole line per Write, as zerolog does; a secret
+// split across two writes is not found.
+func (r *Redactor) Writer(w io.Writer) io.Writer {
+	if r == nil || r.r == nil {
+		return w
+	}
+	return &writer{r: r, w: w}
+}
+
+type writer struct {
+	r *Redactor
+	w io.Writer
+}
+
+// Write reports len(p) on success, whatever the length of the redacted text,
+// since callers compare the count with what they handed over.
+func (w *writer) Write(p []byte) (int, error) {
+	s := string(p)
+	red := w.r.String(s)
+	if red == s {
+		return w.w.Write(p)
+	}
+	if _, err := io.WriteString(w.w, red); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

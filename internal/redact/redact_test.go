@@ -1,46 +1,122 @@
 package redact
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
-func TestRedactor(t *testing.T) {
-	r := New("short", "sk-secret-value-123", "sk-secret-value-123-longer")
-	cases := []struct{ in, want string }{
-		{"nothing here", "nothing here"},
-		{"key=sk-secret-value-123!", "key=[REDACTED]!"},
-		{"sk-secret-value-123-longer", "[REDACTED]"},
-		{"a short word stays", "a short word stays"},
+func TestString(t *testing.T) {
+	r := New("sk-live-0123456789", "short", `pa"ss\word-123`)
+	tests := []struct{ in, want string }{
+		{"key=sk-live-0123456789.", "key=" + Mask + "."},
+		{"short stays", "short stays"}, // under eight characters: ignored
+		{"twice sk-live-0123456789sk-live-0123456789", "twice " + Mask + Mask},
+		{`raw pa"ss\word-123`, "raw " + Mask},
+		{`{"p":"pa\"ss\\word-123"}`, `{"p":"` + Mask + `"}`}, // as JSON writes it
 	}
-	for _, c := range cases {
-		if got := r.String(c.in); got != c.want {
-			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	var nilR *Redactor
-	if nilR.String("x") != "x" || New().String("sk-secret-value-123") != "sk-secret-value-123" {
-		t.Error("empty redactor changed text")
+	var none *Redactor
+	if got := none.String("sk-live-0123456789"); got != "sk-live-0123456789" {
+		t.Errorf("nil Redactor changed the text: %q", got)
 	}
 }
 
-func TestHold(t *testing.T) {
-	r := New("sk-secret-value-123")
-	cases := []struct {
-		in   string
-		want int
-	}{
-		{"nothing", 0},
-		{"key=sk-sec", 6},
-		{"key=s", 1},
-		{"key=sk-secret-value-12", 18},
-		{"key=sk-secret-value-123", 0}, // whole: replaced, nothing to wait for
-		{"", 0},
+func TestProgressSplitSecret(t *testing.T) {
+	const secret = "tok-ABCDEFGHIJKLMNOP"
+	r := New(secret)
+	var got []string
+	send, flush := r.Progress(func(event, data string) { got = append(got, event+":"+data) })
+	// The secret arrives cut in three, with another event in between.
+	send("output", "first tok-ABC")
+	send("status", "busy")
+	send("output", "DEFGHIJ")
+	send("output", "KLMNOP last")
+	send("output", " ends with tok-A")
+	flush()
+	all := strings.Join(got, "|")
+	if strings.Contains(strings.ReplaceAll(all, "|", ""), "ABCDEFGHIJ") {
+		t.Fatalf("secret leaked across events: %q", got)
 	}
-	for _, c := range cases {
-		if got := r.Hold(c.in); got != c.want {
-			t.Errorf("Hold(%q) = %d, want %d", c.in, got, c.want)
+	var out strings.Builder
+	for _, g := range got {
+		if d, ok := strings.CutPrefix(g, "output:"); ok {
+			out.WriteString(d)
 		}
 	}
-	var nilR *Redactor
-	if nilR.Hold("sk-sec") != 0 || New().Hold("sk-sec") != 0 {
-		t.Error("empty redactor holds text back")
+	if want := "first " + Mask + " last ends with tok-A"; out.String() != want {
+		t.Fatalf("output events joined = %q, want %q", out.String(), want)
+	}
+	if !strings.Contains(all, "status:busy") {
+		t.Fatalf("other event lost: %q", got)
+	}
+}
+
+func TestWriter(t *testing.T) {
+	r := New("hunter2hunter2")
+	var buf bytes.Buffer
+	w := r.Writer(&buf)
+	line := []byte(`{"level":"info","arg":"hunter2hunter2"}` + "\n")
+	n, err := w.Write(line)
+	if err != nil || n != len(line) {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(line))
+	}
+	if strings.Contains(buf.String(), "hunter2") || !strings.Contains(buf.String(), Mask) {
+		t.Fatalf("written %q", buf.String())
+	}
+}
+
+func TestSecretName(t *testing.T) {
+	secret := []string{
+		"key", "token", "secret", "password", "pass", "passwd", "credential", "credentials",
+		"api_key", "apikey", "apiKey", "APIKey", "access_token", "accessToken", "auth", "authorization",
+		"Authorization", "db_password", "DB_PASSWORD", "X-Api-Key", "x-api-key", "client_secret",
+		"dbpassword", "refresh-token", "private_key", "my.pass", "cookie", "Set-Cookie",
+	}
+	plain := []string{
+		"", "path", "content", "keywords", "author", "passage", "command", "url", "monkey",
+		"old_str", "max_results", "working_dir", "compass", "bypass_cache",
+	}
+	for _, n := range secret {
+		if !SecretName(n) {
+			t.Errorf("SecretName(%q) = false, want true", n)
+		}
+		if b, _ := json.Marshal(map[string]int{n: 1}); n != "" && !MentionsSecretName(b) {
+			t.Errorf("MentionsSecretName misses %q", n)
+		}
+	}
+	for _, n := range plain {
+		if SecretName(n) {
+			t.Errorf("SecretName(%q) = true, want false", n)
+		}
+	}
+	if MentionsSecretName([]byte(`{"path":"a.txt","content":"x"}`)) {
+		t.Error("MentionsSecretName: false alarm on plain arguments")
+	}
+	if !MentionsSecretName([]byte(`{"p\u0061ssword":"x"}`)) || !MentionsSecretName([]byte(`{"DB_PASSWORD":"x"}`)) {
+		t.Error("MentionsSecretName misses an escaped or upper-case name")
+	}
+}
+
+func TestSecretVariable(t *testing.T) {
+	for name, want := range map[string]bool{
+		"TOOLSVC_API_KEYS":         true,
+		"TOOLSVC_LLM_API_KEY":      true,
+		"TOOLSVC_TELEGRAM_TOKEN":   true,
+		"TOOLSVC_SMTP_PASSWORD":    true,
+		"TOOLSVC_WEBHOOK_SECRET":   true,
+		"TOOLSVC_LLM_API_KEY_FILE": false,
+		"TOOLSVC_WORKSPACE":        false,
+		"TOOLSVC_KEYWORDS":         false,
+		"TOOLSVC_MAX_TOKENS_X":     false,
+	} {
+		if got := SecretVariable(name); got != want {
+			t.Errorf("SecretVariable(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func TestProgressRedactedAcrossEvents(t *testing.T) {
 		}
 		return "done " + secret, nil
 	}}
-	r := New(Options{Redact: red.String, RedactHold: red.Hold})
+	r := New(Options{Redact: red.String, RedactProgress: red.Progress})
 	if err := r.Register(tool); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,10 +65,10 @@ type Options struct {
 	// Redact removes secrets from text that leaves the service (results and
 	// audit records). Default: identity.
 	Redact func(string) string
-	// RedactHold returns how many bytes at the end of a text could be the
-	// beginning of a secret; progress events hold them back until the rest
-	// arrives. Default: none.
-	RedactHold func(string) int
+	// RedactProgress wraps a progress listener so that no secret reaches
+	// it, even split across events; flush sends what it held back and is
+	// called when the tool returns. Default: each event through Redact.
+	RedactProgress func(fn func(event, data string)) (send func(event, data string), flush func())
 }
 
 // Status values of a Result.
@@ -141,6 +142,15 @@ func New(opts Options) *Registry {
 	}
 	if opts.Redact == nil {
 		opts.Redact = func(s string) string { return s }
+	}
+	if opts.RedactProgress == nil {
+		redact := opts.Redact
+		opts.RedactProgress = func(fn func(event, data string)) (func(event, data string), func()) {
+			if fn == nil {
+				return nil, func() {}
+			}
+			return func(event, data string) { fn(event, redact(data)) }, func() {}
+		}
 	}
 	return &Registry{opts: opts, tools: make(map[string]*entry)}
 }
@@ -267,6 +277,9 @@ func (r *Registry) namesLocked() []string {
 // malformed arguments, a timeout or a panic in the tool, is a Result.
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
 	start := r.opts.Now()
+	// The headers are the caller's text and reach the audit record and the
+	// tool's context: a key pasted there must not be recorded.
+	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
 	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source}
 	if len(args) == 0 {
 		args = []byte("{}")
@@ -323,12 +336,21 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	progress := meta.Progress
-	if progress != nil {
-		pf := newProgressFilter(progress, r.opts.Redact, r.opts.RedactHold)
-		defer pf.close()
-		progress = pf.send
+	progress, flush := r.opts.RedactProgress(meta.Progress)
+	// Once the tool has returned, its result follows: an event a stray
+	// goroutine sends later is dropped, not written after the result.
+	var ended atomic.Bool
+	if send := progress; send != nil {
+		progress = func(event, data string) {
+			if !ended.Load() {
+				send(event, data)
+			}
+		}
 	}
+	defer func() {
+		ended.Store(true)
+		flush()
+	}()
 	ctx = WithProgress(WithCall(ctx, call), progress)
 
 	out, err := r.execute(ctx, e.tool, args)

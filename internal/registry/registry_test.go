@@ -265,3 +265,23 @@ func TestCallContext(t *testing.T) {
 	// Without a listener, Progress is a no-op.
 	Progress(context.Background(), "x", "y")
 }
+
+// TestDecodeIntegralNumbers: JSON Schema accepts 3.0 and 1e2 as integers,
+// so the typed decode must too; an integer too large for the Go type is an
+// invalid_arguments error that says so.
+func TestDecodeIntegralNumbers(t *testing.T) {
+	type args struct {
+		N    int     `json:"n"`
+		F    float64 `json:"f"`
+		List []int   `json:"list"`
+	}
+	got, err := Decode[args](json.RawMessage(`{"n":3.0,"f":2.5,"list":[1e2,-0.0,7]}`))
+	if err != nil || got.N != 3 || got.F != 2.5 || len(got.List) != 3 || got.List[0] != 100 || got.List[1] != 0 {
+		t.Fatalf("Decode = %+v, %v", got, err)
+	}
+	_, err = Decode[args](json.RawMessage(`{"n":1e30}`))
+	var e Coded
+	if !errors.As(err, &e) || e.ErrorCode() != CodeInvalidArguments || !strings.Contains(err.Error(), "n must be <= 9223372036854775807") {
+		t.Fatalf("Decode of 1e30 into int: %v", err)
+	}
+}

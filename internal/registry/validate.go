@@ -298,10 +298,27 @@ func (e *argumentsError) ErrorCode() string { return CodeInvalidArguments }
 // becomes a problem in the schema's form, never a Go decoder message.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
-	if err := json.Unmarshal(args, &v); err != nil {
-		return v, decodeError(err)
+	err := json.Unmarshal(args, &v)
+	if err == nil {
+		return v, nil
 	}
-	return v, nil
+	// Arguments that did not come through Invoke's check (a caller that
+	// decodes on its own) may still hold integers written as 3.0 or 1e2.
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var raw any
+	var nums problemList
+	if dec.Decode(&raw) == nil && normalizeNumbers(raw, "", &nums) && len(nums.list) == 0 {
+		if fixed, merr := json.Marshal(raw); merr == nil {
+			var w T
+			if err2 := json.Unmarshal(fixed, &w); err2 == nil {
+				return w, nil
+			} else {
+				err = err2
+			}
+		}
+	}
+	return v, decodeError(err)
 }
 
 func decodeError(err error) error {

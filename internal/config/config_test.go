@@ -1,0 +1,90 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSecretValues(t *testing.T) {
+	c := Config{APIKeys: Secrets{"key-one-0123456789", "key-two-0123456789"}, Workspace: "/ws"}
+	env := []string{
+		"TOOLSVC_LLM_API_KEY=llm-key-0123456789",
+		"TOOLSVC_TELEGRAM_TOKEN=tg-token-0123456789",
+		"TOOLSVC_SMTP_PASSWORD=smtp-pass-0123",
+		"TOOLSVC_WEBHOOK_SECRETS=hook-a-0123456789,hook-b-0123456789",
+		"TOOLSVC_LLM_API_KEY_FILE=/run/secrets/llm",
+		"TOOLSVC_WORKSPACE=/ws",
+		"OTHER_API_KEY=not-ours-0123456789",
+		"TOOLSVC_EMPTY_TOKEN=",
+	}
+	got := c.secretValues(env)
+	for _, want := range []string{
+		"key-one-0123456789", "key-two-0123456789", "llm-key-0123456789", "tg-token-0123456789",
+		"smtp-pass-0123", "hook-a-0123456789", "hook-b-0123456789",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SecretValues misses %q: %q", want, got)
+		}
+	}
+	for _, not := range []string{"/run/secrets/llm", "/ws", "not-ours-0123456789", ""} {
+		if slices.Contains(got, not) {
+			t.Errorf("SecretValues holds %q, which is no secret of the service: %q", not, got)
+		}
+	}
+}
+
+// TestSecretFieldsNamed makes sure a field added to Config whose variable
+// is named like a secret is collected without anyone listing it.
+func TestSecretFieldsNamed(t *testing.T) {
+	c := Config{}
+	if got := c.secretValues(nil); len(got) != 0 {
+		t.Fatalf("empty config: %q", got)
+	}
+	c.APIKeys = Secrets{"a-key-that-is-long-enough"}
+	if got := c.secretValues(nil); !slices.Equal(got, []string{"a-key-that-is-long-enough"}) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestCheckFolders(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A link outside the workspace that points into it.
+	link := filepath.Join(base, "link-to-ws")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, ws, data, want string
+	}{
+		{"sibling", ws, filepath.Join(base, "data"), ""},
+		{"sibling with shared prefix", ws, ws + "-data", ""},
+		{"inside", ws, filepath.Join(ws, "data"), "is inside the workspace"},
+		{"inside, not yet made", ws, filepath.Join(ws, "a", "b", "data"), "is inside the workspace"},
+		{"same", ws, ws, "is the workspace"},
+		{"same, written differently", ws, filepath.Join(ws, "x", ".."), "is the workspace"},
+		{"inside through a link", ws, filepath.Join(link, "data"), "is inside the workspace"},
+		{"link to the workspace", ws, link, "is the workspace"},
+		{"workspace inside data", filepath.Join(base, "data", "ws"), filepath.Join(base, "data"), "contains the workspace"},
+		{"workspace is a link into data", link, base, "contains the workspace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Config{Workspace: tt.ws, DataDir: tt.data}.CheckFolders()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("accepted; want %q", tt.want)
+			case tt.want != "" && (!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "TOOLSVC_DATA_DIR")):
+				t.Fatalf("error %q does not say %q", err, tt.want)
+			}
+		})
+	}
+}
