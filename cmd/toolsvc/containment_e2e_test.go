@@ -166,3 +166,33 @@ func markerProcs(marker string) []string {
 	}
 	return found
 }
+
+// TestExecUser: a root service with TOOLSVC_EXEC_USER runs commands as that
+// account, says so at start-up, and they can work in a workspace that
+// account may write.
+func TestExecUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("TOOLSVC_EXEC_USER needs a root service; this run is unprivileged")
+	}
+	base := t.TempDir()
+	ws := filepath.Join(base, "shared-ws")
+	for _, d := range []string{filepath.Dir(base), base} {
+		os.Chmod(d, 0o755)
+	}
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
+	for _, mode := range append([]string{"none"}, sandboxModes(t)...) {
+		t.Run(mode, func(t *testing.T) {
+			s := startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534", "LOG_LEVEL": "info"})
+			if !strings.Contains(s.Logs(), "run as 65534:65534 (uid 65534)") {
+				t.Errorf("the start-up log does not say who commands run as:\n%s", s.Logs())
+			}
+			out := mustSucceed(t, s.invoke(t, "exec", execArgs(`id -u; echo x > by-nobody.txt && stat -c %u by-nobody.txt; rm -- by-nobody.txt`)))
+			if out != "65534\n65534\n" {
+				t.Errorf("command ran as %q, want uid 65534", out)
+			}
+		})
+	}
+}

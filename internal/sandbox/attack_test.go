@@ -76,7 +76,7 @@ func newAttackFixture(t *testing.T) attackFixture {
 		t.Fatal(err)
 	}
 	// A world-accessible workspace, for the runs as another user.
-	for _, d := range []string{filepath.Dir(f.ws), f.ws} {
+	for _, d := range []string{filepath.Dir(filepath.Dir(f.ws)), filepath.Dir(f.ws), f.ws} {
 		_ = os.Chmod(d, 0o777)
 	}
 	return f
@@ -497,4 +497,43 @@ func summary(out []byte) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// TestRunAsUser: with TOOLSVC_EXEC_USER, a root service runs commands as
+// that account, with no capability, able to work in a workspace it may
+// write and in its own temp folder.
+func TestRunAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running commands as another user needs a root service; this run is unprivileged")
+	}
+	forEachMode(t, Options{User: &User{Name: "nobody", Uid: 65534, Gid: 65534}}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		tmp := t.TempDir()
+		if err := os.Chown(tmp, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", `id -u; id -g; echo made > made.txt && cat made.txt; echo t > "$TMPDIR/t" && cat "$TMPDIR/t"; grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status`})
+		cmd := exec.CommandContext(context.Background(), path, args...)
+		cmd.Dir = af.ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + childTmp}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		c, err := s.Start(cmd, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Wait()
+		got := out.String()
+		for _, want := range []string{"65534\n65534\n", "made\n", "t\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("as nobody: output lacks %q:\n%s", want, got)
+			}
+		}
+		fi, err := os.Stat(filepath.Join(af.ws, "made.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 {
+			t.Errorf("the file the command made belongs to uid %d", st.Uid)
+		}
+	})
 }

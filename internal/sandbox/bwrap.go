@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -73,6 +75,11 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 	}
 	var inside []string
 	for _, p := range s.private {
+		if s.user != nil && !reachableBy(p, s.user) {
+			// bubblewrap runs as the user and could not mount over it,
+			// nor could the command get there.
+			continue
+		}
 		if within(p, s.ws) {
 			inside = append(inside, p)
 			continue
@@ -103,5 +110,34 @@ func hide(p string) []string {
 		return []string{"--tmpfs", p}
 	default:
 		return []string{"--ro-bind", "/dev/null", p}
+	}
+}
+
+// reachableBy reports whether u can walk the folders down to p, judged by
+// their permission bits (commands run without supplementary groups).
+func reachableBy(p string, u *User) bool {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return true
+		}
+		perm := uint32(fi.Mode().Perm())
+		var x uint32 = 0o001
+		switch {
+		case st.Uid == u.Uid:
+			x = 0o100
+		case st.Gid == u.Gid:
+			x = 0o010
+		}
+		if perm&x == 0 {
+			return false
+		}
+		if d == "/" || d == "." {
+			return true
+		}
 	}
 }

@@ -361,6 +361,11 @@ func (s *Sandbox) trial() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if s.user != nil {
+		if err := os.Chown(tmp, int(s.user.Uid), int(s.user.Gid)); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "exit 0"})
