@@ -71,6 +71,9 @@ type ClientOptions struct {
 	// Backoff is the wait before retry n (1, 2...) when the server names
 	// none; default 1s, 2s, 4s... capped at 30s.
 	Backoff func(n int) time.Duration
+	// Sleep waits d or until ctx is done; default a timer. Tests record
+	// the waits instead of taking them.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client talks to one chat-completions endpoint.
@@ -100,6 +103,18 @@ func NewClient(opts ClientOptions) *Client {
 	if opts.Backoff == nil {
 		opts.Backoff = func(n int) time.Duration {
 			return min(time.Second<<(n-1), 30*time.Second)
+		}
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
 		}
 	}
 	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions"}
@@ -148,12 +163,8 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return Reply{}, fmt.Errorf("%w (the server asked to retry after %s, past the task's deadline)", err, wait.Round(time.Second))
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Reply{}, ctx.Err()
-		case <-t.C:
+		if err := c.opts.Sleep(ctx, wait); err != nil {
+			return Reply{}, err
 		}
 	}
 }
