@@ -213,7 +213,7 @@ func (m *Manager) Start(task, label string) (Task, error) {
 	now := m.opts.Now().UTC()
 	ctx, cancel := context.WithCancelCause(m.base)
 	e := &entry{
-		t: Task{ID: newTaskID(), Label: label, Task: task, Model: m.opts.ModelName, Status: StatusRunning,
+		t: Task{ID: newTaskID(), Label: m.opts.Redact(label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
 			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}},
 		cancel: cancel, done: make(chan struct{}),
 	}
@@ -224,11 +224,12 @@ func (m *Manager) Start(task, label string) (Task, error) {
 		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
 	}
 	snap := m.snapshot(e)
-	go m.run(ctx, e)
+	go m.run(ctx, e, task)
 	return snap, nil
 }
 
-func (m *Manager) run(ctx context.Context, e *entry) {
+// run works on task (as given; the copy kept in e is redacted).
+func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer m.wg.Done()
 	defer func() { <-m.sem }()
 	defer close(e.done)
@@ -243,7 +244,7 @@ func (m *Manager) run(ctx context.Context, e *entry) {
 				out = Outcome{Failure: &Failure{Code: FailModel, Message: "internal failure of the sub-agent; the operator can find the details in the service log"}}
 			}
 		}()
-		out = loop.Run(tctx, e.t.ID, e.t.Task, observer{m, e})
+		out = loop.Run(tctx, e.t.ID, task, observer{m, e})
 	}()
 	now := m.opts.Now().UTC()
 	m.mu.Lock()
