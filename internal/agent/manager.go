@@ -230,9 +230,10 @@ func (m *Manager) Start(task, label string) (Task, error) {
 
 // run works on task (as given; the copy kept in e is redacted).
 func (m *Manager) run(ctx context.Context, e *entry, task string) {
+	// In this order: the slot is free before waiters hear of the end.
 	defer m.wg.Done()
-	defer func() { <-m.sem }()
 	defer close(e.done)
+	defer func() { <-m.sem }()
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
 	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, MaxTurns: m.opts.MaxTurns}
