@@ -108,13 +108,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer closeAgents()
 	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk,
 		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }, Agents: agents})
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	defer closeAgents() // before the tools they use are released
 
 	handler := toolhttp.NewHandler(toolhttp.Options{
 		Registry:      reg,
