@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -239,5 +240,42 @@ func TestAgentsOffWithoutModel(t *testing.T) {
 	}
 	if resp, body := s.do(t, "GET", "/agents", nil, nil); resp.StatusCode != 404 {
 		t.Errorf("GET /agents: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestAgentConfigErrors: sub-agent settings that make no sense stop
+// start-up with a message naming the variable, and a URL with a password
+// in it is refused without repeating it.
+func TestAgentConfigErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"base URL without model", map[string]string{"LLM_BASE_URL": "http://localhost:11434/v1"}, "TOOLSVC_LLM_MODEL"},
+		{"model without base URL", map[string]string{"LLM_MODEL": "m"}, "TOOLSVC_LLM_MODEL"},
+		{"not http", map[string]string{"LLM_BASE_URL": "ftp://models.example/v1", "LLM_MODEL": "m"}, "TOOLSVC_LLM_BASE_URL"},
+		{"credentials in the URL", map[string]string{"LLM_BASE_URL": "https://user:hunter2-password@api.example/v1", "LLM_MODEL": "m"}, "TOOLSVC_LLM_API_KEY"},
+		{"zero turns", map[string]string{"AGENT_MAX_TURNS": "0"}, "TOOLSVC_AGENT_MAX_TURNS"},
+		{"zero concurrency", map[string]string{"AGENT_MAX_CONCURRENT": "0"}, "TOOLSVC_AGENT_MAX_CONCURRENT"},
+		{"tiny timeout", map[string]string{"AGENT_TIMEOUT": "1ms"}, "TOOLSVC_AGENT_TIMEOUT"},
+		{"tiny request timeout", map[string]string{"LLM_TIMEOUT": "1ms"}, "TOOLSVC_LLM_TIMEOUT"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clearToolsvcEnv(t)
+			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
+			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
+			for k, v := range c.env {
+				t.Setenv("TOOLSVC_"+k, v)
+			}
+			err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("run() = %v, want an error naming %s", err, c.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats the password: %v", err)
+			}
+		})
 	}
 }

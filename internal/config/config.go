@@ -321,10 +321,11 @@ func (c Config) Validate() error {
 	}
 	// Sub-agents
 	if c.LLMBaseURL != "" {
-		if u, err := url.Parse(c.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("LLM_BASE_URL", "%q is not an http(s) URL such as http://localhost:11434/v1", c.LLMBaseURL)
-		} else if u.User != nil {
+		// The value is not repeated: it could carry a password.
+		if u, err := url.Parse(c.LLMBaseURL); err == nil && u.User != nil {
 			bad("LLM_BASE_URL", "must not carry credentials; put the key in TOOLSVC_LLM_API_KEY")
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("LLM_BASE_URL", "is not an http(s) URL such as http://localhost:11434/v1")
 		}
 	}
 	if (c.LLMBaseURL == "") != (c.LLMModel == "") {
