@@ -54,7 +54,7 @@ func (a *auditRecorder) Write(r audit.Record) error {
 }
 
 // newRegistry returns a registry with fake tools of the given names.
-func newRegistry(t *testing.T, names ...string) (*registry.Registry, map[string]*fakeTool, *auditRecorder) {
+func newRegistry(t testing.TB, names ...string) (*registry.Registry, map[string]*fakeTool, *auditRecorder) {
 	t.Helper()
 	al := &auditRecorder{}
 	reg := registry.New(registry.Options{Audit: al})
