@@ -105,12 +105,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Tools left out because what they need is missing here: /readyz
 	// says which and why, beside its checks.
 	off := map[string]string{}
+	// Sub-agents (spawn, /agents): only with a model endpoint configured.
+	agents, closeAgents, err := newAgents(stopping, cfg, reg, dataDir, log, red.String)
+	if err != nil {
+		return err
+	}
 	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk,
-		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }})
+		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }, Agents: agents})
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	defer closeAgents() // before the tools they use are released
 
 	handler := toolhttp.NewHandler(toolhttp.Options{
 		Registry:      reg,
@@ -126,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return ok, checks
 		},
-		Routes: toolhttp.SkillsRoutes(sk, log),
+		Routes: toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, log), toolhttp.AgentsRoutes(agents)),
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -91,7 +92,31 @@ type Config struct {
 	ExecMaxMemory     Bytes         `envconfig:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit"`
 	ExecUser          string        `envconfig:"EXEC_USER" desc:"exec: when the service runs as root, run commands as this user (name or uid[:gid]); it needs write access to the workspace"`
 	ExecHome          string        `envconfig:"EXEC_HOME" desc:"exec: the commands' HOME, kept between calls for dotfiles and caches; empty: a private folder toolsvc-home-<uid> in the system temp folder"`
+
+	// Sub-agents (spawn): offered only when LLM_BASE_URL and LLM_MODEL are set.
+	LLMBaseURL         string        `envconfig:"LLM_BASE_URL" desc:"OpenAI-compatible API the sub-agents' model is reached at, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1; with LLM_MODEL it turns on the spawn tool and /agents"`
+	LLMAPIKey          Secret        `envconfig:"LLM_API_KEY" desc:"bearer key of the model API (optional for local servers); never logged, audited or passed to commands"`
+	LLMModel           string        `envconfig:"LLM_MODEL" desc:"model name sent to the model API, e.g. qwen2.5:7b or gpt-4o-mini"`
+	LLMTimeout         time.Duration `envconfig:"LLM_TIMEOUT" default:"2m" desc:"deadline of one request to the model API; 429 and 5xx replies are retried a few times within the sub-agent's own deadline"`
+	AgentMaxTurns      int           `envconfig:"AGENT_MAX_TURNS" default:"25" desc:"sub-agents: model replies one task may take before it is stopped and reported as over its turn limit"`
+	AgentTimeout       time.Duration `envconfig:"AGENT_TIMEOUT" default:"10m" desc:"sub-agents: the longest one task may run, model and tool calls included"`
+	AgentMaxConcurrent int           `envconfig:"AGENT_MAX_CONCURRENT" default:"2" desc:"sub-agents running at once; spawn beyond it returns a busy result"`
 }
+
+// Secret is one secret value. It never prints it.
+type Secret string
+
+// String hides the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[hidden]"
+}
+
+// AgentsEnabled reports whether a model endpoint is configured, which is
+// what the sub-agent tools need.
+func (c Config) AgentsEnabled() bool { return c.LLMBaseURL != "" && c.LLMModel != "" }
 
 // Bytes is an amount of memory: a number of bytes, or a number with KiB,
 // MiB or GiB (K, M, G, KB, MB and GB mean the same).
@@ -360,6 +385,30 @@ func (c Config) Validate() error {
 	}
 	if c.ExecMaxMemory > 0 && c.ExecMaxMemory < 16<<20 {
 		bad("EXEC_MAX_MEMORY", "must be at least 16MiB, or 0 for no limit")
+	}
+	// Sub-agents
+	if c.LLMBaseURL != "" {
+		// The value is not repeated: it could carry a password.
+		if u, err := url.Parse(c.LLMBaseURL); err == nil && u.User != nil {
+			bad("LLM_BASE_URL", "must not carry credentials; put the key in TOOLSVC_LLM_API_KEY")
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("LLM_BASE_URL", "is not an http(s) URL such as http://localhost:11434/v1")
+		}
+	}
+	if (c.LLMBaseURL == "") != (c.LLMModel == "") {
+		bad("LLM_MODEL", "TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL go together: set both to offer spawn, or neither")
+	}
+	if c.LLMTimeout < time.Second {
+		bad("LLM_TIMEOUT", "must be at least 1s")
+	}
+	if c.AgentMaxTurns < 1 || c.AgentMaxTurns > 200 {
+		bad("AGENT_MAX_TURNS", "must be between 1 and 200")
+	}
+	if c.AgentTimeout < time.Second {
+		bad("AGENT_TIMEOUT", "must be at least 1s")
+	}
+	if c.AgentMaxConcurrent < 1 || c.AgentMaxConcurrent > 64 {
+		bad("AGENT_MAX_CONCURRENT", "must be between 1 and 64")
 	}
 	return errors.Join(errs...)
 }

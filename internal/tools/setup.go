@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
@@ -44,6 +45,9 @@ type Deps struct {
 	// Unavailable, when set, is told of each tool left out because what
 	// it needs is missing here, and why.
 	Unavailable func(tool, reason string)
+	// Agents, when set, runs sub-agents for spawn; nil (no model endpoint
+	// configured) leaves spawn out.
+	Agents *agent.Manager
 }
 
 // Register builds every tool whose dependencies are configured and adds it
@@ -101,6 +105,10 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	})
 	closers = append(closers, func() { _ = shots.Close() })
 	list = append(list, NewScreenshot(d.Workspace, shots, desktop.New(), ScreenshotOptions{Timeout: c.ScreenshotTimeout}))
+	// spawn: only with a model endpoint behind it.
+	if d.Agents != nil {
+		list = append(list, NewSpawn(d.Agents, c.AgentTimeout, c.AgentMaxConcurrent))
+	}
 	// exec (issue 3): the guard judges every script, the sandbox confines
 	// what passes. A bad pattern or an unavailable sandbox mode that was
 	// asked for by name stops start-up.

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// newAgents builds the sub-agent manager when a model endpoint is
+// configured (TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL), and nil
+// otherwise. Its tasks are kept in DATA_DIR/agents/. Running sub-agents
+// stop when stopping is done; close waits for them to record it.
+func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (m *agent.Manager, close func(), err error) {
+	if !cfg.AgentsEnabled() {
+		return nil, func() {}, nil
+	}
+	client := agent.NewClient(agent.ClientOptions{
+		BaseURL: cfg.LLMBaseURL,
+		APIKey:  string(cfg.LLMAPIKey),
+		Model:   cfg.LLMModel,
+		Timeout: cfg.LLMTimeout,
+	})
+	m, err = agent.NewManager(agent.ManagerOptions{
+		Base:          stopping,
+		Dir:           filepath.Join(dataDir, "agents"),
+		Model:         client,
+		ModelName:     cfg.LLMModel,
+		Tools:         reg,
+		MaxTurns:      cfg.AgentMaxTurns,
+		Timeout:       cfg.AgentTimeout,
+		MaxConcurrent: cfg.AgentMaxConcurrent,
+		Log:           log.With().Str("component", "agents").Logger(),
+		Redact:        redact,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The endpoint is logged without the key, which never leaves the client.
+	log.Info().Str("llm_base_url", cfg.LLMBaseURL).Str("llm_model", cfg.LLMModel).
+		Bool("llm_key", cfg.LLMAPIKey != "").Int("max_concurrent", cfg.AgentMaxConcurrent).Msg("sub-agents: on")
+	return m, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		m.Close(ctx)
+	}, nil
+}

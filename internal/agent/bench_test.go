@@ -1,0 +1,35 @@
+package agent_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/agent/agenttest"
+)
+
+// BenchmarkLoopTwoTurns measures what a sub-agent costs the service beyond
+// the model's own time: two chat-completions round trips on loopback with
+// the eight tools' definitions, normalising the replies, and one tool call
+// through the registry (audited in memory). A model's own latency is
+// hundreds of milliseconds at least; this should be a small fraction.
+func BenchmarkLoopTwoTurns(b *testing.B) {
+	reg, _, _ := newRegistry(b, "list_dir", "read_file", "write_file", "edit_file", "file_search", "exec", "web_fetch", "memory")
+	call := agenttest.Message(`{"role":"assistant","content":null,"tool_calls":[{"function":{"name":"list_dir","arguments":{"path":"."}}}]}`, "stop")
+	final := agenttest.Final("done")
+	var n atomic.Int64
+	srv := agenttest.New(b, func(agenttest.Request) agenttest.Response {
+		if n.Add(1)%2 == 1 {
+			return call
+		}
+		return final
+	})
+	loop := &agent.Loop{Model: newClient(srv, nil), Tools: reg, MaxTurns: 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := loop.Run(context.Background(), "sa-000000000009", "x", &nopObserver{}); out.Failure != nil || out.Turns != 2 {
+			b.Fatalf("%+v", out)
+		}
+	}
+}

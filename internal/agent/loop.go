@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// SubagentTools are the tools a sub-agent may use, those of them that are
+// registered. Never spawn or another agent tool: a sub-agent cannot start
+// sub-agents, and it cannot reach the user.
+var SubagentTools = []string{"read_file", "write_file", "edit_file", "list_dir", "file_search", "exec", "web_fetch", "memory"}
+
+// Tools is the part of the registry a sub-agent uses: the definitions to
+// show the model, and Invoke, so every call is validated and audited like
+// any other.
+type Tools interface {
+	Definitions() []registry.Definition
+	Invoke(ctx context.Context, name string, args []byte, meta registry.Meta) registry.Result
+}
+
+// Chatter is a model: Client, or a stand-in in tests.
+type Chatter interface {
+	Chat(ctx context.Context, msgs []Message, tools []registry.Definition) (Reply, error)
+}
+
+// Restrict returns the definitions of the tools in allowed that reg has,
+// in reg's order (sorted by name, so the bytes a model sees are stable).
+func Restrict(defs []registry.Definition, allowed []string) []registry.Definition {
+	var out []registry.Definition
+	for _, d := range defs {
+		if slices.Contains(allowed, d.Function.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// SystemPrompt is what a sub-agent is told before its task.
+func SystemPrompt(maxTurns int) string {
+	return fmt.Sprintf(`You are a sub-agent working on one task in the background, on behalf of another agent.
+You work alone: you cannot ask the user or anyone else a question and wait for the answer, and you cannot start other agents.
+Use the tools you are given to do the task. File paths are relative to the workspace.
+You have at most %d replies; work in few, purposeful steps and do not repeat a tool call whose result you already have.
+When the task is done, or you find it cannot be done, reply without any tool call: that reply is your final answer and all the requester will see.
+Make it a concise report of what you did and found, with the paths of any files you wrote, and say plainly what is missing or failed.`, maxTurns)
+}
+
+// Failure codes of a task that did not complete.
+const (
+	FailMaxTurns    = "max_turns"
+	FailTimeout     = "timeout"
+	FailModel       = "model_error"
+	FailCanceled    = "canceled"
+	FailInterrupted = "interrupted"
+)
+
+// Failure says why a task did not complete.
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Outcome is the end of a loop.
+type Outcome struct {
+	Answer  string
+	Turns   int
+	Failure *Failure // nil: completed
+}
+
+// Observer hears of a loop's progress; every method is called from the
+// loop's goroutine.
+type Observer interface {
+	Turn(n int)
+	Called(name, args string, res registry.Result)
+}
+
+// Loop runs one sub-agent: model reply, tool calls, results back, until
+// the model replies without tool calls or a bound is reached.
+type Loop struct {
+	Model    Chatter
+	Tools    Tools
+	Allowed  []string // default SubagentTools
+	MaxTurns int
+}
+
+// Run works on task under ctx (which carries the task's deadline). id is
+// the sub-agent's ID, the session ID of every tool call it makes.
+func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
+	allowed := l.Allowed
+	if allowed == nil {
+		allowed = SubagentTools
+	}
+	defs := Restrict(l.Tools.Definitions(), allowed)
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Function.Name
+	}
+	msgs := []Message{
+		{Role: "system", Content: SystemPrompt(l.MaxTurns)},
+		{Role: "user", Content: task},
+	}
+	var last string // the last non-empty text, reported when a bound stops the loop
+	var prevKey string
+	for turn := 1; turn <= l.MaxTurns; turn++ {
+		reply, err := l.Model.Chat(ctx, msgs, defs)
+		if err != nil {
+			return Outcome{Answer: last, Turns: turn - 1, Failure: &Failure{Code: FailModel, Message: err.Error()}}
+		}
+		obs.Turn(turn)
+		m := reply.Message
+		if strings.TrimSpace(m.Content) != "" {
+			last = m.Content
+		}
+		msgs = append(msgs, m)
+		// finish_reason is not trusted: servers say "stop" with tool
+		// calls present. The reply's tool calls decide.
+		if len(m.ToolCalls) == 0 {
+			return Outcome{Answer: m.Content, Turns: turn}
+		}
+		for _, tc := range m.ToolCalls {
+			if ctx.Err() != nil {
+				return Outcome{Answer: last, Turns: turn}
+			}
+			name, args := tc.Function.Name, tc.Function.Arguments
+			key := name + "\x00" + compact(args)
+			var content string
+			switch {
+			case !slices.Contains(names, name):
+				content = fmt.Sprintf("Error: tool '%s' is not available to a sub-agent. Next: use only these tools: %s.", name, strings.Join(names, ", "))
+				obs.Called(name, args, registry.Result{Tool: name, Status: registry.StatusError, Error: &registry.ErrorBody{Code: registry.CodeUnknownTool}})
+			case key == prevKey:
+				content = fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name)
+				obs.Called(name, args, registry.Result{Tool: name, Status: registry.StatusError, Error: &registry.ErrorBody{Code: "duplicate_call"}})
+			default:
+				res := l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: "subagent"})
+				content = res.Result
+				obs.Called(name, args, res)
+			}
+			prevKey = key
+			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: content})
+		}
+	}
+	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,
+		Message: fmt.Sprintf("stopped after %d model replies (TOOLSVC_AGENT_MAX_TURNS) without a final answer", l.MaxTurns)}}
+}
+
+func compact(s string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) == nil {
+		return b.String()
+	}
+	return s
+}

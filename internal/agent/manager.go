@@ -1,0 +1,455 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// Task statuses.
+const (
+	StatusRunning     = "running"
+	StatusCompleted   = "completed"
+	StatusFailed      = "failed"
+	StatusCanceled    = "canceled"
+	StatusInterrupted = "interrupted"
+)
+
+// CallRecord is one tool call a sub-agent made, for GET /agents/{id}.
+type CallRecord struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // cut to maxArgsChars
+	Status    string `json:"status"`
+	ErrorCode string `json:"error_code,omitempty"`
+	CallID    string `json:"call_id,omitempty"` // the audit record's call ID
+}
+
+// Task is one sub-agent's task, as kept in DATA_DIR/agents/<id>.json.
+type Task struct {
+	ID         string       `json:"id"`
+	Label      string       `json:"label,omitempty"`
+	Task       string       `json:"task"`
+	Model      string       `json:"model,omitempty"`
+	Status     string       `json:"status"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
+	Turns      int          `json:"turns"`
+	CallCount  int          `json:"tool_call_count"`
+	ToolCalls  []CallRecord `json:"tool_calls"`
+	Answer     string       `json:"answer,omitempty"`
+	Error      *Failure     `json:"error,omitempty"`
+}
+
+// Summary is a task without its calls and answer, for GET /agents.
+type Summary struct {
+	ID         string     `json:"id"`
+	Label      string     `json:"label,omitempty"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Turns      int        `json:"turns"`
+}
+
+const (
+	maxArgsChars   = 200  // arguments kept per call record
+	maxCallRecords = 500  // call records kept per task; CallCount keeps counting
+	maxKeptTasks   = 1000 // finished task files kept; older ones are removed at start
+	maxTaskChars   = 100_000
+)
+
+// ErrBusy is returned by Start when MaxConcurrent sub-agents are running.
+var ErrBusy = errors.New("too many sub-agents running")
+
+// ErrStopping is returned by Start once Close has begun.
+var ErrStopping = errors.New("the service is shutting down")
+
+var idPattern = regexp.MustCompile(`^sa-[0-9a-f]{12}$`)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// Base, when set, stops every running task when it is done (shutdown).
+	Base          context.Context
+	Dir           string // where task files live; created if missing
+	Model         Chatter
+	ModelName     string // recorded in each task
+	Tools         Tools
+	MaxTurns      int
+	Timeout       time.Duration // per task
+	MaxConcurrent int
+	Log           zerolog.Logger
+	// Redact removes secrets from what is kept and shown (answers, errors,
+	// arguments). Default: identity.
+	Redact func(string) string
+	Now    func() time.Time
+}
+
+// Manager starts sub-agents, keeps their tasks on disk and answers for them.
+type Manager struct {
+	opts ManagerOptions
+	sem  chan struct{}
+	base context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	saveMu sync.Mutex // orders snapshots and their writes
+	mu     sync.Mutex
+	tasks  map[string]*entry
+	closed bool
+}
+
+type entry struct {
+	t      Task
+	cancel context.CancelCauseFunc // nil once finished
+	done   chan struct{}
+}
+
+var errCanceledByRequest = errors.New("canceled by request")
+
+// NewManager loads the tasks kept in opts.Dir. A task still marked running
+// there was cut short by a stop or a crash: it is marked interrupted.
+func NewManager(opts ManagerOptions) (*Manager, error) {
+	if opts.Redact == nil {
+		opts.Redact = func(s string) string { return s }
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 1
+	}
+	if opts.MaxTurns <= 0 {
+		opts.MaxTurns = 25
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("agents folder: %w", err)
+	}
+	parent := opts.Base
+	if parent == nil {
+		parent = context.Background()
+	}
+	base, stop := context.WithCancel(parent)
+	m := &Manager{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), base: base, stop: stop, tasks: map[string]*entry{}}
+	if err := m.load(); err != nil {
+		stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) load() error {
+	files, err := filepath.Glob(filepath.Join(m.opts.Dir, "sa-*.json"))
+	if err != nil {
+		return err
+	}
+	var all []*entry
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("agents folder: %w", err)
+		}
+		var t Task
+		if err := json.Unmarshal(data, &t); err != nil || !idPattern.MatchString(t.ID) || filepath.Base(f) != t.ID+".json" {
+			m.opts.Log.Warn().Str("file", f).Msg("agents: skipping a task file that cannot be read")
+			continue
+		}
+		e := &entry{t: t, done: make(chan struct{})}
+		close(e.done)
+		all = append(all, e)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].t.CreatedAt.After(all[j].t.CreatedAt) })
+	for i, e := range all {
+		if i >= maxKeptTasks {
+			_ = os.Remove(filepath.Join(m.opts.Dir, e.t.ID+".json"))
+			continue
+		}
+		m.tasks[e.t.ID] = e
+		if e.t.Status == StatusRunning {
+			now := m.opts.Now().UTC()
+			e.t.Status, e.t.FinishedAt, e.t.UpdatedAt = StatusInterrupted, &now, now
+			e.t.Error = &Failure{Code: FailInterrupted, Message: "the service stopped while the task was running; its work so far is in the tool calls. Next: spawn it again if it is still needed."}
+			if err := m.save(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Start begins a task in the background and returns it as it starts.
+func (m *Manager) Start(task, label string) (Task, error) {
+	if len(task) > maxTaskChars {
+		return Task{}, fmt.Errorf("the task is longer than %d characters", maxTaskChars)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	default:
+		return Task{}, ErrBusy
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		<-m.sem
+		return Task{}, ErrStopping
+	}
+	now := m.opts.Now().UTC()
+	ctx, cancel := context.WithCancelCause(m.base)
+	e := &entry{
+		t: Task{ID: newTaskID(), Label: m.opts.Redact(label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
+			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}},
+		cancel: cancel, done: make(chan struct{}),
+	}
+	m.tasks[e.t.ID] = e
+	m.wg.Add(1)
+	m.mu.Unlock()
+	if err := m.save(e); err != nil {
+		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
+	}
+	snap := m.snapshot(e)
+	go m.run(ctx, e, task)
+	return snap, nil
+}
+
+// run works on task (as given; the copy kept in e is redacted).
+func (m *Manager) run(ctx context.Context, e *entry, task string) {
+	// In this order: the slot is free before waiters hear of the end.
+	defer m.wg.Done()
+	defer close(e.done)
+	defer func() { <-m.sem }()
+	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
+	defer cancelTimeout()
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, MaxTurns: m.opts.MaxTurns}
+	var out Outcome
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				m.opts.Log.Error().Str("agent", e.t.ID).Str("panic", fmt.Sprint(p)).Msg("agents: sub-agent panicked")
+				out = Outcome{Failure: &Failure{Code: FailModel, Message: "internal failure of the sub-agent; the operator can find the details in the service log"}}
+			}
+		}()
+		out = loop.Run(tctx, e.t.ID, task, observer{m, e})
+	}()
+	now := m.opts.Now().UTC()
+	m.mu.Lock()
+	t := &e.t
+	t.Answer = m.opts.Redact(out.Answer)
+	t.Turns = max(t.Turns, out.Turns)
+	t.Status = StatusCompleted
+	t.Error = out.Failure
+	switch {
+	case errors.Is(context.Cause(ctx), errCanceledByRequest):
+		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "canceled by request (DELETE /agents/" + t.ID + ")"}
+	case ctx.Err() != nil:
+		t.Status, t.Error = StatusInterrupted, &Failure{Code: FailInterrupted, Message: "the service was shutting down; its work so far is in the tool calls"}
+	case tctx.Err() != nil:
+		t.Status, t.Error = StatusFailed, &Failure{Code: FailTimeout, Message: fmt.Sprintf("stopped after %s (TOOLSVC_AGENT_TIMEOUT) without a final answer", m.opts.Timeout)}
+	case out.Failure != nil:
+		t.Status = StatusFailed
+	}
+	if t.Error != nil {
+		t.Error.Message = m.opts.Redact(t.Error.Message)
+	}
+	t.FinishedAt, t.UpdatedAt = &now, now
+	e.cancel(nil)
+	e.cancel = nil
+	m.mu.Unlock()
+	if err := m.save(e); err != nil {
+		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
+	}
+	ev := m.opts.Log.Info()
+	if t.Status != StatusCompleted {
+		ev = m.opts.Log.Warn()
+	}
+	ev.Str("agent", e.t.ID).Str("status", t.Status).Int("turns", t.Turns).Int("tool_calls", t.CallCount).Msg("sub-agent finished")
+}
+
+// observer records a running task's progress and keeps the file current.
+type observer struct {
+	m *Manager
+	e *entry
+}
+
+func (o observer) Turn(n int) {
+	o.m.mu.Lock()
+	o.e.t.Turns, o.e.t.UpdatedAt = n, o.m.opts.Now().UTC()
+	o.m.mu.Unlock()
+	if err := o.m.save(o.e); err != nil {
+		o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
+	}
+}
+
+func (o observer) Called(name, args string, res registry.Result) {
+	rec := CallRecord{Name: name, Arguments: cut(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID}
+	if res.Error != nil {
+		rec.ErrorCode = res.Error.Code
+	}
+	o.m.mu.Lock()
+	defer o.m.mu.Unlock()
+	o.e.t.CallCount++
+	if len(o.e.t.ToolCalls) < maxCallRecords {
+		o.e.t.ToolCalls = append(o.e.t.ToolCalls, rec)
+	}
+	o.e.t.UpdatedAt = o.m.opts.Now().UTC()
+}
+
+// Get returns a task.
+func (m *Manager) Get(id string) (Task, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.tasks[id]
+	if !ok {
+		return Task{}, false
+	}
+	return m.snapshotLocked(e), true
+}
+
+// List returns every task, newest first.
+func (m *Manager) List() []Summary {
+	m.mu.Lock()
+	out := make([]Summary, 0, len(m.tasks))
+	for _, e := range m.tasks {
+		t := e.t
+		out = append(out, Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns})
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Wait blocks until the task ends or ctx is done, and returns it as it is.
+func (m *Manager) Wait(ctx context.Context, id string) (Task, bool) {
+	m.mu.Lock()
+	e, ok := m.tasks[id]
+	m.mu.Unlock()
+	if !ok {
+		return Task{}, false
+	}
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+	}
+	return m.Get(id)
+}
+
+// Cancel stops a running task and waits for it to record its end. A task
+// that already ended is returned as it is.
+func (m *Manager) Cancel(ctx context.Context, id string) (Task, bool) {
+	m.mu.Lock()
+	e, ok := m.tasks[id]
+	if ok && e.cancel != nil {
+		e.cancel(errCanceledByRequest)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return Task{}, false
+	}
+	return m.Wait(ctx, id)
+}
+
+// Close stops every running task (they are recorded as interrupted) and
+// waits until they have, or until ctx is done.
+func (m *Manager) Close(ctx context.Context) {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.stop()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.opts.Log.Warn().Msg("agents: sub-agents still stopping at shutdown; they will be marked interrupted at the next start")
+	}
+}
+
+func (m *Manager) snapshot(e *entry) Task {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.snapshotLocked(e)
+}
+
+func (m *Manager) snapshotLocked(e *entry) Task {
+	t := e.t
+	t.ToolCalls = append([]CallRecord{}, e.t.ToolCalls...)
+	if e.t.FinishedAt != nil {
+		f := *e.t.FinishedAt
+		t.FinishedAt = &f
+	}
+	if e.t.Error != nil {
+		f := *e.t.Error
+		t.Error = &f
+	}
+	return t
+}
+
+// save writes the task's file atomically: a temporary file in the same
+// folder, synced, then renamed over the old one.
+func (m *Manager) save(e *entry) error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	t := m.snapshot(e)
+	data, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(m.opts.Dir, ".tmp-"+t.ID+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(m.opts.Dir, t.ID+".json"))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// ValidID reports whether id has the form of a task ID.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+func newTaskID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "sa-" + hex.EncodeToString(b[:])
+}
+
+// cut shortens s to n runes, saying so.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return strings.TrimSpace(string(r[:n])) + "…"
+}

@@ -1,0 +1,118 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// Spawn starts a sub-agent on a task: a model of its own with a restricted
+// tool set, working alone in the background. It is offered only when a
+// model endpoint is configured.
+type Spawn struct {
+	agents        *agent.Manager
+	timeout       time.Duration // the sub-agents' own; waiting is bounded by it
+	maxConcurrent int
+}
+
+// NewSpawn returns the spawn tool over m. timeout is the sub-agents'
+// deadline (TOOLSVC_AGENT_TIMEOUT).
+func NewSpawn(m *agent.Manager, timeout time.Duration, maxConcurrent int) *Spawn {
+	return &Spawn{agents: m, timeout: timeout, maxConcurrent: maxConcurrent}
+}
+
+const spawnSchema = `{
+  "type": "object",
+  "properties": {
+    "task": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "the whole task, self-contained: the sub-agent sees nothing of this conversation, so say what to do, with which files, and what the answer should contain"},
+    "label": {"type": "string", "maxLength": 100, "description": "a short name for the task, shown in listings, e.g. 'code analysis'"},
+    "wait": {"type": "boolean", "description": "true: wait for the sub-agent and return its answer; false (default): return at once with its ID"}
+  },
+  "required": ["task"],
+  "additionalProperties": false
+}`
+
+type spawnArgs struct {
+	Task  string `json:"task"`
+	Label string `json:"label"`
+	Wait  bool   `json:"wait"`
+}
+
+func (t *Spawn) Name() string { return "spawn" }
+
+func (t *Spawn) Description() string {
+	return "Start a sub-agent on a task in the background: it has its own model and the file tools, exec, web_fetch and memory, " +
+		"works alone (it cannot ask questions or start sub-agents), and ends with a written answer. " +
+		"Use it for a self-contained piece of work that takes many steps, such as analysing a code base into a report. " +
+		"Returns the sub-agent's ID at once; with wait=true it waits and returns the answer."
+}
+
+func (t *Spawn) Parameters() json.RawMessage { return json.RawMessage(spawnSchema) }
+
+// Timeout lets a waiting call last as long as the sub-agent may, plus a
+// margin for it to record its end.
+func (t *Spawn) Timeout() time.Duration { return t.timeout + 30*time.Second }
+
+func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	var a spawnArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Task) == "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "task is empty. Next: describe the work for the sub-agent in task.")
+	}
+	label := strings.Join(strings.Fields(a.Label), " ")
+	task, err := t.agents.Start(a.Task, label)
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		return "", registry.Errorf(registry.CodeBusy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
+	case errors.Is(err, agent.ErrStopping):
+		return "", registry.Errorf(registry.CodeUnavailable, "the service is shutting down and starts no sub-agent. Next: try again later.")
+	case err != nil:
+		return "", registry.Errorf(registry.CodeInvalidArguments, "%v. Next: shorten the task.", err)
+	}
+	name := task.ID
+	if label != "" {
+		name = fmt.Sprintf("%s (%s)", task.ID, label)
+	}
+	if !a.Wait {
+		return fmt.Sprintf("Sub-agent %s started in the background. Its progress and final answer: GET /agents/%s; cancel it with DELETE /agents/%s. "+
+			"It may run for up to %s. Next: carry on with other work; call spawn with wait=true instead when you need the answer before going on.",
+			name, task.ID, task.ID, t.timeout), nil
+	}
+	done, _ := t.agents.Wait(ctx, task.ID)
+	switch done.Status {
+	case agent.StatusRunning:
+		return "", registry.Errorf(registry.CodeCanceled, "stopped waiting for sub-agent %s, which is still running. Next: GET /agents/%s for its answer later.", name, task.ID)
+	case agent.StatusCompleted:
+		answer := done.Answer
+		if strings.TrimSpace(answer) == "" {
+			answer = "(the sub-agent ended without writing an answer)"
+		}
+		return fmt.Sprintf("Sub-agent %s completed in %d turns with %d tool calls.\n\n%s", name, done.Turns, done.CallCount, answer), nil
+	}
+	if done.Error == nil {
+		done.Error = &agent.Failure{Code: agent.FailModel, Message: "no reason recorded"}
+	}
+	msg := fmt.Sprintf("sub-agent %s %s after %d turns: %s.", name, done.Status, done.Turns, done.Error.Message)
+	if done.Answer != "" {
+		msg += " Its last words:\n\n" + done.Answer + "\n\n"
+	}
+	code := registry.CodeToolError
+	switch done.Error.Code {
+	case agent.FailTimeout:
+		code = registry.CodeTimeout
+	case agent.FailCanceled, agent.FailInterrupted:
+		code = registry.CodeCanceled
+	}
+	return "", registry.Errorf(code, "%s Next: split the task into smaller ones, or do the rest yourself; its tool calls are listed at GET /agents/%s.", msg, task.ID)
+}
+
+var _ registry.Tool = (*Spawn)(nil)
+var _ registry.Timeouter = (*Spawn)(nil)
