@@ -88,11 +88,13 @@ type Log struct {
 	tag     string // <pid>-<start time>: names this process's segments
 	files   *files // the day folders and how records are placed in them
 
-	mu      sync.Mutex // guards cur, seq and every segment's counters
-	cur     *segment
-	segs    map[*segment]struct{} // every segment open, cur and retired ones with open calls
+	// Start takes no lock unless it has to start a new segment: cur is
+	// the segment lines go to, and each segment counts its own calls.
+	cur     atomic.Pointer[segment]
+	checked atomic.Int64 // when cur was last checked to still have its name, Unix ns
+	mu      sync.Mutex   // serialises starting segments and Close
 	seq     int
-	checked time.Time // when cur was last checked to still be linked
+	segs    sync.Map // every open segment: cur, and retired ones with calls still open
 	closed  bool
 
 	startFaults, recordFaults atomic.Int64
@@ -103,8 +105,12 @@ type Log struct {
 }
 
 // Started is what Start hands back for Finish: the journal segment that
-// noted the call.
-type Started struct{ seg *segment }
+// noted the call, and the arguments as recorded.
+type Started struct {
+	seg  *segment
+	args any
+	cut  bool
+}
 
 // New creates the audit folder if needed, reconciles the journals of
 // processes that have died (every call they started without a final
@@ -128,7 +134,6 @@ func New(opts Options) (*Log, error) {
 		journal: filepath.Join(opts.Dir, journalDir),
 		tag:     fmt.Sprintf("%d-%s", os.Getpid(), time.Now().UTC().Format("20060102T150405.000000000Z")),
 		files:   newFiles(opts.Dir),
-		segs:    map[*segment]struct{}{},
 	}
 	if err := os.MkdirAll(l.journal, 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -137,10 +142,7 @@ func New(opts Options) (*Log, error) {
 		l.files.close()
 		return nil, err
 	}
-	l.mu.Lock()
-	_, err := l.segmentFor(dayOf(opts.Now()), 0)
-	l.mu.Unlock()
-	if err != nil {
+	if _, err := l.next(dayOf(opts.Now()), nil); err != nil {
 		l.files.close()
 		return nil, fmt.Errorf("audit: journal: %w", err)
 	}
@@ -171,7 +173,7 @@ func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
 // not the machine (power loss, a kernel crash), like the records
 // themselves.
 func (l *Log) Start(rec Record) (Started, error) {
-	rec = l.prepare(rec)
+	rec = l.prepare(rec, nil)
 	rec.Status = StatusStarted
 	rec.Result, rec.ResultLength, rec.ResultTruncated, rec.ErrorCode, rec.DurationMS = "", 0, false, "", 0
 	line, err := json.Marshal(rec)
@@ -179,28 +181,13 @@ func (l *Log) Start(rec Record) (Started, error) {
 		return Started{}, fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
 	}
 	line = append(line, '\n')
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	seg, err := l.segmentFor(dayOf(rec.Timestamp), int64(len(line)))
-	if err == nil {
-		err = l.fault("journal")
-		if err == nil {
-			err = seg.append(line)
-		}
-		if err != nil {
-			// A failed write may leave part of a line: later lines go to
-			// a new segment, so each line of a segment stays whole.
-			l.retire(seg)
-		}
-	}
+	seg, err := l.append(dayOf(rec.Timestamp), line)
 	if err != nil {
 		n := l.startFaults.Add(1)
 		l.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Int64("audit_start_faults", n).Msg("audit: cannot note the call's start in the journal")
 		return Started{}, fmt.Errorf("audit: journal: %w", err)
 	}
-	seg.open++
-	return Started{seg: seg}, nil
+	return Started{seg: seg, args: rec.Arguments, cut: rec.ArgumentsTruncated}, nil
 }
 
 // Finish writes the final record of a call Start noted. The record appears
@@ -209,7 +196,7 @@ func (l *Log) Start(rec Record) (Started, error) {
 // start writes it; if even that fails, the record is logged in full. The
 // error says the record is not in its folder.
 func (l *Log) Finish(st Started, rec Record) error {
-	rec = l.prepare(rec)
+	rec = l.prepare(rec, &st)
 	data, err := json.Marshal(rec)
 	if err == nil {
 		data = append(data, '\n')
@@ -217,16 +204,10 @@ func (l *Log) Finish(st Started, rec Record) error {
 			err = l.files.place(FileName(rec), data, false)
 		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	seg := st.seg
-	if seg != nil {
-		seg.open--
-	}
 	if err == nil {
-		if seg != nil && seg != l.cur && seg.open == 0 && !seg.keep {
-			seg.remove()
-			delete(l.segs, seg)
+		if seg != nil {
+			seg.release()
 		}
 		return nil
 	}
@@ -234,12 +215,16 @@ func (l *Log) Finish(st Started, rec Record) error {
 	ev := l.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Int64("audit_record_faults", n)
 	kept := false
 	if seg != nil && data != nil {
-		seg.keep = true
-		if jerr := seg.append(data); jerr == nil {
+		seg.keep.Store(true)
+		if _, jerr := seg.f.Write(data); jerr == nil {
 			kept = true
 		} else {
-			l.retire(seg)
+			l.cur.CompareAndSwap(seg, nil)
+			seg.retire()
 		}
+	}
+	if seg != nil {
+		seg.release()
 	}
 	if kept {
 		ev.Msg("audit: cannot write the final record; kept in the journal for the next start")
@@ -257,13 +242,18 @@ func (l *Log) fault(op string) error {
 }
 
 // prepare puts rec in the form it is stored in: UTC, result and arguments
-// cut, secret-looking arguments blanked.
-func (l *Log) prepare(rec Record) Record {
+// cut, secret-looking arguments blanked. The arguments are taken as they
+// were cleaned for the journal when st has them.
+func (l *Log) prepare(rec Record, st *Started) Record {
 	rec.Timestamp = rec.Timestamp.UTC()
 	rec.ResultLength = utf8.RuneCountInString(rec.Result)
 	if rec.ResultLength > l.opts.MaxResultChars {
 		rec.Result = runes.Prefix(rec.Result, l.opts.MaxResultChars)
 		rec.ResultTruncated = true
+	}
+	if st != nil && st.seg != nil {
+		rec.Arguments, rec.ArgumentsTruncated = st.args, st.cut
+		return rec
 	}
 	// Cutting and blanking again changes nothing: a record read back from
 	// the journal keeps its arguments and its flag.
@@ -396,15 +386,14 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.closed, l.cur = true, nil
-	for seg := range l.segs {
-		if seg.open == 0 && !seg.keep {
-			seg.remove()
-		} else {
-			seg.close()
-		}
-		delete(l.segs, seg)
-	}
+	l.closed = true
+	l.cur.Store(nil)
+	l.segs.Range(func(k, _ any) bool {
+		seg := k.(*segment)
+		seg.retire()
+		seg.end(false) // calls still open: their lines stay for the next start
+		return true
+	})
 	l.files.close()
 	return nil
 }

@@ -84,10 +84,12 @@ func journalLines(t *testing.T, dir string) []Record {
 func abandon(l *Log) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for seg := range l.segs {
-		seg.close()
-	}
-	l.segs, l.cur, l.closed = map[*segment]struct{}{}, nil, true
+	l.closed = true
+	l.cur.Store(nil)
+	l.segs.Range(func(k, _ any) bool {
+		k.(*segment).end(false)
+		return true
+	})
 	l.files.close()
 }
 
@@ -298,9 +300,7 @@ func TestJournalFolderDeleted(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(l.Dir(), journalDir)); err != nil {
 		t.Fatal(err)
 	}
-	l.mu.Lock()
-	l.checked = time.Time{} // as if a second had passed
-	l.mu.Unlock()
+	l.checked.Store(0) // as if a second had passed
 	rec := Record{CallID: "after", Timestamp: time.Now()}
 	if _, err := l.Start(rec); err != nil {
 		t.Fatal(err)

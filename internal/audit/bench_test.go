@@ -57,9 +57,7 @@ func BenchmarkCall(b *testing.B) {
 						b.Fatal(err)
 					}
 				} else {
-					l.mu.Lock()
-					st.seg.open--
-					l.mu.Unlock()
+					st.seg.release()
 				}
 			}
 		})

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,61 +33,123 @@ const journalDir = ".journal"
 // deleted file would be lost with the process.
 const linkCheckEvery = time.Second
 
-// segment is one journal file this process writes.
+// segment is one journal file this process writes. Lines are appended
+// without a lock: each is one write(2) on an O_APPEND descriptor, which
+// the kernel does not interleave with another.
 type segment struct {
+	log  *Log
 	path string
 	f    *os.File
 	day  string
-	size int64
-	open int  // calls noted here whose final record is not written yet
-	keep bool // holds a final record that could not be written: reconcile at the next start
-	gone bool // closed
+	size atomic.Int64 // bytes of the lines written or being written
+	// open counts the calls noted here whose final record is not written
+	// yet, and the Starts about to write a line.
+	open    atomic.Int64
+	retired atomic.Bool // no new lines: delete once open drops to zero
+	keep    atomic.Bool // holds a final record that could not be written: reconcile at the next start
+	once    sync.Once
 }
 
-func (s *segment) append(line []byte) error {
-	n, err := s.f.Write(line) // O_APPEND: one write(2), at the end
-	s.size += int64(n)
-	return err
+// release ends one call (or one Start that wrote nothing) of the segment.
+func (s *segment) release() {
+	if s.open.Add(-1) == 0 && s.retired.Load() {
+		s.end(true)
+	}
 }
 
-// close releases the lock and leaves the file for reconciliation.
-func (s *segment) close() {
-	if !s.gone {
-		s.gone = true
+// retire stops new lines; the segment goes once its open calls end.
+func (s *segment) retire() {
+	s.retired.Store(true)
+	if s.open.Load() == 0 {
+		s.end(true)
+	}
+}
+
+// end closes the segment, releasing its lock, once. It deletes the file
+// when asked to and nothing in it is left to reconcile.
+func (s *segment) end(remove bool) {
+	s.once.Do(func() {
 		s.f.Close()
-	}
+		if remove && !s.keep.Load() && s.open.Load() == 0 {
+			os.Remove(s.path)
+		}
+		s.log.segs.Delete(s)
+	})
 }
 
-// remove deletes the segment: every call it noted has its final record.
-func (s *segment) remove() {
-	if !s.gone {
-		s.close()
-		os.Remove(s.path)
+// append writes line to the current segment of day, starting a new
+// segment on a new day, when the current one is full, or when it has
+// lost its name. The segment returned counts the call as open.
+func (l *Log) append(day string, line []byte) (*segment, error) {
+	n := int64(len(line))
+	for range 8 {
+		seg := l.cur.Load()
+		if seg == nil || seg.day != day || !l.stillLinked(seg) {
+			var err error
+			if seg, err = l.next(day, seg); err != nil {
+				return nil, err
+			}
+		}
+		seg.open.Add(1)
+		if seg.retired.Load() { // retired since we loaded it
+			seg.release()
+			continue
+		}
+		if end := seg.size.Add(n); end > l.opts.JournalMaxBytes && end > n {
+			seg.release()
+			if _, err := l.next(day, seg); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err := l.fault("journal")
+		if err == nil {
+			_, err = seg.f.Write(line)
+		}
+		if err != nil {
+			// A failed write may leave part of a line: later lines go to
+			// a new segment.
+			l.cur.CompareAndSwap(seg, nil)
+			seg.retire()
+			seg.release()
+			return nil, err
+		}
+		return seg, nil
 	}
+	return nil, errors.New("no journal segment would take the line")
 }
 
-// segmentFor returns the segment a start line of n bytes on day goes to,
-// starting a new one on a new day, when the current one is full, or when
-// it has lost its name. l.mu must be held.
-func (l *Log) segmentFor(day string, n int64) (*segment, error) {
+// stillLinked checks, at most once every linkCheckEvery, that seg's file
+// is still in its folder: lines written to a deleted file would vanish
+// with the process.
+func (l *Log) stillLinked(seg *segment) bool {
+	now := time.Now().UnixNano()
+	last := l.checked.Load()
+	if now-last < int64(linkCheckEvery) || !l.checked.CompareAndSwap(last, now) {
+		return true
+	}
+	if linked(seg) {
+		return true
+	}
+	l.opts.Log.Error().Str("journal", seg.path).Msg("audit: the journal segment was deleted; starting a new one")
+	return false
+}
+
+// next retires old, if it is still the current segment, and returns the
+// current one, starting it if needed.
+func (l *Log) next(day string, old *segment) (*segment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
 		return nil, errClosed
 	}
-	if seg := l.cur; seg != nil {
-		now := time.Now()
-		if now.Sub(l.checked) >= linkCheckEvery {
-			l.checked = now
-			if !linked(seg) {
-				l.opts.Log.Error().Str("journal", seg.path).Msg("audit: the journal segment was deleted; starting a new one")
-				l.retire(seg)
-			}
-		}
+	cur := l.cur.Load()
+	if cur != nil && cur != old && cur.day == day && !cur.retired.Load() {
+		return cur, nil // another Start has just started it
 	}
-	if seg := l.cur; seg != nil && seg.day == day && (seg.size == 0 || seg.size+n <= l.opts.JournalMaxBytes) {
-		return seg, nil
-	}
-	if l.cur != nil {
-		l.retire(l.cur)
+	if cur != nil {
+		l.cur.Store(nil)
+		cur.retire()
 	}
 	if err := os.MkdirAll(l.journal, 0o750); err != nil {
 		return nil, err
@@ -101,30 +166,29 @@ func (l *Log) segmentFor(day string, n int64) (*segment, error) {
 			os.Remove(path)
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		seg := &segment{path: path, f: f, day: day}
+		seg := &segment{log: l, path: path, f: f, day: day}
 		// Between the create and the lock, another process reconciling
 		// may have found the file unlocked, empty, and deleted it.
 		if !linked(seg) {
 			f.Close()
 			continue
 		}
-		l.cur, l.checked = seg, time.Now()
-		l.segs[seg] = struct{}{}
+		l.segs.Store(seg, struct{}{})
+		l.checked.Store(time.Now().UnixNano())
+		l.cur.Store(seg)
 		return seg, nil
 	}
 	return nil, errors.New("the journal segment kept disappearing")
 }
 
-// retire stops writing to seg; it is deleted as soon as its last call is
-// final. l.mu must be held.
-func (l *Log) retire(seg *segment) {
-	if l.cur == seg {
-		l.cur = nil
+// linked reports whether seg's file is still in its folder under its name.
+func linked(seg *segment) bool {
+	a, err := seg.f.Stat()
+	if err != nil {
+		return false
 	}
-	if seg.open == 0 && !seg.keep {
-		seg.remove()
-		delete(l.segs, seg)
-	}
+	b, err := os.Stat(seg.path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // journalLine is a Record as read back from the journal: the arguments
@@ -135,6 +199,12 @@ type journalLine struct {
 }
 
 func parseLine(line []byte) (Record, bool) {
+	// A write cut short by a full disk leaves part of a line, and the next
+	// line may follow it on the same line: records start with their call
+	// ID, so the last record start is where a whole one begins.
+	if i := bytes.LastIndex(line, []byte(`{"call_id":`)); i > 0 {
+		line = line[i:]
+	}
 	var jl journalLine
 	if json.Unmarshal(line, &jl) != nil || jl.CallID == "" {
 		return Record{}, false
@@ -147,16 +217,6 @@ func parseLine(line []byte) (Record, bool) {
 		rec.Arguments = jl.Arguments
 	}
 	return rec, true
-}
-
-// linked reports whether seg's file is still in its folder under its name.
-func linked(seg *segment) bool {
-	a, err := seg.f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := os.Stat(seg.path)
-	return err == nil && os.SameFile(a, b)
 }
 
 // Reconcile finishes the calls of dead processes: for each journal segment
@@ -219,7 +279,7 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 			interrupted++
 		}
 		rec.ResultLength = 0 // prepare counts the stored result again
-		data, err := json.Marshal(l.prepare(rec))
+		data, err := json.Marshal(l.prepare(rec, nil))
 		if err != nil {
 			return interrupted, err
 		}
