@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Whole-process figures, side by side in one run:
+# Whole-process figures, side by side in one run (a small file takes a 4 KiB
+# page on tmpfs: the tmpfs run holds some GiB of them for a while):
 #  - read_file of a small file through toolsvc with the audit log on,
 #    against a bare net/http handler that reads the same file and writes
 #    one small file per request the way the audit log does (O_TMPFILE +
@@ -85,29 +86,36 @@ stop_set() { kill $SVC $BARE $OFF $BFILE; wait $SVC $BARE $OFF $BFILE 2>/dev/nul
 # The four servers take turns, ROUNDS times (default 3), and the ratios
 # are the median of each round's: the machine's other load changes
 # between runs, less within one round.
+# measure PID URL CONNS -> "calls/s server-CPU-us-per-call"
+measure() {
+  local c0 c1 r n
+  c0=$(cpu $1)
+  read -r r n < <(run "$2" "$3" "$SMALL")
+  c1=$(cpu $1)
+  echo "$r $(awk -v d=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN {printf "%.0f", d / t / n * 1e6}')"
+}
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 compare() {
   local p=$1 rounds=${ROUNDS:-3}
-  printf '%-6s %10s %10s %10s %10s %8s %8s %12s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "CPU/call on"
+  echo "calls/s, their ratios, then server CPU time per call in us:"
+  printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off"
   for c in 16 1; do
     : > "$W/r"
     for _ in $(seq "$rounds"); do
-      read -r f _ < <(run http://127.0.0.1:$((p + 3))/ $c "$SMALL")
-      c0=$(cpu $SVC)
-      read -r s n < <(run http://127.0.0.1:$p/tools/read_file/invoke $c "$SMALL")
-      c1=$(cpu $SVC)
-      read -r b _ < <(run http://127.0.0.1:$((p + 1))/ $c "$SMALL")
-      read -r o _ < <(run http://127.0.0.1:$((p + 2))/tools/read_file/invoke $c "$SMALL")
-      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $(awk -v d=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN {printf "%.0f", d / t / n * 1e6}')" >> "$W/r"
-      printf '%-6s %10s %10s %10s %10s %8s %8s %12s\n' "$c" $(tail -1 "$W/r" | awk '{print $1, $2, $3, $4, $5, $6, $7 " us"}')
+      read -r f fc < <(measure $BFILE http://127.0.0.1:$((p + 3))/ $c)
+      read -r s sc < <(measure $SVC http://127.0.0.1:$p/tools/read_file/invoke $c)
+      read -r b bc < <(measure $BARE http://127.0.0.1:$((p + 1))/ $c)
+      read -r o oc < <(measure $OFF http://127.0.0.1:$((p + 2))/tools/read_file/invoke $c)
+      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc" >> "$W/r"
+      printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "$c" $(tail -1 "$W/r")
     done
-    printf '%-6s %10s %10s %10s %10s %8s %8s %12s\n' "median" $(for k in 1 2 3 4 5 6 7; do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
+    printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "median" $(for k in $(seq 10); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
   done
 }
 
 fstype() { findmnt -n -o FSTYPE -T "$1"; }
 echo "read_file small.txt, wrk -t1, ${DUR}s each (calls/s); audit on vs bare+file, audit off vs bare"
-if mkdir -p "$W/tmpfs" && mount -t tmpfs -o size=1g tmpfs "$W/tmpfs" 2>/dev/null; then
+if mkdir -p "$W/tmpfs" && mount -t tmpfs -o size=8g tmpfs "$W/tmpfs" 2>/dev/null; then
   start_set 18090 "$W/tmpfs"
   echo
   echo "data on $(fstype "$W/tmpfs") ($W/tmpfs):"
@@ -120,13 +128,18 @@ mkdir -p "$W/disk"
 start_set 18080 "$W/disk"
 sleep 1
 echo
-echo "idle, toolsvc audit on: $(uss $SVC)"
+echo "idle, toolsvc audit on:  $(uss $SVC)"
+echo "idle, toolsvc audit off: $(uss $OFF)"
 echo
 echo "data on $(fstype "$W/disk") ($W/disk):"
 compare 18080
 sleep 10
 echo
-echo "idle again 10 s after the runs, toolsvc audit on: $(uss $SVC)"
+echo "idle 10 s after the runs, toolsvc audit on:  $(uss $SVC)"
+echo "idle 10 s after the runs, toolsvc audit off: $(uss $OFF)"
+sleep 50
+echo "idle 60 s after the runs, toolsvc audit on:  $(uss $SVC)"
+echo "idle 60 s after the runs, toolsvc audit off: $(uss $OFF)"
 [ "${AUDIT_ONLY:-}" = 1 ] && exit 0
 
 echo

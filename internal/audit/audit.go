@@ -138,9 +138,10 @@ func New(opts Options) (*Log, error) {
 	if err := os.MkdirAll(l.journal, 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	// A journal that cannot be reconciled now (a full disk, say) stays for
+	// the next round; it must not keep the service from starting.
 	if _, err := l.Reconcile(); err != nil {
-		l.files.close()
-		return nil, err
+		opts.Log.Error().Err(err).Msg("audit reconciliation")
 	}
 	if _, err := l.next(dayOf(opts.Now()), nil); err != nil {
 		l.files.close()
@@ -226,9 +227,12 @@ func (l *Log) Finish(st Started, rec Record) error {
 	if seg != nil {
 		seg.release()
 	}
-	if kept {
+	switch {
+	case kept:
 		ev.Msg("audit: cannot write the final record; kept in the journal for the next start")
-	} else {
+	case data == nil:
+		ev.Msg("audit: cannot encode the final record")
+	default:
 		ev.RawJSON("record", bytes.TrimSpace(data)).Msg("audit: cannot write the final record, nor keep it in the journal; this line is its only copy")
 	}
 	return fmt.Errorf("audit: record %s: %w", rec.CallID, err)
@@ -246,8 +250,13 @@ func (l *Log) fault(op string) error {
 // were cleaned for the journal when st has them.
 func (l *Log) prepare(rec Record, st *Started) Record {
 	rec.Timestamp = rec.Timestamp.UTC()
-	rec.ResultLength = utf8.RuneCountInString(rec.Result)
-	if rec.ResultLength > l.opts.MaxResultChars {
+	// A record read back from the journal is cut already and keeps the
+	// length of its full result.
+	n := utf8.RuneCountInString(rec.Result)
+	if n > rec.ResultLength {
+		rec.ResultLength = n
+	}
+	if n > l.opts.MaxResultChars {
 		rec.Result = runes.Prefix(rec.Result, l.opts.MaxResultChars)
 		rec.ResultTruncated = true
 	}

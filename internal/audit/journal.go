@@ -230,6 +230,7 @@ func (l *Log) Reconcile() (int, error) {
 		return 0, fmt.Errorf("audit: reconcile: %w", err)
 	}
 	total := 0
+	var errs []error
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".jsonl") || strings.HasPrefix(e.Name(), l.tag+"-") {
 			continue
@@ -237,10 +238,10 @@ func (l *Log) Reconcile() (int, error) {
 		n, err := l.reconcileSegment(filepath.Join(l.journal, e.Name()))
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("audit: reconcile %s: %w", e.Name(), err)
+			errs = append(errs, fmt.Errorf("audit: reconcile %s: %w", e.Name(), err))
 		}
 	}
-	return total, nil
+	return total, errors.Join(errs...)
 }
 
 func (l *Log) reconcileSegment(path string) (int, error) {
@@ -278,7 +279,6 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 			rec.Result = "Error: the service stopped before this call finished (it crashed or was killed), so its outcome is unknown. Next: check whether the call's effects happened before repeating it."
 			interrupted++
 		}
-		rec.ResultLength = 0 // prepare counts the stored result again
 		data, err := json.Marshal(l.prepare(rec, nil))
 		if err != nil {
 			return interrupted, err
