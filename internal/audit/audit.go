@@ -177,11 +177,10 @@ func (l *Log) Start(rec Record) (Started, error) {
 	rec = l.prepare(rec, nil)
 	rec.Status = StatusStarted
 	rec.Result, rec.ResultLength, rec.ResultTruncated, rec.ErrorCode, rec.DurationMS = "", 0, false, "", 0
-	line, err := json.Marshal(rec)
+	line, err := appendRecord(make([]byte, 0, 512), &rec)
 	if err != nil {
 		return Started{}, fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
 	}
-	line = append(line, '\n')
 	seg, err := l.append(dayOf(rec.Timestamp), line)
 	if err != nil {
 		n := l.startFaults.Add(1)
@@ -198,9 +197,8 @@ func (l *Log) Start(rec Record) (Started, error) {
 // error says the record is not in its folder.
 func (l *Log) Finish(st Started, rec Record) error {
 	rec = l.prepare(rec, &st)
-	data, err := json.Marshal(rec)
+	data, err := appendRecord(make([]byte, 0, 512+len(rec.Result)), &rec)
 	if err == nil {
-		data = append(data, '\n')
 		if err = l.fault("record"); err == nil {
 			err = l.files.place(FileName(rec), data, false)
 		}

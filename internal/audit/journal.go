@@ -279,11 +279,12 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 			rec.Result = "Error: the service stopped before this call finished (it crashed or was killed), so its outcome is unknown. Next: check whether the call's effects happened before repeating it."
 			interrupted++
 		}
-		data, err := json.Marshal(l.prepare(rec, nil))
+		rec = l.prepare(rec, nil)
+		data, err := appendRecord(nil, &rec)
 		if err != nil {
 			return interrupted, err
 		}
-		if err := l.files.place(name, append(data, '\n'), true); err != nil {
+		if err := l.files.place(name, data, true); err != nil {
 			return interrupted, err
 		}
 	}
