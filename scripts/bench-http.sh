@@ -1,38 +1,50 @@
 #!/usr/bin/env bash
-# Whole-process figures for issue 2, side by side in one run:
-#  - read_file of a small file through toolsvc (audit on, default config)
-#    against a bare net/http handler that reads the same file, with wrk from
-#    a second process, 16 connections and 1 connection;
+# Whole-process figures, side by side in one run (a small file takes a 4 KiB
+# page on tmpfs: the tmpfs run holds some GiB of them for a while):
+#  - read_file of a small file through toolsvc with the audit log on,
+#    against a bare net/http handler that reads the same file and writes
+#    one small file per request the way the audit log does (O_TMPFILE +
+#    linkat: the floor of a file per call), and with the audit log off
+#    against the plain bare handler; wrk from a second process, 16
+#    connections and 1 connection; the data folders on the disk (under
+#    /tmp) and, when a tmpfs can be mounted, on a tmpfs;
+#  - idle memory: RSS and private memory (USS, smaps_rollup Private_*);
 #  - toolsvc's server CPU time per call under wrk, and with one call at a
 #    time from a Python client beside the bare handler and the reference MCP
 #    filesystem server's per read_text_file call (needs node; skipped when
 #    absent);
 #  - the first 100 lines of a 1 GiB file against a small file, and peak RSS
-#    while reading ranges of it; idle RSS.
+#    while reading ranges of it.
 # usage: scripts/bench-http.sh [seconds per wrk run, default 10]
+# AUDIT_ONLY=1 stops after the read_file comparison and the idle memory;
+# ROUNDS=n runs each read_file comparison n times (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 W=$(mktemp -d /tmp/toolsvc-bench.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-mkdir -p "$W/ws" "$W/data"
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  wait 2>/dev/null || true
+  mountpoint -q "$W/tmpfs" 2>/dev/null && umount "$W/tmpfs"
+  rm -rf "$W"
+}
+trap cleanup EXIT
+mkdir -p "$W/ws"
 go build -o "$W/toolsvc" ./cmd/toolsvc
 go build -o "$W/barehttp" ./scripts/barehttp
 printf 'hello\n%.0s' {1..10} > "$W/ws/small.txt"
 
-TOOLSVC_ADDR=127.0.0.1:18080 TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$W/data" "$W/toolsvc" > "$W/toolsvc.log" &
-SVC=$!
-"$W/barehttp" -addr 127.0.0.1:18081 -root "$W/ws" &
-BARE=$!
-mkdir -p "$W/data-noaudit"
-TOOLSVC_ADDR=127.0.0.1:18082 TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$W/data-noaudit" TOOLSVC_AUDIT_ENABLED=false "$W/toolsvc" > "$W/toolsvc-noaudit.log" &
-for _ in $(seq 50); do curl -sf http://127.0.0.1:18080/healthz >/dev/null && curl -s http://127.0.0.1:18081/ -d '{"path":"small.txt"}' >/dev/null && break; sleep 0.1; done
-sleep 1
 rss() { awk '/^VmRSS/ {print $2/1024 " MiB"}' /proc/$1/status; }
 hwm() { awk '/^VmHWM/ {print $2/1024 " MiB"}' /proc/$1/status; }
 cpu() { awk '{print $14 + $15}' /proc/$1/stat; }
-echo "idle RSS: toolsvc $(rss $SVC)"
+# uss PID: private memory and what it is made of, from smaps_rollup.
+uss() {
+  awk '/^Rss:/ {r = $2} /^Private_Clean:/ {pc = $2} /^Private_Dirty:/ {pd = $2} /^Anonymous:/ {a = $2} /^Shared_Clean:/ {sc = $2}
+    END {printf "USS %.1f MiB (private dirty %.1f, private clean %.1f; anonymous %.1f), RSS %.1f MiB (shared clean %.1f)\n",
+      (pc + pd) / 1024, pd / 1024, pc / 1024, a / 1024, r / 1024, sc / 1024}' /proc/$1/smaps_rollup
+}
+ready() { for _ in $(seq 100); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "not ready: $1"; exit 1; }
 
 cat > "$W/post.lua" <<'LUA'
 wrk.method = "POST"
@@ -45,23 +57,90 @@ run() {
     awk '/requests in/ {n = $1} /Requests\/sec/ {r = $2} END {printf "%.0f %d\n", r, n}'
 }
 SMALL='{"path":"small.txt"}'
-curl -s http://127.0.0.1:18080/tools/read_file/invoke -d "$SMALL" | grep -q '"status":"success"' || { echo "toolsvc read_file failed"; exit 1; }
 TCK=$(getconf CLK_TCK)
-echo
-echo "read_file small.txt, wrk -t1, ${DUR}s each (calls/s):"
-printf '%-6s %10s %10s %7s %16s %18s %14s\n' conns bare toolsvc ratio "toolsvc CPU/call" "toolsvc audit off" "bare CPU/call"
 percall() { awk -v d="$1" -v n="$2" -v t="$TCK" 'BEGIN {printf "%.0f us", d / t / n * 1e6}'; }
-for c in 16 1; do
-  b0=$(cpu $BARE)
-  read -r b bn < <(run http://127.0.0.1:18081/ $c "$SMALL")
-  b1=$(cpu $BARE)
-  c0=$(cpu $SVC)
-  read -r s n < <(run http://127.0.0.1:18080/tools/read_file/invoke $c "$SMALL")
-  c1=$(cpu $SVC)
-  read -r o _ < <(run http://127.0.0.1:18082/tools/read_file/invoke $c "$SMALL")
-  printf '%-6s %10s %10s %7s %16s %18s %14s\n' "$c" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" \
-    "$(percall $((c1 - c0)) "$n")" "$o" "$(percall $((b1 - b0)) "$bn")"
-done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+
+# start_set BASEPORT DATAROOT: toolsvc with the audit log on (BASEPORT),
+# the bare handler (+1), toolsvc with it off (+2), the bare handler
+# writing a file per request (+3), all with their data under DATAROOT.
+start_set() {
+  local p=$1 d=$2
+  mkdir -p "$d/on" "$d/off" "$d/bare-files"
+  TOOLSVC_ADDR=127.0.0.1:$p TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$d/on" "$W/toolsvc" > "$d/on.log" &
+  SVC=$!
+  "$W/barehttp" -addr 127.0.0.1:$((p + 1)) -root "$W/ws" &
+  BARE=$!
+  TOOLSVC_ADDR=127.0.0.1:$((p + 2)) TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$d/off" TOOLSVC_AUDIT_ENABLED=false "$W/toolsvc" > "$d/off.log" &
+  OFF=$!
+  "$W/barehttp" -addr 127.0.0.1:$((p + 3)) -root "$W/ws" -files "$d/bare-files" &
+  BFILE=$!
+  ready http://127.0.0.1:$p/healthz
+  ready http://127.0.0.1:$((p + 2))/healthz
+  for q in 1 3; do for _ in $(seq 50); do curl -s http://127.0.0.1:$((p + q))/ -d "$SMALL" >/dev/null && break; sleep 0.1; done; done
+  curl -s http://127.0.0.1:$p/tools/read_file/invoke -d "$SMALL" | grep -q '"status":"success"' || { echo "toolsvc read_file failed"; exit 1; }
+}
+stop_set() { kill $SVC $BARE $OFF $BFILE; wait $SVC $BARE $OFF $BFILE 2>/dev/null || true; }
+
+# compare BASEPORT: the read_file table for the set started on BASEPORT.
+# The four servers take turns, ROUNDS times (default 3), and the ratios
+# are the median of each round's: the machine's other load changes
+# between runs, less within one round.
+# measure PID URL CONNS -> "calls/s server-CPU-us-per-call"
+measure() {
+  local c0 c1 r n
+  c0=$(cpu $1)
+  read -r r n < <(run "$2" "$3" "$SMALL")
+  c1=$(cpu $1)
+  echo "$r $(awk -v d=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN {printf "%.0f", d / t / n * 1e6}')"
+}
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+compare() {
+  local p=$1 rounds=${ROUNDS:-3}
+  echo "calls/s, their ratios, then server CPU time per call in us:"
+  printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off"
+  for c in 16 1; do
+    : > "$W/r"
+    for _ in $(seq "$rounds"); do
+      read -r f fc < <(measure $BFILE http://127.0.0.1:$((p + 3))/ $c)
+      read -r s sc < <(measure $SVC http://127.0.0.1:$p/tools/read_file/invoke $c)
+      read -r b bc < <(measure $BARE http://127.0.0.1:$((p + 1))/ $c)
+      read -r o oc < <(measure $OFF http://127.0.0.1:$((p + 2))/tools/read_file/invoke $c)
+      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc" >> "$W/r"
+      printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "$c" $(tail -1 "$W/r")
+    done
+    printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "median" $(for k in $(seq 10); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
+  done
+}
+
+fstype() { findmnt -n -o FSTYPE -T "$1"; }
+echo "read_file small.txt, wrk -t1, ${DUR}s each (calls/s); audit on vs bare+file, audit off vs bare"
+if mkdir -p "$W/tmpfs" && mount -t tmpfs -o size=8g tmpfs "$W/tmpfs" 2>/dev/null; then
+  start_set 18090 "$W/tmpfs"
+  echo
+  echo "data on $(fstype "$W/tmpfs") ($W/tmpfs):"
+  compare 18090
+  stop_set
+else
+  echo "(no tmpfs: mount refused; only the disk)"
+fi
+mkdir -p "$W/disk"
+start_set 18080 "$W/disk"
+sleep 1
+echo
+echo "idle, toolsvc audit on:  $(uss $SVC)"
+echo "idle, toolsvc audit off: $(uss $OFF)"
+echo
+echo "data on $(fstype "$W/disk") ($W/disk):"
+compare 18080
+sleep 10
+echo
+echo "idle 10 s after the runs, toolsvc audit on:  $(uss $SVC)"
+echo "idle 10 s after the runs, toolsvc audit off: $(uss $OFF)"
+sleep 50
+echo "idle 60 s after the runs, toolsvc audit on:  $(uss $SVC)"
+echo "idle 60 s after the runs, toolsvc audit off: $(uss $OFF)"
+[ "${AUDIT_ONLY:-}" = 1 ] && exit 0
 
 echo
 echo "one call at a time from a Python client, as the MCP server is driven below:"

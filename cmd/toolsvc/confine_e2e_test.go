@@ -130,8 +130,9 @@ func TestConfinement(t *testing.T) {
 		}
 	}
 	after := snapshot(t, base, ws)
+	journal := filepath.Join(s.DataDir, "audit_logs", ".journal") // grows by a line per call
 	for p, v := range before {
-		if after[p] != v {
+		if after[p] != v && !strings.HasPrefix(p, journal) {
 			t.Errorf("%s changed", p)
 		}
 	}

@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer al.Close()
 		regOpts.Audit = al
+		regOpts.AuditFailOpen = !cfg.AuditRequired
 		go al.RunRetention(stopping, time.Hour)
 	}
 	reg := registry.New(regOpts)
@@ -154,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// locale tables) leaves garbage behind; return it to the OS before idling.
 	debug.FreeOSMemory()
 	log.Info().Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
-		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).
+		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).Bool("audit_required", cfg.AuditRequired).
 		Bool("auth", len(cfg.APIKeys) > 0).Strs("tools", reg.Names()).Msg("listening")
 
 	serveErr := make(chan error, 1)

@@ -26,18 +26,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// pendingRecords returns the audit records still pending.
-func pendingRecords(s *testServer) []audit.Record {
+// startedCalls returns the calls the audit journal noted as started, in
+// every segment under dataDir.
+func startedCalls(dataDir string) []audit.Record {
 	var out []audit.Record
-	files, _ := filepath.Glob(filepath.Join(s.DataDir, "audit_logs", "*", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(dataDir, "audit_logs", ".journal", "*.jsonl"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		var r audit.Record
-		if json.Unmarshal(data, &r) == nil && r.Status == registry.StatusPending {
-			out = append(out, r)
+		for _, line := range strings.Split(string(data), "\n") {
+			var r audit.Record
+			if json.Unmarshal([]byte(line), &r) == nil && r.Status == audit.StatusStarted {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
@@ -67,9 +70,9 @@ func TestShutdownDuringCall(t *testing.T) {
 	}()
 	waitFor(t, "the command to start", func() bool {
 		_, err := os.Stat(filepath.Join(s.Workspace, "started"))
-		return err == nil && len(pendingRecords(s)) == 1
+		return err == nil && len(startedCalls(s.DataDir)) == 1
 	})
-	callID := pendingRecords(s)[0].CallID
+	callID := startedCalls(s.DataDir)[0].CallID
 
 	start := time.Now()
 	s.Stop(t)

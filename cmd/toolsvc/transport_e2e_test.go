@@ -359,7 +359,7 @@ func waitForAudit(t *testing.T, s *testServer, session string) auditLine {
 				continue
 			}
 			var rec auditLine
-			if json.Unmarshal(data, &rec) == nil && rec.SessionID == session && rec.Status != registry.StatusPending {
+			if json.Unmarshal(data, &rec) == nil && rec.SessionID == session {
 				return rec
 			}
 		}

@@ -1,37 +1,46 @@
-// Package audit writes one JSON file per tool call under
-// DIR/YYYY-MM-DD/, first as "pending" when the call starts, then replaced
-// atomically by the final record, and deletes day folders past retention.
+// Package audit keeps the record of every tool call: one JSON file per
+// call under DIR/YYYY-MM-DD/, written once when the call ends, and a
+// per-process journal that notes each call before its tool runs, so a call
+// the process never finished (a crash, SIGKILL, the OOM killer) is still
+// recorded, as interrupted, when the service starts again.
 //
-// The final record takes the pending one's place by exchanging the two
-// files (renameat2 RENAME_EXCHANGE), not by renaming over it: the pending
-// file moves to a side folder under DIR/.replaced/ and is deleted with that
-// folder a day later, not one by one. Deleting a file per call is what made
-// the log slow: on ext4 without a journal, every new file scans past each
-// inode freed in the last minutes, so a log that frees one per call grows
-// dearer the faster it is written (BenchmarkCall measures both ways).
+// Per call the log costs one write(2) on the journal, appended to an open
+// descriptor, and one new file that appears whole in its day folder (an
+// unnamed file linked into place). Nothing is renamed over or deleted per
+// call: the journal's segments are deleted whole once every call they
+// noted is final.
 package audit
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/runes"
+)
+
+// Status values of a Record besides the registry's success and error.
+const (
+	// StatusStarted marks a journal line written before the tool runs;
+	// no file in a day folder ever has it.
+	StatusStarted = "started"
+	// StatusInterrupted is the final record of a call its process never
+	// finished, written by the reconciliation at the next start.
+	StatusInterrupted = "interrupted"
+	// CodeInterrupted is the error code of an interrupted call.
+	CodeInterrupted = "interrupted"
 )
 
 // Record is one call as the audit log keeps it.
@@ -45,7 +54,7 @@ type Record struct {
 	SessionID          string    `json:"session_id"`
 	Source             string    `json:"source,omitempty"`
 	Timestamp          time.Time `json:"timestamp"` // when the call started, UTC
-	Status             string    `json:"status"`    // pending, success, error
+	Status             string    `json:"status"`    // success, error, interrupted
 	DurationMS         int64     `json:"duration_ms"`
 	Result             string    `json:"result"`
 	ResultTruncated    bool      `json:"result_truncated"`
@@ -59,19 +68,54 @@ type Options struct {
 	MaxResultChars int    // results are cut to this many characters (default 2000)
 	MaxArgChars    int    // string values in arguments are cut to this (default 4000)
 	RetentionDays  int    // day folders older than this are deleted; <= 0 keeps all
-	Now            func() time.Time
-	Log            zerolog.Logger
+	// JournalMaxBytes starts a new journal segment when the current one
+	// would grow past it (default 4 MiB). A new day starts one too.
+	JournalMaxBytes int64
+	Now             func() time.Time
+	Log             zerolog.Logger
+}
+
+// Stats counts the faults of a Log since it was made.
+type Stats struct {
+	StartFaults  int64 // start lines that could not be written
+	RecordFaults int64 // final records that could not be written
 }
 
 // Log is the audit log. It is safe for concurrent use.
 type Log struct {
-	opts Options
-	tag  string // names this process's side folders: <pid>-<random>
-	mu   sync.Mutex
-	days sync.Map // day folder name -> open descriptor (int)
+	opts    Options
+	journal string // DIR/.journal
+	tag     string // <pid>-<start time>: names this process's segments
+	files   *files // the day folders and how records are placed in them
+
+	// Start takes no lock unless it has to start a new segment: cur is
+	// the segment lines go to, and each segment counts its own calls.
+	cur     atomic.Pointer[segment]
+	checked atomic.Int64 // when cur was last checked to still have its name, Unix ns
+	mu      sync.Mutex   // serialises starting segments and Close
+	seq     int
+	segs    sync.Map // every open segment: cur, and retired ones with calls still open
+	closed  bool
+
+	startFaults, recordFaults atomic.Int64
+
+	// inject, set by tests, fails the named write ("journal", "record")
+	// with the error it returns.
+	inject func(op string) error
 }
 
-// New creates the audit folder if needed and returns the log.
+// Started is what Start hands back for Finish: the journal segment that
+// noted the call, and the arguments as recorded.
+type Started struct {
+	seg  *segment
+	args any
+	cut  bool
+}
+
+// New creates the audit folder if needed, reconciles the journals of
+// processes that have died (every call they started without a final
+// record gets one with status interrupted), opens this process's journal
+// and returns the log.
 func New(opts Options) (*Log, error) {
 	if opts.MaxResultChars <= 0 {
 		opts.MaxResultChars = 2000
@@ -79,44 +123,40 @@ func New(opts Options) (*Log, error) {
 	if opts.MaxArgChars <= 0 {
 		opts.MaxArgChars = 4000
 	}
+	if opts.JournalMaxBytes <= 0 {
+		opts.JournalMaxBytes = 4 << 20
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+	l := &Log{
+		opts:    opts,
+		journal: filepath.Join(opts.Dir, journalDir),
+		tag:     fmt.Sprintf("%d-%s", os.Getpid(), time.Now().UTC().Format("20060102T150405.000000000Z")),
+		files:   newFiles(opts.Dir),
+	}
+	if err := os.MkdirAll(l.journal, 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	spreadSubfolders(opts.Dir)
-	if err := os.MkdirAll(filepath.Join(opts.Dir, replacedDir), 0o750); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+	// A journal that cannot be reconciled now (a full disk, say) stays for
+	// the next round; it must not keep the service from starting.
+	if _, err := l.Reconcile(); err != nil {
+		opts.Log.Error().Err(err).Msg("audit reconciliation")
 	}
-	spreadSubfolders(filepath.Join(opts.Dir, replacedDir))
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	return &Log{opts: opts, tag: fmt.Sprintf("%d-%x", os.Getpid(), rnd)}, nil
-}
-
-// spreadSubfolders marks dir as the top of a hierarchy (chattr +T), so that
-// ext4 places each folder made in it in a block group picked by the
-// folder's name rather than beside dir. New files take their inodes from
-// their folder's group, and on ext4 without a journal each one scans past
-// every inode freed there in the last minutes: next to /tmp, say, where
-// compilers make and delete thousands of files, a new file cost 150-250 us
-// here; in a group of its own 15-25 us. Other file systems refuse the flag,
-// which changes nothing.
-func spreadSubfolders(dir string) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
+	if _, err := l.next(dayOf(opts.Now()), nil); err != nil {
+		l.files.close()
+		return nil, fmt.Errorf("audit: journal: %w", err)
 	}
-	defer unix.Close(fd)
-	const topDir = 0x00020000 // FS_TOPDIR_FL in linux/fs.h
-	if flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS); err == nil && flags&topDir == 0 {
-		_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|topDir)
-	}
+	return l, nil
 }
 
 // Dir returns the folder the log writes under.
 func (l *Log) Dir() string { return l.opts.Dir }
+
+// Stats returns the faults counted so far.
+func (l *Log) Stats() Stats {
+	return Stats{StartFaults: l.startFaults.Load(), RecordFaults: l.recordFaults.Load()}
+}
 
 // FileName returns the path of a record's file relative to the audit folder:
 // names sort by start time and carry the call ID.
@@ -125,174 +165,109 @@ func FileName(rec Record) string {
 	return filepath.Join(t.Format("2006-01-02"), t.Format("20060102T150405.000000000Z")+"_"+rec.CallID+".json")
 }
 
-// replacedDir, under the audit folder, holds the side folders: one per
-// process and day, named YYYY-MM-DD.<pid>-<random>. Each record's file is
-// made in one, then moved into its day folder, and the pending records
-// that final records replace end up there. A day's side folders are
-// deleted the day after.
-//
-// A file's inode comes from the block group of the folder it is made in.
-// The side folder's name differs at every start, so ext4 places it (see
-// spreadSubfolders) away from the groups where other programs, or an
-// earlier run, deleted files that would slow every new file down.
-const replacedDir = ".replaced"
+func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
-// sideFolder names the side folder of day for this process.
-func (l *Log) sideFolder(day string) string {
-	return filepath.Join(replacedDir, day+"."+l.tag)
+// Start notes in the journal that the call rec describes is about to run:
+// one line, one write(2). When it fails the call has no trace anywhere, so
+// the caller must not run it unless it accepts unaudited calls. The line
+// is not synced to the disk: it outlives the process (a crash, SIGKILL),
+// not the machine (power loss, a kernel crash), like the records
+// themselves.
+func (l *Log) Start(rec Record) (Started, error) {
+	rec = l.prepare(rec, nil)
+	rec.Status = StatusStarted
+	rec.Result, rec.ResultLength, rec.ResultTruncated, rec.ErrorCode, rec.DurationMS = "", 0, false, "", 0
+	line, err := appendRecord(make([]byte, 0, 512), &rec)
+	if err != nil {
+		return Started{}, fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
+	}
+	seg, err := l.append(dayOf(rec.Timestamp), line)
+	if err != nil {
+		n := l.startFaults.Add(1)
+		l.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Int64("audit_start_faults", n).Msg("audit: cannot note the call's start in the journal")
+		return Started{}, fmt.Errorf("audit: journal: %w", err)
+	}
+	return Started{seg: seg, args: rec.Arguments, cut: rec.ArgumentsTruncated}, nil
 }
 
-// Write stores rec, replacing any earlier record of the same call in one
-// step, so a reader sees either the old or the new record, never a mix.
-// The first record of a call (pending) appears whole by linking an
-// unnamed file into place.
-func (l *Log) Write(rec Record) error {
+// Finish writes the final record of a call Start noted. The record appears
+// whole under its name or not at all. When it cannot be written, the
+// record goes to the journal instead and its segment is kept, so the next
+// start writes it; if even that fails, the record is logged in full. The
+// error says the record is not in its folder.
+func (l *Log) Finish(st Started, rec Record) error {
+	rec = l.prepare(rec, &st)
+	data, err := appendRecord(make([]byte, 0, 512+len(rec.Result)), &rec)
+	if err == nil {
+		if err = l.fault("record"); err == nil {
+			err = l.files.place(FileName(rec), data, false)
+		}
+	}
+	seg := st.seg
+	if err == nil {
+		if seg != nil {
+			seg.release()
+		}
+		return nil
+	}
+	n := l.recordFaults.Add(1)
+	ev := l.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Int64("audit_record_faults", n)
+	kept := false
+	if seg != nil && data != nil {
+		seg.keep.Store(true)
+		if _, jerr := seg.f.Write(data); jerr == nil {
+			kept = true
+		} else {
+			l.cur.CompareAndSwap(seg, nil)
+			seg.retire()
+		}
+	}
+	if seg != nil {
+		seg.release()
+	}
+	switch {
+	case kept:
+		ev.Msg("audit: cannot write the final record; kept in the journal for the next start")
+	case data == nil:
+		ev.Msg("audit: cannot encode the final record")
+	default:
+		ev.RawJSON("record", bytes.TrimSpace(data)).Msg("audit: cannot write the final record, nor keep it in the journal; this line is its only copy")
+	}
+	return fmt.Errorf("audit: record %s: %w", rec.CallID, err)
+}
+
+func (l *Log) fault(op string) error {
+	if l.inject != nil {
+		return l.inject(op)
+	}
+	return nil
+}
+
+// prepare puts rec in the form it is stored in: UTC, result and arguments
+// cut, secret-looking arguments blanked. The arguments are taken as they
+// were cleaned for the journal when st has them.
+func (l *Log) prepare(rec Record, st *Started) Record {
 	rec.Timestamp = rec.Timestamp.UTC()
-	rec.ResultLength = utf8.RuneCountInString(rec.Result)
-	if rec.ResultLength > l.opts.MaxResultChars {
+	// A record read back from the journal is cut already and keeps the
+	// length of its full result.
+	n := utf8.RuneCountInString(rec.Result)
+	if n > rec.ResultLength {
+		rec.ResultLength = n
+	}
+	if n > l.opts.MaxResultChars {
 		rec.Result = runes.Prefix(rec.Result, l.opts.MaxResultChars)
 		rec.ResultTruncated = true
 	}
-	rec.Arguments, rec.ArgumentsTruncated = l.cleanArguments(rec.Arguments)
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
+	if st != nil && st.seg != nil {
+		rec.Arguments, rec.ArgumentsTruncated = st.args, st.cut
+		return rec
 	}
-	data = append(data, '\n')
-
-	rel := FileName(rec)
-	day, name := filepath.Dir(rel), filepath.Base(rel)
-	dir, err := l.dir(day)
-	if err != nil {
-		return err
-	}
-	side, err := l.dir(l.sideFolder(day))
-	if err != nil {
-		return err
-	}
-	if rec.Status == "pending" {
-		if err := place(side, dir, name, data); err == nil {
-			return nil
-		}
-		// No O_TMPFILE here (some file systems lack it), or a record of
-		// this call exists already: replace it instead.
-	}
-	if err = exchange(side, dir, name, data); err != nil {
-		// No RENAME_EXCHANGE here (some file systems lack it): rename
-		// over the earlier record.
-		err = replace(dir, name, data)
-	}
-	if err != nil {
-		return fmt.Errorf("audit: %s: %w", rel, err)
-	}
-	return nil
-}
-
-// dir returns an open descriptor of a day folder, creating the folder the
-// first time. Descriptors stay open: files are created relative to them,
-// which spares a path walk per write.
-func (l *Log) dir(day string) (int, error) {
-	if fd, ok := l.days.Load(day); ok {
-		return fd.(int), nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if fd, ok := l.days.Load(day); ok {
-		return fd.(int), nil
-	}
-	path := filepath.Join(l.opts.Dir, day)
-	if err := os.MkdirAll(path, 0o750); err != nil {
-		return -1, fmt.Errorf("audit: %w", err)
-	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("audit: open %s: %w", path, err)
-	}
-	l.days.Store(day, fd)
-	return fd, nil
-}
-
-// place makes name appear in dir with data, whole, by writing an unnamed
-// file made in side and linking it in. It fails if name exists.
-func place(side, dir int, name string, data []byte) error {
-	fd, err := unix.Openat(side, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	if err := writeAll(fd, data); err != nil {
-		return err
-	}
-	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dir, name, unix.AT_SYMLINK_FOLLOW)
-}
-
-// exchange writes data as name in side, then swaps it with name in dir in
-// one step: the new record takes its place in dir and the earlier one moves
-// to side, so no inode is freed. With no earlier record, it is moved in.
-// Nobody reads side, so the file is written there under its name.
-func exchange(side, dir int, name string, data []byte) error {
-	const create = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
-	fd, err := unix.Openat(side, name, create, 0o640)
-	if err == unix.EEXIST { // an earlier record of this call was replaced already
-		if err = unix.Unlinkat(side, name, 0); err == nil {
-			fd, err = unix.Openat(side, name, create, 0o640)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	err = writeAll(fd, data)
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat2(side, name, dir, name, unix.RENAME_EXCHANGE)
-		if err == unix.ENOENT {
-			err = unix.Renameat2(side, name, dir, name, unix.RENAME_NOREPLACE)
-		}
-	}
-	if err != nil {
-		_ = unix.Unlinkat(side, name, 0)
-	}
-	return err
-}
-
-// replace writes data to a temporary file in dir and renames it over name.
-// Plain system calls rather than os.File: a regular file gains nothing from
-// the runtime poller, and skipping it saves five calls per write.
-func replace(dir int, name string, data []byte) error {
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o640)
-	if err != nil {
-		return err
-	}
-	werr := writeAll(fd, data)
-	if cerr := unix.Close(fd); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = unix.Renameat(dir, tmp, dir, name)
-	}
-	if werr != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
-	}
-	return werr
-}
-
-func writeAll(fd int, data []byte) error {
-	for len(data) > 0 {
-		n, err := unix.Write(fd, data)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		data = data[n:]
-	}
-	return nil
+	// Cutting and blanking again changes nothing: a record read back from
+	// the journal keeps its arguments and its flag.
+	var cut bool
+	rec.Arguments, cut = l.cleanArguments(rec.Arguments)
+	rec.ArgumentsTruncated = rec.ArgumentsTruncated || cut
+	return rec
 }
 
 // cleanArguments cuts long string values and blanks values of secret-looking
@@ -348,28 +323,15 @@ func (l *Log) clean(v any, cut *bool) any {
 }
 
 // Prune deletes day folders older than the retention period and returns how
-// many it deleted. Replaced records are kept for a day whatever the
-// retention: they are of no use once their calls have ended.
+// many it deleted.
 func (l *Log) Prune() (int, error) {
-	now := l.opts.Now().UTC()
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	if _, err := l.pruneDays(replacedDir, today.AddDate(0, 0, -1)); err != nil {
-		return 0, err
-	}
 	if l.opts.RetentionDays <= 0 {
 		return 0, nil
 	}
-	return l.pruneDays(".", today.AddDate(0, 0, -l.opts.RetentionDays))
-}
-
-// pruneDays deletes the day folders in sub (relative to the audit folder)
-// dated before cutoff and returns how many it deleted.
-func (l *Log) pruneDays(sub string, cutoff time.Time) (int, error) {
-	parent := filepath.Join(l.opts.Dir, sub)
-	entries, err := os.ReadDir(parent)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
+	now := l.opts.Now().UTC()
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	cutoff := today.AddDate(0, 0, -l.opts.RetentionDays)
+	entries, err := os.ReadDir(l.opts.Dir)
 	if err != nil {
 		return 0, fmt.Errorf("audit: prune: %w", err)
 	}
@@ -380,31 +342,36 @@ func (l *Log) pruneDays(sub string, cutoff time.Time) (int, error) {
 	sort.Strings(names)
 	n := 0
 	for _, name := range names {
-		day, err := time.Parse("2006-01-02", strings.SplitN(name, ".", 2)[0])
+		day, err := time.Parse("2006-01-02", name)
 		if err != nil || !day.Before(cutoff) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(parent, name)); err != nil {
+		l.files.forget(name)
+		if err := os.RemoveAll(filepath.Join(l.opts.Dir, name)); err != nil {
 			return n, fmt.Errorf("audit: prune: %w", err)
-		}
-		if fd, ok := l.days.LoadAndDelete(filepath.Join(sub, name)); ok {
-			unix.Close(fd.(int))
 		}
 		n++
 	}
 	return n, nil
 }
 
-// RunRetention prunes now and then every interval until ctx is done.
+// RunRetention prunes now and then every interval until ctx is done. Each
+// round also reconciles the journals of processes that died meanwhile
+// (another toolsvc on the same data folder).
 func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
-	prune := func() {
+	round := func() {
+		if n, err := l.Reconcile(); err != nil {
+			l.opts.Log.Error().Err(err).Msg("audit reconciliation")
+		} else if n > 0 {
+			l.opts.Log.Warn().Int("interrupted", n).Msg("audit reconciliation")
+		}
 		if n, err := l.Prune(); err != nil {
 			l.opts.Log.Error().Err(err).Msg("audit retention")
 		} else if n > 0 {
 			l.opts.Log.Info().Int("days_deleted", n).Msg("audit retention")
 		}
 	}
-	prune()
+	round()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -412,17 +379,28 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			prune()
+			round()
 		}
 	}
 }
 
-// Close releases the folders' descriptors.
+// Close closes the journal and the folders' descriptors. A segment with no
+// call left open is deleted; one with open calls stays for the next start
+// to reconcile.
 func (l *Log) Close() error {
-	l.days.Range(func(k, fd any) bool {
-		unix.Close(fd.(int))
-		l.days.Delete(k)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.cur.Store(nil)
+	l.segs.Range(func(k, _ any) bool {
+		seg := k.(*segment)
+		seg.retire()
+		seg.end(false) // calls still open: their lines stay for the next start
 		return true
 	})
+	l.files.close()
 	return nil
 }
+
+// errClosed is returned by Start after Close.
+var errClosed = errors.New("the audit log is closed")

@@ -3,50 +3,61 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"os"
 	"testing"
 	"time"
 )
 
-// BenchmarkCall writes what one call costs the audit log: a pending record
-// linked into place, then the final record exchanged with it. The parts are
-// measured alone beside it, and "rename over" is the way that frees the
-// pending file's inode at every call, for comparison. The figures depend on
-// what else freed inodes on the file system in the last minutes.
+// BenchmarkCall measures what one call costs the audit log (a journal line
+// and a record file), beside its parts alone, and what syncing the journal
+// line to the disk at every call would add. The folder is a temporary one,
+// or AUDIT_BENCH_DIR (to compare file systems).
 //
-//	go test -run '^$' -bench . ./internal/audit/
+//	go test -run '^$' -bench Call ./internal/audit/
 func BenchmarkCall(b *testing.B) {
 	for _, c := range []struct {
-		name     string
-		statuses []string
+		name  string
+		start bool
+		sync  bool
+		final bool
 	}{
-		{"pending+final", []string{"pending", "success"}},
-		{"pending only (link)", []string{"pending"}},
-		{"final only (moved in)", []string{"success"}},
-		{"pending+final, rename over", []string{"pending", "rename over"}},
+		{"start+finish", true, false, true},
+		{"record file only", false, false, true},
+		{"journal line only", true, false, false},
+		{"journal line+fdatasync", true, true, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			l, err := New(Options{Dir: b.TempDir()})
+			dir, err := os.MkdirTemp(os.Getenv("AUDIT_BENCH_DIR"), "auditbench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			l, err := New(Options{Dir: dir})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			rec := Record{Timestamp: time.Now(), ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`), Result: "hello"}
+			rec := Record{Timestamp: time.Now(), ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}
 			for i := 0; b.Loop(); i++ {
 				rec.CallID = fmt.Sprint(i)
-				for _, st := range c.statuses {
-					if st == "rename over" {
-						rel := FileName(rec)
-						dir, _ := l.dir(filepath.Dir(rel))
-						if err := replace(dir, filepath.Base(rel), []byte(`{"status":"success"}`)); err != nil {
-							b.Fatal(err)
-						}
-						continue
-					}
-					rec.Status = st
-					if err := l.Write(rec); err != nil {
+				var st Started
+				if c.start {
+					if st, err = l.Start(rec); err != nil {
 						b.Fatal(err)
 					}
+					if c.sync {
+						if err := st.seg.f.Sync(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if c.final {
+					rec.Status, rec.Result = "success", "hello"
+					if err := l.Finish(st, rec); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					st.seg.release()
 				}
 			}
 		})

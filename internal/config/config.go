@@ -50,6 +50,7 @@ type Config struct {
 	AuditEnabled        bool `envconfig:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
 	AuditRetentionDays  int  `envconfig:"AUDIT_RETENTION_DAYS" default:"30" desc:"delete audit day folders older than this (0 keeps all)"`
 	AuditMaxResultChars int  `envconfig:"AUDIT_MAX_RESULT_CHARS" default:"2000" desc:"results are cut to this many characters in the audit log"`
+	AuditRequired       bool `envconfig:"AUDIT_REQUIRED" default:"true" desc:"refuse a call whose start the audit log cannot record (disk full, read-only) and report a call whose final record it cannot write as an audit_failed error carrying the result; false runs and answers them anyway and only logs the fault"`
 
 	// Filesystem tools
 	ReadMaxChars   int `envconfig:"READ_MAX_CHARS" default:"50000" desc:"read_file output cap per call, in characters"`

@@ -20,6 +20,12 @@ const (
 	CodeBusy               = "busy"
 	CodeUnavailable        = "unavailable"
 	CodeInternal           = "internal_error"
+	// CodeAuditUnavailable: the audit log could not note the call's
+	// start, so the tool was not run.
+	CodeAuditUnavailable = "audit_unavailable"
+	// CodeAuditFailed: the tool ran but its final audit record could not
+	// be written; the result carries the tool's output after the message.
+	CodeAuditFailed = "audit_failed"
 )
 
 // Coded is implemented by errors that carry their own error code. Packages

@@ -49,15 +49,24 @@ type MalformedHinter interface {
 	MalformedHint() string
 }
 
-// AuditLog receives one record when a call starts (status pending) and one
-// when it ends. Write must be safe for concurrent use.
+// AuditLog records every call: Start before the tool runs (the record has
+// no outcome yet), Finish with the outcome. Both must be safe for
+// concurrent use. An error from Start means the call left no trace; an
+// error from Finish means its final record is not where readers look.
 type AuditLog interface {
-	Write(audit.Record) error
+	Start(audit.Record) (audit.Started, error)
+	Finish(audit.Started, audit.Record) error
 }
 
 // Options configure a Registry. Zero values get sensible defaults.
 type Options struct {
-	Audit          AuditLog       // nil: no audit log
+	Audit AuditLog // nil: no audit log
+	// AuditFailOpen runs calls whose start the audit log could not record
+	// and returns results whose final record it could not write, as if it
+	// had; the faults are only logged. By default (false) the first kind
+	// of call is refused and the second answered with an audit_failed
+	// error that carries the result.
+	AuditFailOpen  bool
 	Log            zerolog.Logger // tool panics and audit failures
 	DefaultTimeout time.Duration  // per call, unless the tool is a Timeouter; default 2 min
 	NewID          func() string  // default UUID v4
@@ -75,7 +84,6 @@ type Options struct {
 const (
 	StatusSuccess = "success"
 	StatusError   = "error"
-	StatusPending = "pending"
 )
 
 // Result is the outcome of one call, as returned to the caller.
@@ -284,16 +292,31 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
+	if r.opts.Audit == nil {
+		res := r.run(ctx, call, args, meta)
+		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
+		return res
+	}
 	rec := audit.Record{
 		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source,
-		Timestamp: start.UTC(), Status: StatusPending,
+		Timestamp: start.UTC(),
 	}
 	if json.Valid(args) {
 		rec.Arguments = json.RawMessage(r.opts.Redact(string(args)))
 	} else {
 		rec.Arguments = r.opts.Redact(string(args))
 	}
-	r.audit(rec)
+	started, err := r.opts.Audit.Start(rec)
+	if err != nil {
+		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Bool("ran", r.opts.AuditFailOpen).
+			Msg("audit log cannot record the call's start")
+		if !r.opts.AuditFailOpen {
+			return Result{CallID: call.ID, Tool: name, Status: StatusError,
+				Result: "Error: " + auditUnavailableMsg,
+				Error:  &ErrorBody{Code: CodeAuditUnavailable, Message: auditUnavailableMsg},
+			}
+		}
+	}
 
 	res := r.run(ctx, call, args, meta)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
@@ -304,9 +327,24 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	if res.Error != nil {
 		rec.ErrorCode = res.Error.Code
 	}
-	r.audit(rec)
+	if err := r.opts.Audit.Finish(started, rec); err != nil {
+		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).
+			Msg("audit log cannot write the call's final record")
+		if !r.opts.AuditFailOpen {
+			// The tool has run: its result goes back, so nothing it did is
+			// hidden, but as an error, so nobody takes the call for audited.
+			res.Status = StatusError
+			res.Error = &ErrorBody{Code: CodeAuditFailed, Message: auditFailedMsg}
+			res.Result = "Error: " + auditFailedMsg + "\n\n" + res.Result
+		}
+	}
 	return res
 }
+
+const (
+	auditUnavailableMsg = "the call was not run: the service's audit log cannot record it (its disk may be full or read-only). Next: try again later; if it keeps failing, tell the user the tool service needs its operator."
+	auditFailedMsg      = "the call ran, but the service's audit log could not write its final record, so it is reported as an error. Its result follows; the operator has been told. Next: do not repeat the call because of this error: what it did is done."
+)
 
 func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
@@ -387,13 +425,4 @@ func (r *Registry) execute(ctx context.Context, t Tool, args []byte) (out string
 		}
 	}()
 	return t.Execute(ctx, args)
-}
-
-func (r *Registry) audit(rec audit.Record) {
-	if r.opts.Audit == nil {
-		return
-	}
-	if err := r.opts.Audit.Write(rec); err != nil {
-		r.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Msg("audit write failed")
-	}
 }

@@ -55,14 +55,31 @@ const richSchema = `{
   "additionalProperties": false
 }`
 
+// memAudit keeps the records it is given, started ones with status
+// "started"; startErr and finishErr make it fail.
 type memAudit struct {
-	mu   sync.Mutex
-	recs []audit.Record
+	mu                  sync.Mutex
+	recs                []audit.Record
+	startErr, finishErr error
 }
 
-func (m *memAudit) Write(r audit.Record) error {
+func (m *memAudit) Start(r audit.Record) (audit.Started, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.startErr != nil {
+		return audit.Started{}, m.startErr
+	}
+	r.Status = audit.StatusStarted
+	m.recs = append(m.recs, r)
+	return audit.Started{}, nil
+}
+
+func (m *memAudit) Finish(_ audit.Started, r audit.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finishErr != nil {
+		return m.finishErr
+	}
 	m.recs = append(m.recs, r)
 	return nil
 }
@@ -229,7 +246,7 @@ func TestInvokeOutcomes(t *testing.T) {
 	if res := r.Invoke(ctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != CodeCanceled {
 		t.Errorf("canceled call: %+v", res)
 	}
-	// Every call leaves a pending and a final record with the same call ID.
+	// Every call leaves a start and a final record with the same call ID.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.recs)%2 != 0 {
@@ -237,7 +254,7 @@ func TestInvokeOutcomes(t *testing.T) {
 	}
 	for i := 0; i < len(a.recs); i += 2 {
 		p, f := a.recs[i], a.recs[i+1]
-		if p.Status != StatusPending || f.Status == StatusPending || p.CallID != f.CallID || len(p.CallID) != 36 {
+		if p.Status != audit.StatusStarted || f.Status == audit.StatusStarted || p.CallID != f.CallID || len(p.CallID) != 36 {
 			t.Errorf("records %d: %+v / %+v", i, p, f)
 		}
 	}
@@ -283,5 +300,52 @@ func TestDecodeIntegralNumbers(t *testing.T) {
 	var e Coded
 	if !errors.As(err, &e) || e.ErrorCode() != CodeInvalidArguments || !strings.Contains(err.Error(), "n must be <= 9223372036854775807") {
 		t.Fatalf("Decode of 1e30 into int: %v", err)
+	}
+}
+
+// TestAuditFaults: by default a call whose start the audit log cannot
+// record is refused before its tool runs, and a call whose final record it
+// cannot write is answered with an audit_failed error that still carries
+// the tool's result. Failing open runs and answers both as usual.
+func TestAuditFaults(t *testing.T) {
+	full := errors.New("no space left on device")
+	cases := []struct {
+		name                string
+		failOpen            bool
+		startErr, finishErr error
+		wantRuns            int
+		wantStatus, code    string
+		wantResult          []string
+	}{
+		{"start fails", false, full, nil, 0, StatusError, CodeAuditUnavailable, []string{"Error: the call was not run", "Next:"}},
+		{"final record fails", false, nil, full, 1, StatusError, CodeAuditFailed, []string{"Error: the call ran", "do not repeat", "\n\nran {\"x\":1}"}},
+		{"start fails, fail open", true, full, nil, 1, StatusSuccess, "", []string{"ran {\"x\":1}"}},
+		{"final record fails, fail open", true, nil, full, 1, StatusSuccess, "", []string{"ran {\"x\":1}"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runs := 0
+			tool := &fakeTool{name: "effect", schema: `{"type":"object"}`, run: func(_ context.Context, args json.RawMessage) (string, error) {
+				runs++
+				return "ran " + string(args), nil
+			}}
+			a := &memAudit{startErr: c.startErr, finishErr: c.finishErr}
+			r := New(Options{Audit: a, AuditFailOpen: c.failOpen})
+			if err := r.Register(tool); err != nil {
+				t.Fatal(err)
+			}
+			res := r.Invoke(context.Background(), "effect", []byte(`{"x":1}`), Meta{})
+			if runs != c.wantRuns || res.Status != c.wantStatus || len(res.CallID) != 36 {
+				t.Fatalf("ran %d times, result %+v", runs, res)
+			}
+			if c.code == "" && res.Error != nil || c.code != "" && (res.Error == nil || res.Error.Code != c.code) {
+				t.Errorf("error %+v, want code %q", res.Error, c.code)
+			}
+			for _, w := range c.wantResult {
+				if !strings.Contains(res.Result, w) {
+					t.Errorf("result lacks %q: %s", w, res.Result)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,208 @@
+package audit
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// files places records in the day folders. Each record is written to an
+// unnamed file (O_TMPFILE) in its day folder and linked in under its name,
+// so it appears whole, with its data, or not at all, and nothing is left
+// to delete. Where the file system has no O_TMPFILE, a record is written
+// under a temporary name and renamed.
+//
+// Day folders stay open: files are made relative to their descriptors,
+// which spares a path walk per record.
+type files struct {
+	root string
+	use  sync.RWMutex // held for reading while a descriptor is in use, for writing to close them
+	mu   sync.Mutex
+	days sync.Map // day folder name -> descriptor (int)
+	old  []int    // descriptors of deleted day folders, closed by close
+
+	noTmpfile   atomic.Bool // O_TMPFILE refused here: use a temporary name
+	noEmptyPath atomic.Bool // linkat(AT_EMPTY_PATH) refused: link through /proc/self/fd
+}
+
+func newFiles(root string) *files { return &files{root: root} }
+
+// place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
+// file of that name is kept and place succeeds.
+func (f *files) place(rel string, data []byte, ifAbsent bool) error {
+	day, name := filepath.Dir(rel), filepath.Base(rel)
+	f.use.RLock()
+	defer f.use.RUnlock()
+	dfd, err := f.dir(day)
+	if err == nil {
+		err = f.placeAt(dfd, name, data, ifAbsent)
+		if errors.Is(err, unix.ENOENT) {
+			// The day folder was deleted under us: make it again.
+			f.drop(day)
+			if dfd, err = f.dir(day); err == nil {
+				err = f.placeAt(dfd, name, data, ifAbsent)
+			}
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: filepath.Join(f.root, rel), Err: err}
+	}
+	return nil
+}
+
+func (f *files) placeAt(dfd int, name string, data []byte, ifAbsent bool) error {
+	if !f.noTmpfile.Load() {
+		fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+		switch err {
+		case nil:
+			err = writeAll(fd, data)
+			if err == nil {
+				err = f.link(fd, dfd, name)
+			}
+			unix.Close(fd)
+			if err == unix.EEXIST && ifAbsent {
+				return nil
+			}
+			return err
+		case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
+			f.noTmpfile.Store(true)
+		default:
+			return err
+		}
+	}
+	return placeRenamed(dfd, name, data, ifAbsent)
+}
+
+// link gives the unnamed file fd the name in dfd. Linking by descriptor
+// (AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH on most kernels; the path
+// under /proc/self/fd needs /proc.
+func (f *files) link(fd, dfd int, name string) error {
+	if !f.noEmptyPath.Load() {
+		err := unix.Linkat(fd, "", dfd, name, unix.AT_EMPTY_PATH)
+		if err != unix.EPERM && err != unix.ENOENT && err != unix.EINVAL {
+			return err
+		}
+		f.noEmptyPath.Store(true)
+	}
+	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dfd, name, unix.AT_SYMLINK_FOLLOW)
+}
+
+// placeRenamed writes data under a fresh temporary name and renames it to
+// name.
+func placeRenamed(dfd int, name string, data []byte, ifAbsent bool) error {
+	tmp := "." + name + ".tmp"
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o640)
+	if err != nil {
+		return err
+	}
+	err = writeAll(fd, data)
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if ifAbsent {
+			err = unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE)
+			if err == unix.EEXIST {
+				err = unix.Unlinkat(dfd, tmp, 0)
+			} else if err == unix.EINVAL { // no RENAME_NOREPLACE here
+				var st unix.Stat_t
+				if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					err = unix.Unlinkat(dfd, tmp, 0)
+				} else {
+					err = unix.Renameat(dfd, tmp, dfd, name)
+				}
+			}
+		} else {
+			err = unix.Renameat(dfd, tmp, dfd, name)
+		}
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+	}
+	return err
+}
+
+// dir returns an open descriptor of a day folder, creating the folder the
+// first time.
+func (f *files) dir(day string) (int, error) {
+	if fd, ok := f.days.Load(day); ok {
+		return fd.(int), nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fd, ok := f.days.Load(day); ok {
+		return fd.(int), nil
+	}
+	path := filepath.Join(f.root, day)
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	f.days.Store(day, fd)
+	return fd, nil
+}
+
+// forget closes the descriptor of a day folder about to be deleted.
+func (f *files) forget(day string) {
+	f.use.Lock()
+	defer f.use.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fd, ok := f.days.LoadAndDelete(day); ok {
+		unix.Close(fd.(int))
+	}
+}
+
+// drop forgets a day folder's descriptor, to be closed by close: another
+// record may be using it now. Only a deleted folder is dropped, seldom.
+func (f *files) drop(day string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fd, ok := f.days.LoadAndDelete(day); ok {
+		f.old = append(f.old, fd.(int))
+	}
+}
+
+// exists reports whether rel is in the audit folder.
+func (f *files) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(f.root, rel))
+	return err == nil
+}
+
+func (f *files) close() {
+	f.use.Lock()
+	defer f.use.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.days.Range(func(k, fd any) bool {
+		unix.Close(fd.(int))
+		f.days.Delete(k)
+		return true
+	})
+	for _, fd := range f.old {
+		unix.Close(fd)
+	}
+	f.old = nil
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
