@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -130,13 +131,13 @@ func (e *Exec) Parameters() json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
+    "command": {"type": "string", "minLength": 1, "maxLength": %[3]d, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
     "working_dir": {"type": "string", "description": "Folder to run in, relative to the workspace. Default: the workspace root."},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Seconds before the command is stopped. Default: %d."}
+    "timeout": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "Seconds before the command is stopped. Default: %[2]d."}
   },
   "required": ["command"],
   "additionalProperties": false
-}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second)))
+}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second), shellguard.MaxScriptBytes))
 }
 
 // Timeout implements registry.Timeouter: the registry's deadline is a

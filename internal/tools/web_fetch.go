@@ -58,7 +58,7 @@ func NewWebFetch(guard *netguard.Guard, ex *extract.Extractor, opts WebFetchOpti
 		client:     guard.Client(0, opts.MaxRedirects), // the per-page context carries the deadline
 		extract:    ex,
 		opts:       opts,
-		schema:     json.RawMessage(fmt.Sprintf(webFetchSchema, opts.MaxURLs)),
+		schema:     json.RawMessage(fmt.Sprintf(webFetchSchema, opts.MaxURLs, maxFetchChars, defaultFetchChars)),
 		extracting: make(chan struct{}, runtime.NumCPU()),
 	}
 }
@@ -76,9 +76,9 @@ const webFetchSchema = `{
   "type": "object",
   "properties": {
     "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "The http:// or https:// URL to fetch"},
-    "urls": {"type": "array", "minItems": 1, "maxItems": %d, "items": {"type": "string", "minLength": 1, "maxLength": 8192}, "description": "Several URLs to fetch in one call, instead of url; results come back in the same order"},
+    "urls": {"type": "array", "minItems": 1, "maxItems": %[1]d, "items": {"type": "string", "minLength": 1, "maxLength": 8192}, "description": "Several URLs to fetch in one call, instead of url; results come back in the same order"},
     "extractMode": {"type": "string", "enum": ["text", "markdown"], "description": "text (default): plain readable text; markdown: keeps headings, links, lists, tables and code"},
-    "maxChars": {"type": "integer", "minimum": 100, "maximum": 200000, "description": "Most characters of text returned per page (default 50000); the pages of a batch share at most 200000"}
+    "maxChars": {"type": "integer", "minimum": 100, "maximum": %[2]d, "description": "Most characters of text returned per page (default %[3]d); the pages of a batch share at most %[2]d"}
   },
   "additionalProperties": false
 }`
