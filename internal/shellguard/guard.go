@@ -169,12 +169,12 @@ func (g *Guard) Check(script string) error {
 
 // nestingDepth returns the largest number of brackets open at once.
 func nestingDepth(s string) int {
-	depth, max := 0, 0
+	depth, deepest := 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '(', '{', '[':
-			if depth++; depth > max {
-				max = depth
+			if depth++; depth > deepest {
+				deepest = depth
 			}
 		case ')', '}', ']':
 			if depth > 0 {
@@ -182,7 +182,7 @@ func nestingDepth(s string) int {
 			}
 		}
 	}
-	return max
+	return deepest
 }
 
 // Blocked is the error Check returns for a refused script.

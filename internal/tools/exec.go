@@ -344,11 +344,11 @@ func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) str
 	if errBlank {
 		errN = 0
 	}
-	max := int64(e.opts.MaxOutput)
+	limit := int64(e.opts.MaxOutput)
 	outB, errB := outN, errN
-	if outN+errN > max {
-		errB = min(errN, maxI(max/2, max-outN))
-		outB = min(outN, max-errB)
+	if outN+errN > limit {
+		errB = min(errN, maxI(limit/2, limit-outN))
+		outB = min(outN, limit-errB)
 	}
 	var parts []string
 	if final && code != 0 {
@@ -422,12 +422,12 @@ func suffixStart(b []byte, n int) int {
 	return i
 }
 
-// lastLines keeps the end of s, at most max bytes, starting at a line.
-func lastLines(s string, max int) string {
-	if len(s) <= max {
+// lastLines keeps the end of s, at most limit bytes, starting at a line.
+func lastLines(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	s = s[len(s)-max:]
+	s = s[len(s)-limit:]
 	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
 		s = s[i+1:]
 	}

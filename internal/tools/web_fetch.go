@@ -360,11 +360,11 @@ func (t *WebFetch) extractHTML(ctx context.Context, res *fetchResult, body []byt
 	return nil
 }
 
-// readBounded reads at most max bytes; cut reports that there was more.
-func readBounded(r io.Reader, max int64) (body []byte, cut bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, max+1))
-	if int64(len(body)) > max {
-		return body[:max], true, nil
+// readBounded reads at most limit bytes; cut reports that there was more.
+func readBounded(r io.Reader, limit int64) (body []byte, cut bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(body)) > limit {
+		return body[:limit], true, nil
 	}
 	return body, false, err
 }
