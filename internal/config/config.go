@@ -147,7 +147,7 @@ func (p *Patterns) Decode(v string) error {
 	list := splitList(v, sep)
 	for _, pat := range list {
 		if _, err := regexp.Compile(pat); err != nil {
-			return fmt.Errorf("invalid pattern %q: %v", pat, err)
+			return fmt.Errorf("invalid pattern %q: %w", pat, err)
 		}
 	}
 	*p = list
@@ -171,7 +171,7 @@ func Load() (Config, error) {
 	if err := envconfig.Process(Prefix, &c); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
-			return c, fmt.Errorf("%s=%q is not a valid %s: %v", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
+			return c, fmt.Errorf("%s=%q is not a valid %s: %w", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
 		}
 		return c, err
 	}

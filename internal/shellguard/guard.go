@@ -105,7 +105,7 @@ func New(opts Options) (*Guard, error) {
 		}
 		re, err := regexp.Compile(p)
 		if err != nil {
-			return nil, fmt.Errorf("shellguard: invalid deny pattern %q: %v", p, err)
+			return nil, fmt.Errorf("shellguard: invalid deny pattern %q: %w", p, err)
 		}
 		g.deny = append(g.deny, re)
 		g.denySource = append(g.denySource, p)
@@ -119,7 +119,7 @@ func New(opts Options) (*Guard, error) {
 		// `curl http://x/?q=git status`.
 		re, err := regexp.Compile(`^(?:` + p + `)`)
 		if err != nil {
-			return nil, fmt.Errorf("shellguard: invalid allow pattern %q: %v", p, err)
+			return nil, fmt.Errorf("shellguard: invalid allow pattern %q: %w", p, err)
 		}
 		g.allow = append(g.allow, re)
 	}
