@@ -162,20 +162,16 @@ func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	def, ok := s.opts.Registry.DefinitionJSON(name)
 	if !ok {
-		writeError(w, kindUnknownTool, unknownTool(name))
+		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
 	}
 	writeRaw(w, http.StatusOK, def)
 }
 
-func unknownTool(name string) string {
-	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions (GET /tools).", name)
-}
-
 func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	if !s.opts.Registry.Has(name) {
-		writeError(w, kindUnknownTool, unknownTool(name))
+		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
 	}
 	if s.opts.Stopping.Err() != nil {

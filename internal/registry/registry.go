@@ -309,7 +309,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	e, ok := r.tools[call.Tool]
 	r.mu.RUnlock()
 	if !ok {
-		return fail(CodeUnknownTool, fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", call.Tool))
+		return fail(CodeUnknownTool, UnknownToolMessage(call.Tool))
 	}
 
 	args, code, msg := checkArguments(e, call.Tool, args)
@@ -374,4 +374,10 @@ func (r *Registry) audit(rec audit.Record) {
 	if err := r.opts.Audit.Write(rec); err != nil {
 		r.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Msg("audit write failed")
 	}
+}
+
+// UnknownToolMessage is what a caller is told when it names a tool that is
+// not registered, whether in a call (a Result) or over HTTP (a 404).
+func UnknownToolMessage(name string) string {
+	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", name)
 }
