@@ -342,7 +342,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.
-	if code, ok := codeOf(err); ok && (code != CodeToolError || ctx.Err() == nil) {
+	if code, ok := CodeOf(err); ok && (code != CodeToolError || ctx.Err() == nil) {
 		return fail(code, err.Error())
 	}
 	switch {

@@ -347,7 +347,7 @@ func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) str
 	limit := int64(e.opts.MaxOutput)
 	outB, errB := outN, errN
 	if outN+errN > limit {
-		errB = min(errN, maxI(limit/2, limit-outN))
+		errB = min(errN, max(limit/2, limit-outN))
 		outB = min(outN, limit-errB)
 	}
 	var parts []string
@@ -367,13 +367,6 @@ func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) str
 		return "(no output)"
 	}
 	return strings.Join(parts, "\n")
-}
-
-func maxI(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func isBlank(b *headtail.Buffer) bool {

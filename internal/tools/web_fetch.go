@@ -188,7 +188,11 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 			defer func() { <-sem }()
 			res, err := t.fetch(ctx, u, mode, maxChars, true)
 			if err != nil {
-				res = fetchResult{URL: u, Error: err.Error(), Code: codeOf(err)}
+				code, ok := registry.CodeOf(err)
+				if !ok {
+					code = registry.CodeToolError
+				}
+				res = fetchResult{URL: u, Error: err.Error(), Code: code}
 			}
 			out.Results[i] = res
 			state := "fetched"
@@ -203,14 +207,6 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 		return "", ctx.Err()
 	}
 	return marshalResult(out)
-}
-
-func codeOf(err error) string {
-	var c registry.Coded
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	return registry.CodeToolError
 }
 
 func marshalResult(v any) (string, error) {
