@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -82,12 +83,15 @@ func NewHandler(opts Options) http.Handler {
 	keys := newKeyChecker(opts.APIKeys)
 
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log))
+	// HEAD is answered on every GET route, by the GET handler; net/http
+	// sends its headers and drops its body.
+	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowedMethods(r, req))
+		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -101,6 +105,25 @@ func NewHandler(opts Options) http.Handler {
 		}
 	})
 	return r
+}
+
+// allowedMethods lists the methods routes has for the request's path, as
+// the Allow header of a 405 states them; HEAD goes with GET.
+func allowedMethods(routes chi.Routes, r *http.Request) string {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
