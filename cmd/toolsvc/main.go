@@ -46,12 +46,17 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { _ = config.Usage(stderr) }
+	fs.Usage = func() {} // written below: to stdout when asked for, else to stderr
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			_ = config.Usage(stdout)
+		} else {
+			_ = config.Usage(stderr)
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
+		_ = config.Usage(stderr)
 		return fmt.Errorf("unexpected argument %q: toolsvc is configured through the environment", fs.Arg(0))
 	}
 
