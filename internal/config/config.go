@@ -323,7 +323,9 @@ func (c Config) SecretValues() []string {
 
 const usageFormat = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 
-Usage: toolsvc [-h]
+Usage: toolsvc [-h] [-version]
+
+-h prints this text; -version prints the version.
 
 It is configured through the environment only:
 

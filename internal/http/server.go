@@ -45,11 +45,14 @@ type Options struct {
 	// Routes, when set, adds routes behind the same authentication (for
 	// example GET /skills from the skills package).
 	Routes func(r chi.Router)
+	// Version is the build's version, reported by GET /healthz.
+	Version string
 }
 
 type server struct {
-	opts Options
-	sem  chan struct{}
+	opts   Options
+	sem    chan struct{}
+	health []byte // the body of GET /healthz, the same for the life of the process
 	// bodies counts the bytes of request bodies held in memory, arriving or
 	// in calls that run; bodyBudget bounds it. Slots no longer bound body
 	// memory, since bodies are read before a slot is taken.
@@ -81,6 +84,7 @@ func NewHandler(opts Options) http.Handler {
 		s.bodyBudget = math.MaxInt64
 	}
 	keys := newKeyChecker(opts.APIKeys)
+	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
 	r := chi.NewRouter()
 	// HEAD is answered on every GET route, by the GET handler; net/http
@@ -127,7 +131,13 @@ func allowedMethods(routes chi.Routes, r *http.Request) string {
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeRaw(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	writeRaw(w, http.StatusOK, s.health)
+}
+
+// healthBody is the body of GET /healthz.
+type healthBody struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
