@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-process figures for issue 2, side by side in one run:
+# Whole-process cost of a call through toolsvc, side by side in one run:
 #  - read_file of a small file through toolsvc (audit on, default config)
 #    against a bare net/http handler that reads the same file, with wrk from
 #    a second process, 16 connections and 1 connection;

@@ -17,7 +17,7 @@
 //
 // Decisions worth knowing:
 //   - Quoted text passed as an argument is data: `echo "rm -rf /"` and
-//     `git commit -m "rm -rf /"` pass. The seed's patterns are matched on
+//     `git commit -m "rm -rf /"` pass. CountBot's raw-text patterns are matched on
 //     the raw text only where a command can start (after ; & | ( { ` or a
 //     newline), so `echo "a; rm -rf /"` is still refused by that seatbelt.
 //   - rm with -r/-R/--recursive or -f/--force in any spelling is refused;

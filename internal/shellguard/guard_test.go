@@ -280,8 +280,8 @@ func TestOrdinaryCommands(t *testing.T) {
 	}
 }
 
-// TestBuiltinDenylist covers the seed's DANGEROUS_PATTERNS and CountBot's
-// list, each in several spellings.
+// TestBuiltinDenylist covers the raw-text patterns of CountBot's Python
+// guard (DANGEROUS_PATTERNS) and its command list, each in several spellings.
 func TestBuiltinDenylist(t *testing.T) {
 	g := mustGuard(t, Options{})
 	cases := []struct{ script, reason string }{

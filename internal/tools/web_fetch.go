@@ -63,7 +63,8 @@ func NewWebFetch(guard *netguard.Guard, ex *extract.Extractor, opts WebFetchOpti
 	}
 }
 
-// Limits of maxChars; the default is the seed's.
+// Limits of maxChars; the default is CountBot's, so that agents written
+// for it get pages of the length they expect.
 const (
 	defaultFetchChars = 50000
 	maxFetchChars     = 200000
@@ -90,7 +91,8 @@ type webFetchArgs struct {
 	MaxChars    int      `json:"maxChars"`
 }
 
-// fetchResult is one page's result, the fields of the seed's CountBot.
+// fetchResult is one page's result, with the fields CountBot's web_fetch
+// returns, so that agents written for it read it unchanged.
 // A failed page of a batch carries only URL, Error and Code.
 type fetchResult struct {
 	URL         string `json:"url"`
