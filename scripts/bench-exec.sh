@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench-exec.sh measures exec (issue 3):
+# bench-exec.sh measures what exec costs:
 #  1. the overhead of an exec call of `true` against starting `sh -c true`
 #     directly from Go, in one run, without a sandbox and under each sandbox
 #     the machine offers (Go benchmark BenchmarkExecTrue);

@@ -366,10 +366,13 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestHelpListsEveryVariable(t *testing.T) {
-	var out bytes.Buffer
-	err := run(t.Context(), []string{"-h"}, &bytes.Buffer{}, &out)
+	var out, stderr bytes.Buffer
+	err := run(t.Context(), []string{"-h"}, &out, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "help requested") {
 		t.Fatalf("run -h = %v", err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("-h wrote to stderr, not only to stdout: %s", stderr.String())
 	}
 	for _, v := range []string{"TOOLSVC_ADDR", "127.0.0.1:8080", "TOOLSVC_WORKSPACE", "./workspace", "TOOLSVC_DATA_DIR", "TOOLSVC_API_KEYS",
 		"TOOLSVC_RESTRICT_TO_WORKSPACE", "TOOLSVC_AUDIT_ENABLED", "TOOLSVC_AUDIT_RETENTION_DAYS", "TOOLSVC_LOG_LEVEL", "TOOLSVC_ALLOW_INSECURE", "TOOLSVC_READ_MAX_CHARS"} {
@@ -383,7 +386,7 @@ func TestHelpListsEveryVariable(t *testing.T) {
 // and `toolsvc -h` saying the same thing.
 func TestReadmeDocumentsEveryVariable(t *testing.T) {
 	var out bytes.Buffer
-	_ = run(t.Context(), []string{"-h"}, &bytes.Buffer{}, &out)
+	_ = run(t.Context(), []string{"-h"}, &out, &bytes.Buffer{})
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,21 @@ func checkContract(t testing.TB, req *http.Request, resp *http.Response, body []
 	// Match on the path only: the test server's host is not in the document.
 	r := req.Clone(context.Background())
 	r.URL.Scheme, r.URL.Host, r.Host = "", "", ""
+	if resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+		t.Errorf("contract: %s %s -> 405 without an Allow header", req.Method, req.URL.Path)
+	}
+	if req.Method == http.MethodHead {
+		// HEAD is answered as GET, without a body (see the document's
+		// description): the GET operation must have the status.
+		r.Method = http.MethodGet
+		if len(body) != 0 {
+			t.Errorf("contract: HEAD %s -> %d with a body of %d bytes", req.URL.Path, resp.StatusCode, len(body))
+		}
+		if route, _, err := router.FindRoute(r); err == nil && route.Operation.Responses.Status(resp.StatusCode) == nil {
+			t.Errorf("contract: HEAD %s -> %d, a status GET does not document", req.URL.Path, resp.StatusCode)
+		}
+		return
+	}
 	route, params, err := router.FindRoute(r)
 	if err != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
 		// Routes that do not exist answer with the documented error body.

@@ -90,11 +90,11 @@ func startServer(t testing.TB, env map[string]string) *testServer {
 		cancel()
 		t.Fatalf("server did not start in time; logs:\n%s", logs.String())
 	}
-	real, err := filepath.EvalSymlinks(vars["WORKSPACE"])
+	resolved, err := filepath.EvalSymlinks(vars["WORKSPACE"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Workspace = real
+	s.Workspace = resolved
 	t.Cleanup(func() { s.Stop(t) })
 	return s
 }

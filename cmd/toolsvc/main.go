@@ -46,13 +46,24 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { _ = config.Usage(stderr) }
+	fs.Usage = func() {} // written below: to stdout when asked for, else to stderr
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			_ = config.Usage(stdout)
+		} else {
+			_ = config.Usage(stderr)
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
+		_ = config.Usage(stderr)
 		return fmt.Errorf("unexpected argument %q: toolsvc is configured through the environment", fs.Arg(0))
+	}
+	ver := version()
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, "toolsvc", ver)
+		return err
 	}
 
 	cfg, err := config.Load()
@@ -133,7 +144,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return ok, checks
 		},
-		Routes: toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, log), toolhttp.AgentsRoutes(agents)),
+		Routes:  toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, log), toolhttp.AgentsRoutes(agents)),
+		Version: ver,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,
@@ -154,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Package initialisation (go-trafilatura's date parser compiles its
 	// locale tables) leaves garbage behind; return it to the OS before idling.
 	debug.FreeOSMemory()
-	log.Info().Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
+	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
 		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).Bool("audit_required", cfg.AuditRequired).
 		Bool("auth", len(cfg.APIKeys) > 0).Strs("tools", reg.Names()).Msg("listening")
 
@@ -192,4 +204,37 @@ func readiness(ws *workspace.Workspace, dataDir string, minFree int64) (bool, ma
 	}
 	r := ready.Run(checks...)
 	return r.Ready, r.Checks
+}
+
+// version is the build's version: the main module's version when it was
+// built by "go install module@version", else the version control revision
+// it was built from (with "+dirty" when the tree had changes), else
+// "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionOf(bi, ok)
+}
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return rev + dirty
 }

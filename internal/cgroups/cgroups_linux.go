@@ -252,9 +252,9 @@ func (g *Group) EnterThread() error {
 	return nil
 }
 
-// Kill kills every process in the group and waits, at most max, until none
+// Kill kills every process in the group and waits, at most timeout, until none
 // is left. It reports whether the group was seen empty.
-func (g *Group) Kill(max time.Duration) bool {
+func (g *Group) Kill(timeout time.Duration) bool {
 	g.killed = true
 	if g.v2 != "" {
 		if err := os.WriteFile(filepath.Join(g.v2, "cgroup.kill"), []byte("1"), 0); err != nil {
@@ -266,7 +266,7 @@ func (g *Group) Kill(max time.Duration) bool {
 		// No new process from here on, so the loop below ends.
 		_ = os.WriteFile(filepath.Join(d, "pids.max"), []byte("0"), 0)
 	}
-	deadline := time.Now().Add(max)
+	deadline := time.Now().Add(timeout)
 	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		if g.empty() {
 			return true

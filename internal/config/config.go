@@ -56,15 +56,15 @@ type Config struct {
 	ReadMaxChars   int `envconfig:"READ_MAX_CHARS" default:"50000" desc:"read_file output cap per call, in characters"`
 	ListMaxEntries int `envconfig:"LIST_MAX_ENTRIES" default:"500" desc:"list_dir entries shown per call"`
 
-	// file_search (issue 4)
+	// file_search
 	SearchWorkers int           `envconfig:"SEARCH_WORKERS" default:"0" desc:"folders file_search reads at once; 0 means one per CPU"`
 	SearchTimeout time.Duration `envconfig:"SEARCH_TIMEOUT" default:"30s" desc:"file_search stops after this long and reports what it found so far, marked partial"`
 
-	// memory and skills (issue 4)
+	// memory and skills
 	MemoryEnabled  bool `envconfig:"MEMORY_ENABLED" default:"true" desc:"offer the memory tool (workspace/memory/MEMORY.md, one entry per line YYYY-MM-DD|source|content)"`
 	SkillsDisabled List `envconfig:"SKILLS_DISABLED" desc:"comma-separated skill names (folders under workspace/skills/) that read_file refuses to load and GET /skills reports as disabled"`
 
-	// Network guard and web_fetch (issue 5)
+	// Network guard and web_fetch
 	NetAllowCIDRs      List          `envconfig:"NET_ALLOW_CIDRS" desc:"comma-separated CIDRs (or single IPs) outbound tools may reach although private, loopback or otherwise non-public, e.g. 10.20.0.0/16"`
 	NetAllowHosts      List          `envconfig:"NET_ALLOW_HOSTS" desc:"comma-separated host names outbound tools may reach whatever they resolve to (except cloud metadata): wiki.corp or *.corp.example"`
 	FetchMaxBytes      int64         `envconfig:"FETCH_MAX_BYTES" default:"10485760" desc:"web_fetch reads at most this many bytes of a response body (decompressed); the rest is cut and the result says so"`
@@ -73,12 +73,12 @@ type Config struct {
 	FetchMaxConcurrent int           `envconfig:"FETCH_MAX_CONCURRENT" default:"4" desc:"pages one web_fetch batch fetches at once"`
 	FetchMaxURLs       int           `envconfig:"FETCH_MAX_URLS" default:"10" desc:"most URLs in one web_fetch batch"`
 
-	// screenshot (issue 5)
+	// screenshot
 	ChromePath         string        `envconfig:"CHROME_PATH" desc:"Chromium or Chrome binary for screenshot type=web; empty: the first of chromium, chromium-browser, google-chrome... on PATH"`
 	ScreenshotMaxPages int           `envconfig:"SCREENSHOT_MAX_PAGES" default:"4" desc:"screenshot: browser pages open at once; more web captures wait within their timeout, then get a busy result"`
 	ScreenshotTimeout  time.Duration `envconfig:"SCREENSHOT_TIMEOUT" default:"60s" desc:"screenshot: the longest a web capture may take; the call's timeout argument (default 30s) is capped to it"`
 
-	// exec (issue 3)
+	// exec
 	ExecTimeout       time.Duration `envconfig:"EXEC_TIMEOUT" default:"30s" desc:"exec: how long a command may run when the call gives no timeout"`
 	ExecMaxTimeout    time.Duration `envconfig:"EXEC_MAX_TIMEOUT" default:"10m" desc:"exec: the largest timeout a call may ask for"`
 	ExecMaxConcurrent int           `envconfig:"EXEC_MAX_CONCURRENT" default:"4" desc:"exec: commands running at once; more wait within their timeout, then get a busy result"`
@@ -178,7 +178,7 @@ func (p *Patterns) Decode(v string) error {
 	list := splitList(v, sep)
 	for _, pat := range list {
 		if _, err := regexp.Compile(pat); err != nil {
-			return fmt.Errorf("invalid pattern %q: %v", pat, err)
+			return fmt.Errorf("invalid pattern %q: %w", pat, err)
 		}
 	}
 	*p = list
@@ -202,7 +202,7 @@ func Load() (Config, error) {
 	if err := envconfig.Process(Prefix, &c); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
-			return c, fmt.Errorf("%s=%q is not a valid %s: %v", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
+			return c, fmt.Errorf("%s=%q is not a valid %s: %w", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
 		}
 		return c, err
 	}
@@ -329,11 +329,11 @@ func (c Config) Validate() error {
 	if c.AuditRetentionDays < 0 {
 		bad("AUDIT_RETENTION_DAYS", "must be zero (keep all) or more")
 	}
-	// file_search (issue 4)
+	// file_search
 	if c.SearchWorkers < 0 || c.SearchWorkers > 256 {
 		bad("SEARCH_WORKERS", "must be between 0 (one per CPU) and 256")
 	}
-	// Network guard and web_fetch (issue 5)
+	// Network guard and web_fetch
 	for _, v := range c.NetAllowCIDRs {
 		if !validCIDR(v) {
 			bad("NET_ALLOW_CIDRS", "%q is not a CIDR such as 10.20.0.0/16 or fd00::/8, nor a single IP address", v)
@@ -342,14 +342,14 @@ func (c Config) Validate() error {
 	if c.FetchMaxRedirects < 0 || c.FetchMaxRedirects > 20 {
 		bad("FETCH_MAX_REDIRECTS", "must be between 0 and 20")
 	}
-	// screenshot (issue 5)
+	// screenshot
 	if c.ScreenshotMaxPages < 1 || c.ScreenshotMaxPages > 32 {
 		bad("SCREENSHOT_MAX_PAGES", "must be between 1 and 32")
 	}
 	if c.ScreenshotTimeout < time.Second {
 		bad("SCREENSHOT_TIMEOUT", "must be at least 1s")
 	}
-	// exec (issue 3)
+	// exec
 	if c.ExecTimeout < time.Second {
 		bad("EXEC_TIMEOUT", "must be at least 1s")
 	}
@@ -483,7 +483,9 @@ func (c Config) secretValues(environ []string) []string {
 
 const usageFormat = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 
-Usage: toolsvc [-h]
+Usage: toolsvc [-h] [-version]
+
+-h prints this text; -version prints the version.
 
 It is configured through the environment only:
 

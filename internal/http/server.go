@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -44,11 +45,14 @@ type Options struct {
 	// Routes, when set, adds routes behind the same authentication (for
 	// example GET /skills from the skills package).
 	Routes func(r chi.Router)
+	// Version is the build's version, reported by GET /healthz.
+	Version string
 }
 
 type server struct {
-	opts Options
-	sem  chan struct{}
+	opts   Options
+	sem    chan struct{}
+	health []byte // the body of GET /healthz, the same for the life of the process
 	// bodies counts the bytes of request bodies held in memory, arriving or
 	// in calls that run; bodyBudget bounds it. Slots no longer bound body
 	// memory, since bodies are read before a slot is taken.
@@ -80,14 +84,18 @@ func NewHandler(opts Options) http.Handler {
 		s.bodyBudget = math.MaxInt64
 	}
 	keys := newKeyChecker(opts.APIKeys)
+	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log))
+	// HEAD is answered on every GET route, by the GET handler; net/http
+	// sends its headers and drops its body.
+	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowedMethods(r, req))
+		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -103,8 +111,33 @@ func NewHandler(opts Options) http.Handler {
 	return r
 }
 
+// allowedMethods lists the methods routes has for the request's path, as
+// the Allow header of a 405 states them; HEAD goes with GET.
+func allowedMethods(routes chi.Routes, r *http.Request) string {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return strings.Join(allow, ", ")
+}
+
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeRaw(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	writeRaw(w, http.StatusOK, s.health)
+}
+
+// healthBody is the body of GET /healthz.
+type healthBody struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -162,20 +195,16 @@ func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	def, ok := s.opts.Registry.DefinitionJSON(name)
 	if !ok {
-		writeError(w, kindUnknownTool, unknownTool(name))
+		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
 	}
 	writeRaw(w, http.StatusOK, def)
 }
 
-func unknownTool(name string) string {
-	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions (GET /tools).", name)
-}
-
 func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	if !s.opts.Registry.Has(name) {
-		writeError(w, kindUnknownTool, unknownTool(name))
+		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
 	}
 	if s.opts.Stopping.Err() != nil {

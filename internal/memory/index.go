@@ -277,7 +277,7 @@ func toInts(v []int32) []int {
 // It scans the lower-cased file once per keyword with bytes.Index, which
 // skips over non-matching text at memory speed, and marks each line at
 // most once per keyword; a line is then in when its mark count is right.
-func (x *index) search(kws []string, all bool, max int) (hits []int, total int) {
+func (x *index) search(kws []string, all bool, limit int) (hits []int, total int) {
 	n := len(x.starts)
 	need := uint8(1)
 	if all {
@@ -314,7 +314,7 @@ func (x *index) search(kws []string, all bool, max int) (hits []int, total int) 
 	for i := n - 1; i >= 0; i-- {
 		if counts[i] >= need {
 			total++
-			if len(hits) < max {
+			if len(hits) < limit {
 				hits = append(hits, i)
 			}
 		}

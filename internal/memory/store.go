@@ -341,9 +341,9 @@ type SearchResult struct {
 
 // Search returns the lines holding any of keywords (or, with all, every
 // one), compared case-insensitively as substrings, so it works for text
-// without spaces between words such as Chinese. At most max hits are
+// without spaces between words such as Chinese. At most limit hits are
 // returned, newest first, with the total number of matches.
-func (s *Store) Search(ctx context.Context, keywords []string, all bool, max int) (SearchResult, error) {
+func (s *Store) Search(ctx context.Context, keywords []string, all bool, limit int) (SearchResult, error) {
 	kws := make([]string, 0, len(keywords))
 	seen := make(map[string]bool)
 	for _, k := range keywords {
@@ -358,10 +358,10 @@ func (s *Store) Search(ctx context.Context, keywords []string, all bool, max int
 	}
 	defer done()
 	res := SearchResult{Stats: s.idx.stats()}
-	if len(kws) == 0 || max <= 0 {
+	if len(kws) == 0 || limit <= 0 {
 		return res, nil
 	}
-	hits, total := s.idx.search(kws, all, max)
+	hits, total := s.idx.search(kws, all, limit)
 	res.Total = total
 	for _, i := range hits {
 		res.Hits = append(res.Hits, s.idx.line(f, i))

@@ -75,10 +75,10 @@ func Wait(cmd *exec.Cmd) error {
 // they go to init (or a subreaper) and stay zombies until it reaps them,
 // which some inits do only now and then. A zombie is dead and holds
 // nothing, so the wait ends when only zombies are left. A member still
-// alive after max (it cannot happen with SIGKILL short of a stuck kernel
+// alive after timeout (it cannot happen with SIGKILL short of a stuck kernel
 // call) is left to its reaper rather than blocking the call.
-func awaitGone(pgid int, max time.Duration) {
-	deadline := time.Now().Add(max)
+func awaitGone(pgid int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
 	for wait := 50 * time.Microsecond; Alive(pgid) && len(LiveMembers(pgid)) > 0 && time.Now().Before(deadline); wait = min(2*wait, 10*time.Millisecond) {
 		_ = Kill(pgid)
 		time.Sleep(wait)

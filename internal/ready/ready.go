@@ -89,9 +89,9 @@ func Writable(dir string) error {
 	return nil
 }
 
-// FreeSpace checks that each folder's file system has at least min bytes
+// FreeSpace checks that each folder's file system has at least minFree bytes
 // free for an unprivileged user. label names each folder in the message.
-func FreeSpace(min int64, dirs map[string]string) error {
+func FreeSpace(minFree int64, dirs map[string]string) error {
 	labels := make([]string, 0, len(dirs))
 	for l := range dirs {
 		labels = append(labels, l)
@@ -103,12 +103,12 @@ func FreeSpace(min int64, dirs map[string]string) error {
 		if err != nil {
 			return err
 		}
-		if free < uint64(min) {
+		if free < uint64(minFree) {
 			low = append(low, fmt.Sprintf("%s has %s free", l, human(free)))
 		}
 	}
 	if len(low) > 0 {
-		return fmt.Errorf("below the minimum of %s (TOOLSVC_MIN_FREE_BYTES): %s", human(uint64(min)), join(low))
+		return fmt.Errorf("below the minimum of %s (TOOLSVC_MIN_FREE_BYTES): %s", human(uint64(minFree)), join(low))
 	}
 	return nil
 }

@@ -51,8 +51,8 @@ func Errorf(code, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// codeOf returns the code of err if it carries one.
-func codeOf(err error) (string, bool) {
+// CodeOf returns the code of err if it, or an error it wraps, carries one.
+func CodeOf(err error) (string, bool) {
 	var c Coded
 	if errors.As(err, &c) {
 		return c.ErrorCode(), true

@@ -360,7 +360,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	e, ok := r.tools[call.Tool]
 	r.mu.RUnlock()
 	if !ok {
-		return fail(CodeUnknownTool, fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", call.Tool))
+		return fail(CodeUnknownTool, UnknownToolMessage(call.Tool))
 	}
 
 	args, code, msg := checkArguments(e, call.Tool, args)
@@ -402,7 +402,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.
-	if code, ok := codeOf(err); ok && (code != CodeToolError || ctx.Err() == nil) {
+	if code, ok := CodeOf(err); ok && (code != CodeToolError || ctx.Err() == nil) {
 		return fail(code, err.Error())
 	}
 	switch {
@@ -425,4 +425,10 @@ func (r *Registry) execute(ctx context.Context, t Tool, args []byte) (out string
 		}
 	}()
 	return t.Execute(ctx, args)
+}
+
+// UnknownToolMessage is what a caller is told when it names a tool that is
+// not registered, whether in a call (a Result) or over HTTP (a 404).
+func UnknownToolMessage(name string) string {
+	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", name)
 }

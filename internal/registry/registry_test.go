@@ -31,7 +31,8 @@ func (f *fakeTool) Execute(ctx context.Context, args json.RawMessage) (string, e
 	return f.run(ctx, args)
 }
 
-// richSchema uses every rule the seed lists.
+// richSchema uses every kind of constraint the validator reports: types,
+// enums, bounds, lengths, required properties and additionalProperties.
 const richSchema = `{
   "type": "object",
   "properties": {

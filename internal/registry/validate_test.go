@@ -64,7 +64,7 @@ func TestDecodeErrorsInSchemaForm(t *testing.T) {
 		if !ok || len(ae.problems) != 1 || ae.problems[0].text != c.want {
 			t.Errorf("%s: %v, want %q", c.in, err, c.want)
 		}
-		if code, _ := codeOf(err); code != CodeInvalidArguments {
+		if code, _ := CodeOf(err); code != CodeInvalidArguments {
 			t.Errorf("%s: code %q", c.in, code)
 		}
 	}

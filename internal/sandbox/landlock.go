@@ -35,11 +35,11 @@ type policy struct {
 func buildPolicy(abi int, ws string, private []string, network bool) policy {
 	p := policy{ABI: abi, Network: network}
 	for _, d := range systemDirs {
-		real, err := filepath.EvalSymlinks(d)
+		resolved, err := filepath.EvalSymlinks(d)
 		if err != nil {
 			continue
 		}
-		dirs, files := grantExcept(real, private)
+		dirs, files := grantExcept(resolved, private)
 		p.RODirs = append(p.RODirs, dirs...)
 		p.ROFiles = append(p.ROFiles, files...)
 	}

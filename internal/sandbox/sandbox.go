@@ -122,17 +122,17 @@ func New(opts Options) (*Sandbox, error) {
 	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}}
 	for _, p := range opts.Private {
-		if real, err := realPath(p); err == nil {
-			s.private = append(s.private, real)
+		if resolved, err := realPath(p); err == nil {
+			s.private = append(s.private, resolved)
 		}
 	}
 	s.private = append(s.private, systemSecrets()...)
 	for _, p := range opts.Writable {
-		real, err := realPath(p)
+		resolved, err := realPath(p)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: writable folder %s: %w", p, err)
 		}
-		s.writable = append(s.writable, real)
+		s.writable = append(s.writable, resolved)
 	}
 	if err := s.setupCommon(); err != nil {
 		return nil, err
@@ -395,8 +395,8 @@ func realPath(p string) (string, error) {
 func systemSecrets() []string {
 	var out []string
 	for _, p := range []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh"} {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			out = append(out, real)
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			out = append(out, resolved)
 		}
 	}
 	return out

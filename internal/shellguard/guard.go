@@ -17,7 +17,7 @@
 //
 // Decisions worth knowing:
 //   - Quoted text passed as an argument is data: `echo "rm -rf /"` and
-//     `git commit -m "rm -rf /"` pass. The seed's patterns are matched on
+//     `git commit -m "rm -rf /"` pass. CountBot's raw-text patterns are matched on
 //     the raw text only where a command can start (after ; & | ( { ` or a
 //     newline), so `echo "a; rm -rf /"` is still refused by that seatbelt.
 //   - rm with -r/-R/--recursive or -f/--force in any spelling is refused;
@@ -105,7 +105,7 @@ func New(opts Options) (*Guard, error) {
 		}
 		re, err := regexp.Compile(p)
 		if err != nil {
-			return nil, fmt.Errorf("shellguard: invalid deny pattern %q: %v", p, err)
+			return nil, fmt.Errorf("shellguard: invalid deny pattern %q: %w", p, err)
 		}
 		g.deny = append(g.deny, re)
 		g.denySource = append(g.denySource, p)
@@ -119,7 +119,7 @@ func New(opts Options) (*Guard, error) {
 		// `curl http://x/?q=git status`.
 		re, err := regexp.Compile(`^(?:` + p + `)`)
 		if err != nil {
-			return nil, fmt.Errorf("shellguard: invalid allow pattern %q: %v", p, err)
+			return nil, fmt.Errorf("shellguard: invalid allow pattern %q: %w", p, err)
 		}
 		g.allow = append(g.allow, re)
 	}
@@ -169,12 +169,12 @@ func (g *Guard) Check(script string) error {
 
 // nestingDepth returns the largest number of brackets open at once.
 func nestingDepth(s string) int {
-	depth, max := 0, 0
+	depth, deepest := 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '(', '{', '[':
-			if depth++; depth > max {
-				max = depth
+			if depth++; depth > deepest {
+				deepest = depth
 			}
 		case ')', '}', ']':
 			if depth > 0 {
@@ -182,7 +182,7 @@ func nestingDepth(s string) int {
 			}
 		}
 	}
-	return max
+	return deepest
 }
 
 // Blocked is the error Check returns for a refused script.

@@ -2,6 +2,7 @@ package shellguard
 
 import (
 	"errors"
+	resyntax "regexp/syntax"
 	"strings"
 	"sync"
 	"testing"
@@ -279,8 +280,8 @@ func TestOrdinaryCommands(t *testing.T) {
 	}
 }
 
-// TestBuiltinDenylist covers the seed's DANGEROUS_PATTERNS and CountBot's
-// list, each in several spellings.
+// TestBuiltinDenylist covers the raw-text patterns of CountBot's Python
+// guard (DANGEROUS_PATTERNS) and its command list, each in several spellings.
 func TestBuiltinDenylist(t *testing.T) {
 	g := mustGuard(t, Options{})
 	cases := []struct{ script, reason string }{
@@ -694,5 +695,18 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBadPatternKeepsCause: a pattern that does not compile is reported
+// with the regexp package's error in the chain, so that start-up can show
+// where the pattern breaks.
+func TestBadPatternKeepsCause(t *testing.T) {
+	for _, o := range []Options{{Deny: []string{"rm ("}}, {Allow: []string{"git ("}}} {
+		_, err := New(o)
+		var se *resyntax.Error
+		if !errors.As(err, &se) || se.Code != resyntax.ErrMissingParen {
+			t.Errorf("New(%+v) = %v; want a *syntax.Error for the missing parenthesis in its chain", o, err)
+		}
 	}
 }

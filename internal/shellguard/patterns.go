@@ -18,7 +18,7 @@ type rule struct {
 // structural checks on the parsed script catch every real spelling.
 const cmdStart = "(?:^|[\\n;&|({`])\\s*"
 
-// seedRules are the seed's DANGEROUS_PATTERNS, matched against the raw
+// seedRules are CountBot's DANGEROUS_PATTERNS, matched against the raw
 // script (a seatbelt for what the parser may misread), anchored where a
 // command can start.
 var seedRules = seed(cmdStart)

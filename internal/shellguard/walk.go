@@ -104,7 +104,7 @@ func (c *checker) script(src string, sc scope) *Blocked {
 	if b := c.quotedSubstitutions(f, sc); b != nil {
 		return b
 	}
-	// The seed's patterns over the raw text, anchored where a command
+	// CountBot's patterns over the raw text, anchored where a command
 	// starts: a seatbelt for what the parse may have misread.
 	if reason, ok := matchRules(seedRules, src); ok {
 		return block(src, reason)

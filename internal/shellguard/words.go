@@ -241,9 +241,9 @@ func ansiC(s string) string {
 				sb.WriteString(`\c`)
 			}
 		case 'x', 'u', 'U':
-			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
 			j := i + 1
-			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+			for j < len(s) && j-i-1 < digits && isHex(s[j]) {
 				j++
 			}
 			if j == i+1 {

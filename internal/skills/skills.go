@@ -290,7 +290,7 @@ func parseFrontMatter(b []byte) (frontMatter, error) {
 	}
 	req, err := requiresOf(&fm.Metadata)
 	if err != nil {
-		return fm, fmt.Errorf("front matter: metadata: %v", err)
+		return fm, fmt.Errorf("front matter: metadata: %w", err)
 	}
 	if len(req.Bins) > maxRequired || len(req.Env) > maxRequired {
 		return fm, fmt.Errorf("front matter: metadata: more than %d requirements", maxRequired)
@@ -314,7 +314,7 @@ func requiresOf(n *yaml.Node) (requires, error) {
 			return req, nil
 		}
 		if err := json.Unmarshal([]byte(n.Value), &meta); err != nil {
-			return req, fmt.Errorf("not a JSON object: %v", err)
+			return req, fmt.Errorf("not a JSON object: %w", err)
 		}
 	default:
 		if err := n.Decode(&meta); err != nil {
@@ -343,7 +343,7 @@ func requiresOf(n *yaml.Node) (requires, error) {
 			return req, err
 		}
 		if err := json.Unmarshal(b, &req); err != nil {
-			return req, fmt.Errorf("%s.requires: %v", k, err)
+			return req, fmt.Errorf("%s.requires: %w", k, err)
 		}
 	}
 	return req, nil

@@ -28,7 +28,7 @@ func NewEditFile(ws *workspace.Workspace) *EditFile { return &EditFile{ws: ws} }
 const editFileSchema = `{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace"},
+    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace"},
     "old_str": {"type": "string", "minLength": 1, "description": "The exact text to replace, including whitespace and indentation; include enough surrounding lines to make it unique"},
     "new_str": {"type": "string", "description": "The text to put in its place"},
     "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one (default false)"}
@@ -52,7 +52,10 @@ func (t *EditFile) Description() string {
 		"Read the file first to copy the text exactly."
 }
 
-func (t *EditFile) Parameters() json.RawMessage { return json.RawMessage(editFileSchema) }
+// Parameters states the path bound the workspace enforces.
+func (t *EditFile) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(editFileSchema, workspace.MaxPathLen))
+}
 
 // MalformedHint is added when the model's arguments arrive truncated.
 func (t *EditFile) MalformedHint() string {

@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -130,13 +131,13 @@ func (e *Exec) Parameters() json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
-    "command": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
+    "command": {"type": "string", "minLength": 1, "maxLength": %[3]d, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
     "working_dir": {"type": "string", "description": "Folder to run in, relative to the workspace. Default: the workspace root."},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Seconds before the command is stopped. Default: %d."}
+    "timeout": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "Seconds before the command is stopped. Default: %[2]d."}
   },
   "required": ["command"],
   "additionalProperties": false
-}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second)))
+}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second), shellguard.MaxScriptBytes))
 }
 
 // Timeout implements registry.Timeouter: the registry's deadline is a
@@ -343,11 +344,11 @@ func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) str
 	if errBlank {
 		errN = 0
 	}
-	max := int64(e.opts.MaxOutput)
+	limit := int64(e.opts.MaxOutput)
 	outB, errB := outN, errN
-	if outN+errN > max {
-		errB = min(errN, maxI(max/2, max-outN))
-		outB = min(outN, max-errB)
+	if outN+errN > limit {
+		errB = min(errN, max(limit/2, limit-outN))
+		outB = min(outN, limit-errB)
 	}
 	var parts []string
 	if final && code != 0 {
@@ -366,13 +367,6 @@ func (e *Exec) format(stdout, stderr *headtail.Buffer, code int, final bool) str
 		return "(no output)"
 	}
 	return strings.Join(parts, "\n")
-}
-
-func maxI(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func isBlank(b *headtail.Buffer) bool {
@@ -421,12 +415,12 @@ func suffixStart(b []byte, n int) int {
 	return i
 }
 
-// lastLines keeps the end of s, at most max bytes, starting at a line.
-func lastLines(s string, max int) string {
-	if len(s) <= max {
+// lastLines keeps the end of s, at most limit bytes, starting at a line.
+func lastLines(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	s = s[len(s)-max:]
+	s = s[len(s)-limit:]
 	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
 		s = s[i+1:]
 	}

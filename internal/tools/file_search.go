@@ -34,11 +34,11 @@ func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *
 const fileSearchSchema = `{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "maxLength": 4096, "description": "Folder to search, relative to the workspace; '.' is the whole workspace"},
+    "path": {"type": "string", "maxLength": %[1]d, "description": "Folder to search, relative to the workspace; '.' is the whole workspace"},
     "pattern": {"type": "string", "maxLength": 255, "description": "Name pattern, case-insensitive, matched against whole entry names: * any characters, ? one character, [abc] or [a-z] one of a set, [!a-z] one not in it. Examples: '*.py', 'test_*', '*config*'. Default '*'"},
     "type": {"type": "string", "enum": ["file", "dir", "all"], "description": "file: regular files, dir: folders, all: everything, symbolic links included (default all)"},
     "max_depth": {"type": "integer", "minimum": -1, "maximum": 4096, "description": "How deep to search: 0 only the folder's direct entries, 1 also those of its subfolders, ...; -1 unlimited (default -1)"},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Matches to show, 1-100 (default 20); the total is always counted"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": %[2]d, "description": "Matches to show, 1-%[2]d (default %[3]d); the total is always counted"},
     "exclude": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 255}, "description": "Name patterns of entries to skip with everything below them, e.g. [\"node_modules\", \".git\", \"*.min.js\"]"}
   },
   "required": ["path"],
@@ -58,6 +58,8 @@ type fileSearchArgs struct {
 const (
 	searchDefaultLimit = 20
 	searchDefaultDepth = -1
+	// searchMaxLimit is the largest limit a call may ask for.
+	searchMaxLimit = 100
 )
 
 func (t *FileSearch) Name() string { return "file_search" }
@@ -70,7 +72,11 @@ func (t *FileSearch) Description() string {
 		"Symbolic links are listed, never followed. Paths in the result are relative to the workspace and can be passed to read_file."
 }
 
-func (t *FileSearch) Parameters() json.RawMessage { return json.RawMessage(fileSearchSchema) }
+// Parameters states the path bound the workspace enforces and the limits
+// the search applies.
+func (t *FileSearch) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(fileSearchSchema, workspace.MaxPathLen, searchMaxLimit, searchDefaultLimit))
+}
 
 // Timeout leaves the search its whole budget plus time to describe the
 // matches it shows, so the budget, not the registry, cuts a long search and
@@ -220,7 +226,7 @@ func (t *FileSearch) format(p workspace.Path, q *searchQuery, total int, first [
 		b.WriteString("\nNext: patterns match whole names, ignoring case; use '*part*' to match part of a name, and check path, type, max_depth and exclude.")
 	}
 	if total > len(first) {
-		fmt.Fprintf(&b, "\nOnly the first %d (sorted by path) are shown. Next: narrow the search with a more specific pattern, a subfolder as path, type, max_depth or exclude, or raise limit (at most 100).", len(first))
+		fmt.Fprintf(&b, "\nOnly the first %d (sorted by path) are shown. Next: narrow the search with a more specific pattern, a subfolder as path, type, max_depth or exclude, or raise limit (at most %d).", len(first), searchMaxLimit)
 	}
 	for _, m := range first {
 		b.WriteByte('\n')

@@ -33,7 +33,7 @@ func NewListDir(ws *workspace.Workspace, maxEntries int) *ListDir {
 const listDirSchema = `{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "maxLength": 4096, "description": "Folder relative to the workspace (default: the workspace root)"},
+    "path": {"type": "string", "maxLength": %[1]d, "description": "Folder relative to the workspace (default: the workspace root)"},
     "recursive": {"type": "boolean", "description": "Also list everything below the folder (default false); symbolic links are shown, not followed"}
   },
   "additionalProperties": false
@@ -51,7 +51,10 @@ func (t *ListDir) Description() string {
 		"recursive=true lists everything below it. Long listings are cut with a count of what was left out; use file_search to find files by name."
 }
 
-func (t *ListDir) Parameters() json.RawMessage { return json.RawMessage(listDirSchema) }
+// Parameters states the path bound the workspace enforces.
+func (t *ListDir) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(listDirSchema, workspace.MaxPathLen))
+}
 
 func (t *ListDir) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
 	args, err := registry.Decode[listDirArgs](raw)

@@ -43,8 +43,8 @@ func TestListDirCapMatchesFullListing(t *testing.T) {
 		// Depth-first in name order is the order of the paths compared
 		// component by component.
 		sort.Slice(all, func(i, j int) bool { return lessPath(all[i], all[j]) })
-		for _, max := range []int{1, 3, 7, 20, 1000} {
-			out, err := NewListDir(ws, max).Execute(context.Background(), []byte(fmt.Sprintf(`{"path":"t%d","recursive":true}`, round)))
+		for _, limit := range []int{1, 3, 7, 20, 1000} {
+			out, err := NewListDir(ws, limit).Execute(context.Background(), []byte(fmt.Sprintf(`{"path":"t%d","recursive":true}`, round)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,12 +57,12 @@ func TestListDirCapMatchesFullListing(t *testing.T) {
 					got = append(got, strings.TrimSuffix(strings.TrimPrefix(line, "[FILE] "), " (0 B)"))
 				}
 			}
-			want := all[:min(max, len(all))]
+			want := all[:min(limit, len(all))]
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("round %d, cap %d:\ngot  %q\nwant %q", round, max, got, want)
+				t.Fatalf("round %d, cap %d:\ngot  %q\nwant %q", round, limit, got, want)
 			}
 			if rest := len(all) - len(want); rest > 0 && !strings.Contains(out, fmt.Sprintf("... %d more entries not shown", rest)) {
-				t.Fatalf("round %d, cap %d: want %d more:\n%s", round, max, rest, out)
+				t.Fatalf("round %d, cap %d: want %d more:\n%s", round, limit, rest, out)
 			}
 		}
 	}

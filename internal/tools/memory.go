@@ -18,12 +18,15 @@ import (
 
 // Bounds of the memory tool's output.
 const (
-	memoryMaxOutput    = 40000 // characters of one result
-	memoryMaxHitChars  = 2000  // characters of one search hit; read shows the whole line
-	memoryMaxRange     = 200   // lines one read may ask for
-	memoryDefaultRange = 50    // lines read when only one end of the range is given
-	memoryMaxListed    = 20    // malformed or blank line numbers named in a note
-	memoryMaxKeywords  = 20
+	memoryMaxOutput     = 40000 // characters of one result
+	memoryMaxHitChars   = 2000  // characters of one search hit; read shows the whole line
+	memoryMaxRange      = 200   // lines one read may ask for
+	memoryDefaultRange  = 50    // lines read when only one end of the range is given
+	memoryMaxListed     = 20    // malformed or blank line numbers named in a note
+	memoryMaxKeywords   = 20
+	memoryMaxShown      = 100 // largest max_results and recent_count
+	memoryDefaultHits   = 15  // entries search shows without max_results
+	memoryDefaultRecent = 10  // entries read shows without a range or recent_count
 )
 
 // Memory is the agent's long-term memory: one tool whose action writes an
@@ -42,10 +45,10 @@ const memorySchema = `{
     "content": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "write: the fact to remember, self-contained (who, what, when); line breaks become spaces"},
     "keywords": {"type": "string", "minLength": 1, "maxLength": 500, "description": "search: space-separated keywords, matched case-insensitively as substrings of the whole entry (date and source included); works for Chinese, e.g. '部署 测试'"},
     "match_mode": {"type": "string", "enum": ["or", "and"], "description": "search: 'or' = entries with any keyword (default), 'and' = entries with every keyword"},
-    "max_results": {"type": "integer", "minimum": 1, "maximum": 100, "description": "search: most entries shown, newest first (default 15)"},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "search: most entries shown, newest first (default %[2]d)"},
     "start_line": {"type": "integer", "minimum": 1, "description": "read: first line of a range, 1-based (line numbers are those search shows)"},
-    "end_line": {"type": "integer", "minimum": 1, "description": "read: last line of the range, inclusive (at most 200 lines per call)"},
-    "recent_count": {"type": "integer", "minimum": 1, "maximum": 100, "description": "read without a range: how many of the newest entries to show (default 10)"}
+    "end_line": {"type": "integer", "minimum": 1, "description": "read: last line of the range, inclusive (at most %[4]d lines per call)"},
+    "recent_count": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "read without a range: how many of the newest entries to show (default %[3]d)"}
   },
   "required": ["action"],
   "additionalProperties": false
@@ -71,7 +74,10 @@ func (t *Memory) Description() string {
 		"Search memory before asking the user something they may have told you already."
 }
 
-func (t *Memory) Parameters() json.RawMessage { return json.RawMessage(memorySchema) }
+// Parameters states the bounds and defaults the tool applies.
+func (t *Memory) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(memorySchema, memoryMaxShown, memoryDefaultHits, memoryDefaultRecent, memoryMaxRange))
+}
 
 // Rules are checked by the registry before Execute and stated in the
 // description.
@@ -124,7 +130,7 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 	all := a.MatchMode == "and"
 	maxResults := a.MaxResults
 	if maxResults == 0 {
-		maxResults = 15
+		maxResults = memoryDefaultHits
 	}
 	res, err := t.store.Search(ctx, kws, all, maxResults)
 	if err != nil {
@@ -166,8 +172,8 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 		shown++
 	}
 	if shown < res.Total {
-		fmt.Fprintf(&b, "[Only the %d newest of %d matches are shown. Next: use more specific keywords or match_mode=and, raise max_results (up to 100), or read older lines with action=read start_line/end_line.]\n",
-			shown, res.Total)
+		fmt.Fprintf(&b, "[Only the %d newest of %d matches are shown. Next: use more specific keywords or match_mode=and, raise max_results (up to %d), or read older lines with action=read start_line/end_line.]\n",
+			shown, res.Total, memoryMaxShown)
 	}
 	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(res.Stats), nil
 }
@@ -203,7 +209,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	} else {
 		n := a.RecentCount
 		if n == 0 {
-			n = 10
+			n = memoryDefaultRecent
 		}
 		lines, st, err = t.store.Recent(ctx, n)
 	}

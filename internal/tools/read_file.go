@@ -47,8 +47,8 @@ func NewReadFile(ws *workspace.Workspace, maxChars int, skills SkillGate) *ReadF
 const readFileSchema = `{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace, e.g. src/main.py"},
-    "paths": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": 4096}, "description": "Several files to read in one call, instead of path"},
+    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace, e.g. src/main.py"},
+    "paths": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": %[1]d}, "description": "Several files to read in one call, instead of path"},
     "start_line": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based (default 1)"},
     "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show, inclusive (default: as far as the output cap allows)"},
     "show_line_numbers": {"type": "boolean", "description": "Prefix each line with its number (default true)"}
@@ -72,7 +72,10 @@ func (t *ReadFile) Description() string {
 		"Binary files are refused."
 }
 
-func (t *ReadFile) Parameters() json.RawMessage { return json.RawMessage(readFileSchema) }
+// Parameters states the path bound the workspace enforces.
+func (t *ReadFile) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(readFileSchema, workspace.MaxPathLen))
+}
 
 // Rules are checked by the registry before Execute and stated in the
 // description.

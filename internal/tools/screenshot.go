@@ -61,7 +61,7 @@ const screenshotSchema = `{
   "properties": {
     "type": {"type": "string", "enum": ["desktop", "web"], "description": "web: render a web page in a headless browser; desktop: the screen (X11 display) of the machine the service runs on. Default: web when url is given, else desktop"},
     "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "web: the http:// or https:// page to capture"},
-    "output_path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Where to save the PNG, relative to the workspace, ending in .png. Default: temp/screenshots/<unique name>.png"},
+    "output_path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "Where to save the PNG, relative to the workspace, ending in .png. Default: temp/screenshots/<unique name>.png"},
     "region": {"type": "string", "enum": ["full"], "description": "desktop: 'full' captures the whole of the displays chosen by monitor"},
     "monitor": {"type": "integer", "minimum": 0, "maximum": 16, "description": "desktop: 0 (default) = all displays together; 1, 2, ... = only that display"},
     "full_page": {"type": "boolean", "description": "web: capture the whole page height (up to 16384 px) instead of the viewport only"},
@@ -96,7 +96,10 @@ func (t *Screenshot) Description() string {
 		"send or read the file with other tools."
 }
 
-func (t *Screenshot) Parameters() json.RawMessage { return json.RawMessage(screenshotSchema) }
+// Parameters states the path bound the workspace enforces.
+func (t *Screenshot) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(screenshotSchema, workspace.MaxPathLen))
+}
 
 // Timeout covers the longest web capture plus a browser start; the
 // capture's own timeout (the argument) is applied inside.

@@ -38,8 +38,8 @@ type Deps struct {
 	// Guard is the one network guard every outbound tool dials through.
 	// Nil: Register builds it from Config (NET_ALLOW_CIDRS, NET_ALLOW_HOSTS).
 	Guard *netguard.Guard
-	// Skills gates read_file of skills/<name>/SKILL.md (issue 4); the same
-	// loader serves GET /skills. Nil: Register builds it from Config
+	// Skills gates read_file of skills/<name>/SKILL.md (a disabled skill
+	// is refused); the same loader serves GET /skills. Nil: Register builds it from Config
 	// (SKILLS_DISABLED).
 	Skills *skills.Loader
 	// Unavailable, when set, is told of each tool left out because what
@@ -61,8 +61,9 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		}
 	}
 	c := d.Config
-	// Network guard (issue 5): built once, before any tool that reaches the
-	// network, and shared by all of them (web_fetch, screenshot's proxy...).
+	// The network guard is built once, before any tool that reaches the
+	// network, and shared by all of them (web_fetch, screenshot's proxy...),
+	// so that one policy decides every outbound connection.
 	if d.Guard == nil {
 		g, err := netguard.New(netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts})
 		if err != nil {
@@ -70,7 +71,7 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		}
 		d.Guard = g
 	}
-	// Skills (issue 4): read_file of a SKILL.md goes through the loader.
+	// read_file of a SKILL.md goes through the skills loader.
 	if d.Skills == nil {
 		d.Skills = skills.New(d.Workspace.Root(), c.SkillsDisabled)
 	}
@@ -80,13 +81,13 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		NewEditFile(d.Workspace),
 		NewListDir(d.Workspace, c.ListMaxEntries),
 	}
-	// file_search (issue 4)
 	list = append(list, NewFileSearch(d.Workspace, c.SearchWorkers, c.SearchTimeout))
-	// memory (issue 4): long-term memory in workspace/memory/MEMORY.md.
+	// memory: long-term memory in workspace/memory/MEMORY.md, offered
+	// unless TOOLSVC_MEMORY_ENABLED is false.
 	if c.MemoryEnabled {
 		list = append(list, NewMemory(memory.New(d.Workspace.Root(), memory.Options{Root: d.Workspace.Current})))
 	}
-	// web_fetch (issue 5): through the shared guard.
+	// web_fetch dials through the shared guard.
 	list = append(list, NewWebFetch(d.Guard, extract.New(extract.Options{}), WebFetchOptions{
 		MaxBytes:      c.FetchMaxBytes,
 		Timeout:       c.FetchTimeout,
@@ -94,7 +95,7 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 		MaxConcurrent: c.FetchMaxConcurrent,
 		MaxURLs:       c.FetchMaxURLs,
 	}))
-	// screenshot (issue 5): one headless Chromium shared by every call,
+	// screenshot: one headless Chromium shared by every call,
 	// started on first use, whose every connection goes through the guard
 	// (via a proxy inside the service); stopped on shutdown.
 	shots := browser.New(browser.Options{
@@ -109,7 +110,7 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	if d.Agents != nil {
 		list = append(list, NewSpawn(d.Agents, c.AgentTimeout, c.AgentMaxConcurrent))
 	}
-	// exec (issue 3): the guard judges every script, the sandbox confines
+	// exec: the command guard judges every script, the sandbox confines
 	// what passes. A bad pattern or an unavailable sandbox mode that was
 	// asked for by name stops start-up.
 	ex, err := newExecTool(d)
@@ -141,7 +142,7 @@ func registerAll(reg *registry.Registry, list []registry.Tool, cleanup func()) e
 	return nil
 }
 
-// newExecTool builds exec with its command guard and sandbox (issue 3).
+// newExecTool builds exec with its command guard and sandbox.
 func newExecTool(d Deps) (*Exec, error) {
 	c := d.Config
 	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})

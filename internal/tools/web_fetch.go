@@ -58,12 +58,13 @@ func NewWebFetch(guard *netguard.Guard, ex *extract.Extractor, opts WebFetchOpti
 		client:     guard.Client(0, opts.MaxRedirects), // the per-page context carries the deadline
 		extract:    ex,
 		opts:       opts,
-		schema:     json.RawMessage(fmt.Sprintf(webFetchSchema, opts.MaxURLs)),
+		schema:     json.RawMessage(fmt.Sprintf(webFetchSchema, opts.MaxURLs, maxFetchChars, defaultFetchChars)),
 		extracting: make(chan struct{}, runtime.NumCPU()),
 	}
 }
 
-// Limits of maxChars; the default is the seed's.
+// Limits of maxChars; the default is CountBot's, so that agents written
+// for it get pages of the length they expect.
 const (
 	defaultFetchChars = 50000
 	maxFetchChars     = 200000
@@ -76,9 +77,9 @@ const webFetchSchema = `{
   "type": "object",
   "properties": {
     "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "The http:// or https:// URL to fetch"},
-    "urls": {"type": "array", "minItems": 1, "maxItems": %d, "items": {"type": "string", "minLength": 1, "maxLength": 8192}, "description": "Several URLs to fetch in one call, instead of url; results come back in the same order"},
+    "urls": {"type": "array", "minItems": 1, "maxItems": %[1]d, "items": {"type": "string", "minLength": 1, "maxLength": 8192}, "description": "Several URLs to fetch in one call, instead of url; results come back in the same order"},
     "extractMode": {"type": "string", "enum": ["text", "markdown"], "description": "text (default): plain readable text; markdown: keeps headings, links, lists, tables and code"},
-    "maxChars": {"type": "integer", "minimum": 100, "maximum": 200000, "description": "Most characters of text returned per page (default 50000); the pages of a batch share at most 200000"}
+    "maxChars": {"type": "integer", "minimum": 100, "maximum": %[2]d, "description": "Most characters of text returned per page (default %[3]d); the pages of a batch share at most %[2]d"}
   },
   "additionalProperties": false
 }`
@@ -90,7 +91,8 @@ type webFetchArgs struct {
 	MaxChars    int      `json:"maxChars"`
 }
 
-// fetchResult is one page's result, the fields of the seed's CountBot.
+// fetchResult is one page's result, with the fields CountBot's web_fetch
+// returns, so that agents written for it read it unchanged.
 // A failed page of a batch carries only URL, Error and Code.
 type fetchResult struct {
 	URL         string `json:"url"`
@@ -188,7 +190,11 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 			defer func() { <-sem }()
 			res, err := t.fetch(ctx, u, mode, maxChars, true)
 			if err != nil {
-				res = fetchResult{URL: u, Error: err.Error(), Code: codeOf(err)}
+				code, ok := registry.CodeOf(err)
+				if !ok {
+					code = registry.CodeToolError
+				}
+				res = fetchResult{URL: u, Error: err.Error(), Code: code}
 			}
 			out.Results[i] = res
 			state := "fetched"
@@ -203,14 +209,6 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 		return "", ctx.Err()
 	}
 	return marshalResult(out)
-}
-
-func codeOf(err error) string {
-	var c registry.Coded
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	return registry.CodeToolError
 }
 
 func marshalResult(v any) (string, error) {
@@ -360,11 +358,11 @@ func (t *WebFetch) extractHTML(ctx context.Context, res *fetchResult, body []byt
 	return nil
 }
 
-// readBounded reads at most max bytes; cut reports that there was more.
-func readBounded(r io.Reader, max int64) (body []byte, cut bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, max+1))
-	if int64(len(body)) > max {
-		return body[:max], true, nil
+// readBounded reads at most limit bytes; cut reports that there was more.
+func readBounded(r io.Reader, limit int64) (body []byte, cut bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(body)) > limit {
+		return body[:limit], true, nil
 	}
 	return body, false, err
 }

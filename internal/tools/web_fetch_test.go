@@ -548,7 +548,8 @@ func TestWebFetchAttacks(t *testing.T) {
 	}
 }
 
-// TestWebFetchSchema checks the declared parameters match the seed's.
+// TestWebFetchSchema checks that the declared parameters are CountBot's
+// web_fetch parameters, so that agents written for it call it unchanged.
 func TestWebFetchSchema(t *testing.T) {
 	tool := openFetch(t)
 	var s struct {

@@ -21,7 +21,7 @@ func NewWriteFile(ws *workspace.Workspace) *WriteFile { return &WriteFile{ws: ws
 const writeFileSchema = `{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "File path relative to the workspace; missing folders are created"},
+    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace; missing folders are created"},
     "content": {"type": "string", "description": "The text to write"},
     "mode": {"type": "string", "enum": ["overwrite", "append"], "description": "overwrite (default) replaces the file; append adds content at its end"}
   },
@@ -42,7 +42,10 @@ func (t *WriteFile) Description() string {
 		"the file; mode=append adds to its end. Write very large content in several calls: the first with overwrite, the rest with append."
 }
 
-func (t *WriteFile) Parameters() json.RawMessage { return json.RawMessage(writeFileSchema) }
+// Parameters states the path bound the workspace enforces.
+func (t *WriteFile) Parameters() json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(writeFileSchema, workspace.MaxPathLen))
+}
 
 // MalformedHint is added when the model's arguments arrive truncated, which
 // happens most with long content.

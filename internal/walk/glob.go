@@ -252,11 +252,11 @@ func fold(r rune) rune {
 			return r
 		}
 	}
-	min := r
+	lowest := r
 	for c := unicode.SimpleFold(r); c != r; c = unicode.SimpleFold(c) {
-		if c < min {
-			min = c
+		if c < lowest {
+			lowest = c
 		}
 	}
-	return min
+	return lowest
 }

@@ -118,11 +118,11 @@ func Open(dir string, restrict bool) (*Workspace, error) {
 }
 
 func openDir(abs string) (*opened, error) {
-	real, err := filepath.EvalSymlinks(abs)
+	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(real)
+	root, err := os.OpenRoot(resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func openDir(abs string) (*opened, error) {
 		root.Close()
 		return nil, err
 	}
-	return &opened{dir: real, root: root, f: f}, nil
+	return &opened{dir: resolved, root: root, f: f}, nil
 }
 
 // Close releases the workspace's open folders.
@@ -415,14 +415,14 @@ func (w *Workspace) RealPath(p Path) (string, error) {
 		return "", Explain(err, p)
 	}
 	defer f.Close()
-	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 	if err != nil {
 		return "", Explain(err, p)
 	}
-	if _, ok := within(w.Dir(), real); w.restrict && !ok {
+	if _, ok := within(w.Dir(), resolved); w.restrict && !ok {
 		return "", outside(p.Display)
 	}
-	return real, nil
+	return resolved, nil
 }
 
 // maxLinks bounds how many symbolic links a write follows.

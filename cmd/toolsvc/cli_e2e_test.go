@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// TestCommandLine runs the built binary: -h and -version answer on stdout
+// and exit 0; a wrong flag or argument prints the usage on stderr and
+// exits 1.
+func TestCommandLine(t *testing.T) {
+	bin, err := serviceBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args               []string
+		code               int
+		stdout, stderr     string // what each must contain; "" means empty
+		stdoutIsVersionRow bool
+	}{
+		{args: []string{"-h"}, stdout: "TOOLSVC_ADDR"},
+		{args: []string{"-help"}, stdout: "TOOLSVC_ADDR"},
+		{args: []string{"-version"}, stdoutIsVersionRow: true},
+		{args: []string{"-nope"}, code: 1, stderr: "TOOLSVC_ADDR"},
+		{args: []string{"serve"}, code: 1, stderr: "unexpected argument \"serve\""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.code {
+				t.Errorf("exit code %d; want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout.String(), stderr.String())
+			}
+			switch {
+			case tt.stdoutIsVersionRow:
+				f := strings.Fields(stdout.String())
+				if len(f) != 2 || f[0] != "toolsvc" || !strings.HasSuffix(stdout.String(), "\n") {
+					t.Errorf("stdout %q; want \"toolsvc <version>\\n\"", stdout.String())
+				}
+			case tt.stdout == "" && stdout.Len() > 0:
+				t.Errorf("stdout should be empty: %s", stdout.String())
+			case !strings.Contains(stdout.String(), tt.stdout):
+				t.Errorf("stdout lacks %q: %s", tt.stdout, stdout.String())
+			}
+			switch {
+			case tt.stderr == "" && stderr.Len() > 0:
+				t.Errorf("stderr should be empty: %s", stderr.String())
+			case !strings.Contains(stderr.String(), tt.stderr):
+				t.Errorf("stderr lacks %q: %s", tt.stderr, stderr.String())
+			}
+		})
+	}
+}
+
+// TestUsageNamesVersionFlag keeps -h saying what the flags are.
+func TestUsageNamesVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, &stdout, &stderr); err == nil {
+		t.Fatal("run -h returned nil; want flag.ErrHelp, which main turns into exit 0")
+	}
+	if !strings.Contains(stdout.String(), "-version") || stderr.Len() != 0 {
+		t.Errorf("-h: stdout %q, stderr %q; want the usage, naming -version, on stdout only", stdout.String(), stderr.String())
+	}
+}
+
+// TestVersionReported: the version -version prints is the one in the
+// "listening" log line and in GET /healthz.
+func TestVersionReported(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(t.Context(), []string{"-version"}, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimPrefix(strings.TrimSpace(stdout.String()), "toolsvc ")
+	if want == "" || want != version() {
+		t.Fatalf("-version printed %q; version() is %q", stdout.String(), version())
+	}
+
+	s := startServer(t, nil)
+	resp, body := s.do(t, "GET", "/healthz", nil, nil)
+	var h struct{ Status, Version string }
+	if err := json.Unmarshal(body, &h); err != nil || resp.StatusCode != 200 || h.Status != "ok" || h.Version != want {
+		t.Errorf("GET /healthz: %d %s; want status ok and version %q", resp.StatusCode, body, want)
+	}
+	found := false
+	for _, line := range strings.Split(s.Logs(), "\n") {
+		var l struct{ Message, Version string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "listening" {
+			found = true
+			if l.Version != want {
+				t.Errorf("listening line has version %q; want %q: %s", l.Version, want, line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no listening line in the logs:\n%s", s.Logs())
+	}
+}
+
+// TestVersionOf: a released module version wins, then the revision the
+// binary was built from, then "devel".
+func TestVersionOf(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"no build info", nil, false, "devel"},
+		{"module version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
+		{"revision", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
+		{"modified tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
+		{"nothing known", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
+	}
+	for _, tt := range tests {
+		if got := versionOf(tt.bi, tt.ok); got != tt.want {
+			t.Errorf("%s: versionOf = %q; want %q", tt.name, got, tt.want)
+		}
+	}
+}
