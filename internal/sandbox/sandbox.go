@@ -92,11 +92,12 @@ type Sandbox struct {
 	seccomp   *filter          // nil where the kernel has no seccomp
 	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
 	pidns     bool             // each command is the first process of its own PID namespace
-	mountns   bool             // each command has its own mounts: private /proc, /tmp, /run
+	mountns   bool             // each command has its own mounts: private /proc, empty /run and /var/tmp
 	cg        *cgroups.Manager // nil without writable control groups
 	limits    cgroups.Limits
-	ulimit    string // shell prefix setting rlimits where control groups cannot
-	parts     []string
+	ulimit    string   // shell prefix setting rlimits where control groups cannot
+	common    []string // what setupCommon found, for Describe
+	parts     []string // what the chosen mode adds
 }
 
 // New detects what the kernel and the system offer and returns a Sandbox of
@@ -134,20 +135,24 @@ func New(opts Options) (*Sandbox, error) {
 		}
 		s.writable = append(s.writable, resolved)
 	}
-	if err := s.setupCommon(); err != nil {
-		return nil, err
-	}
+	s.setupCommon()
 
 	switch opts.Mode {
 	case None:
-		return s, s.setupNone()
+		if err := s.setupNone(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
 	case Bwrap:
 		if err := s.setupBwrap(opts.Bwrap); err != nil {
+			s.Close()
 			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=bwrap is not available: %w. Install Debian's bubblewrap package and allow user namespaces, or choose landlock, auto or none", err)
 		}
 		return s, nil
 	case Landlock:
 		if err := s.setupLandlock(); err != nil {
+			s.Close()
 			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=landlock is not available: %w. Choose bwrap, auto or none", err)
 		}
 		return s, nil
@@ -168,21 +173,19 @@ func New(opts Options) (*Sandbox, error) {
 	return nil, fmt.Errorf("%w (bubblewrap: %v; landlock: %v); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
 }
 
-// setupCommon prepares what applies in every mode: the control groups (or
-// the rlimits that stand in for them) and, where the service is root,
-// a PID namespace per command.
-func (s *Sandbox) setupCommon() error {
+// setupCommon prepares what applies in every mode: the control groups, or
+// the rlimits that stand in for them.
+func (s *Sandbox) setupCommon() {
 	// Control groups are used even without limits: killing a command's
 	// group reaches every process it started.
 	cg, err := cgroups.New(s.limits)
 	if err == nil {
 		s.cg = cg
-		s.parts = append(s.parts, "control group per command: "+cg.Describe())
+		s.common = append(s.common, "control group per command: "+cg.Describe())
 	} else {
-		s.parts = append(s.parts, "no control groups ("+err.Error()+")")
+		s.common = append(s.common, "no control groups ("+err.Error()+")")
 	}
 	s.ulimit = s.rlimitPrefix()
-	return nil
 }
 
 // Close releases the control group folders.
@@ -197,7 +200,7 @@ func (s *Sandbox) Mode() Mode { return s.mode }
 
 // Describe says what the sandbox does, for the start-up log.
 func (s *Sandbox) Describe() string {
-	return s.detail + "; " + strings.Join(s.parts, "; ")
+	return s.detail + "; " + strings.Join(append(append([]string(nil), s.common...), s.parts...), "; ")
 }
 
 // Network reports whether commands may use the network.
@@ -276,6 +279,7 @@ func (s *Sandbox) setupNone() error {
 // everything in force; without seccomp, or where the trial fails with the
 // PID namespace, it retries without them and says so.
 func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
+	s.parts = nil // a mode tried before (auto) says nothing of this one
 	f, err := newFilter(!s.network && noSocketsWithoutNetns)
 	if err == nil {
 		s.seccomp, s.netFilter = f, !s.network && noSocketsWithoutNetns
