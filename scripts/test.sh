@@ -24,6 +24,11 @@ fi
 
 go mod download
 go vet ./...
+# toolsvc also runs on macOS and Windows desktops: vet compiles every
+# package (tests included) for them, which keeps the build tags honest.
+for t in darwin/amd64 darwin/arm64 windows/amd64; do
+  GOOS=${t%/*} GOARCH=${t#*/} go vet ./...
+done
 unformatted=$(gofmt -l cmd internal scripts)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2

@@ -143,7 +143,7 @@ sleep 0.3; echo up > started; sleep %[1]d.6`, base)
 				t.Errorf("processes outlived the killed service:\n%s", strings.Join(left, "\n"))
 				for _, l := range left {
 					if pid, err := strconv.Atoi(strings.SplitN(l, ":", 2)[0]); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
+						_ = sysKill(pid, syscall.SIGKILL)
 					}
 				}
 			}

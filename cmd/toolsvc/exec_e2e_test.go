@@ -94,13 +94,13 @@ func assertNoSurvivor(t *testing.T, s *testServer, mode string) {
 		t.Errorf("processes %v of the command's group %d are alive after the call", live, pgid)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
+	for sysKill(-pgid, 0) == nil && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+	if err := sysKill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("process group %d still exists: kill(-pgid, 0) = %v", pgid, err)
 	}
-	if err := syscall.Kill(child, 0); !errors.Is(err, syscall.ESRCH) {
+	if err := sysKill(child, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("grandchild %d still exists: kill(pid, 0) = %v", child, err)
 	}
 }
@@ -624,7 +624,7 @@ func TestExecBusy(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	if err := syscall.Mkfifo(filepath.Join(s.Workspace, "fifo"), 0o600); err != nil {
+	if err := mkfifo(filepath.Join(s.Workspace, "fifo"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitForFile(t, filepath.Join(s.Workspace, "ids"))

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/walk"
@@ -413,7 +412,9 @@ func runAsNobody(t *testing.T, name string) {
 	}
 	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.v")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir()}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := asUser(cmd, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)

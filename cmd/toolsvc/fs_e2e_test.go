@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -24,7 +23,7 @@ func TestReadFile(t *testing.T) {
 	s.writeWS(t, "bin.dat", "ELF\x00\x01\x02")
 	s.writeWS(t, "gbk.txt", "\xc4\xe3\xba\xc3\n") // 你好 in GBK
 	s.writeWS(t, "中文.md", "你好，世界\n")
-	if err := syscall.Mkfifo(filepath.Join(s.Workspace, "pipe"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(s.Workspace, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

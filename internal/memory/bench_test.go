@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -177,14 +176,6 @@ func benchStore(b *testing.B) (*Store, string) {
 	s, dir := newStore(b)
 	bigFile(b, dir, 100000)
 	return s, dir
-}
-
-// cpuTime is the CPU time the process has used, which, unlike the time on
-// the clock, does not grow when other programs load the machine.
-func cpuTime() int64 {
-	var r syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r)
-	return r.Utime.Nano() + r.Stime.Nano()
 }
 
 func reportMedian(b *testing.B, times []time.Duration) {

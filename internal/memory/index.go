@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -78,10 +77,7 @@ func (x *index) refresh(f *os.File, fi fs.FileInfo, maxBytes int64) error {
 		x.reset()
 		return &TooLargeError{Size: fi.Size(), Max: maxBytes}
 	}
-	var dev, ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		dev, ino = uint64(st.Dev), st.Ino
-	}
+	dev, ino := fileID(fi)
 	same := x.loaded && dev == x.dev && ino == x.ino
 	switch {
 	case same && fi.Size() == x.size && fi.ModTime().Equal(x.mtime):

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // Where the memory lives, relative to the workspace.
@@ -222,41 +220,6 @@ func (s *Store) appendLine(root *os.Root, text string) (int64, error) {
 		return 0, err
 	}
 	return off, f.Close()
-}
-
-// lock takes the cross-process lock on memory/.MEMORY.md.lock. The lock
-// file is opened relative to the memory folder, itself opened through the
-// workspace root, and O_NOFOLLOW refuses a lock file that is a symbolic
-// link: nothing outside the workspace is created or locked.
-func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err error) {
-	dir, err := root.Open(Dir)
-	if err != nil {
-		return nil, err
-	}
-	lk := flock.New(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), LockFile),
-		flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
-		flock.SetPermissions(0o644))
-	wctx, cancel := context.WithTimeout(ctx, s.opts.LockWait)
-	defer cancel()
-	// flock(2) cannot be interrupted by a context, so poll; the lock is
-	// held for one append and fsync, well under a millisecond.
-	ok, err := lk.TryLockContext(wctx, time.Millisecond)
-	if !ok || err != nil {
-		dir.Close()
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			return nil, ErrBusy
-		case err == nil:
-			return nil, ErrBusy
-		}
-		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: unwrapPath(err)}
-	}
-	return func() {
-		_ = lk.Unlock()
-		dir.Close()
-	}, nil
 }
 
 // unwrapPath drops the /proc/self/fd/N path from an os error, which would

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package procgroup runs a command as the leader of its own session and
 // process group, so that the command and everything it starts can be
 // killed together, and so that a descendant holding the output pipes open
@@ -13,8 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Prepare sets cmd up to start in a new session (setsid: a new process
@@ -48,26 +48,6 @@ func Kill(pgid int) error {
 // Alive reports whether any process of the group pgid still exists.
 func Alive(pgid int) bool {
 	return pgid > 1 && syscall.Kill(-pgid, 0) == nil
-}
-
-// Wait waits for cmd's process to end, kills what is left of its group
-// (background jobs, grandchildren holding the pipes) and then reaps it with
-// cmd.Wait. The leader is observed with WNOWAIT and stays a zombie until
-// the group is killed, so its number cannot be reused for another group in
-// between.
-func Wait(cmd *exec.Cmd) error {
-	pid := cmd.Process.Pid
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	_ = Kill(pid)
-	err := cmd.Wait()
-	awaitGone(pid, 2*time.Second)
-	return err
 }
 
 // awaitGone waits until no process of the group is left alive, at most

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -161,9 +160,9 @@ func TestCheckSkill(t *testing.T) {
 		"skills/broken/SKILL.md":  "---\ntitle: [\n---\n",
 		"skills/envonly/SKILL.md": "---\nmetadata: {\"CountBot\": {\"requires\": {\"env\": [\"NOPE\"]}}}\n---\n",
 	}, "off")
-	if err := syscall.Mkfifo(filepath.Join(dir, "skills", "fifo"), 0o644); err == nil {
+	if err := mkfifo(filepath.Join(dir, "skills", "fifo"), 0o644); err == nil {
 		os.Mkdir(filepath.Join(dir, "skills", "pipe"), 0o755)
-		syscall.Mkfifo(filepath.Join(dir, "skills", "pipe", "SKILL.md"), 0o644)
+		mkfifo(filepath.Join(dir, "skills", "pipe", "SKILL.md"), 0o644)
 	}
 	cases := []struct {
 		name, notice, code string

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -137,27 +135,6 @@ func BenchmarkListDirHuge(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	if peak > 64<<20 {
 		b.Errorf("listing %d entries took %.1f MiB of heap, more than 64 MiB", n, float64(peak)/(1<<20))
-	}
-}
-
-// makeEmptyFiles creates n empty files in dir, named by number.
-func makeEmptyFiles(b *testing.B, dir string, n int) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Close(dfd)
-	name := make([]byte, 0, 16)
-	for i := range n {
-		name = strconv.AppendInt(append(name[:0], 'f'), int64(i), 10)
-		fd, err := unix.Openat(dfd, string(name), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			b.Fatal(err)
-		}
-		unix.Close(fd)
 	}
 }
 

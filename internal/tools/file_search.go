@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -96,9 +95,9 @@ func (t *FileSearch) Execute(ctx context.Context, raw json.RawMessage) (string, 
 	if err != nil {
 		return "", err
 	}
-	// O_DIRECTORY: should the folder be swapped for a pipe meanwhile, the
-	// open fails instead of blocking.
-	root, err := p.Root.OpenFile(p.Name, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	// openDir (O_DIRECTORY): should the folder be swapped for a pipe
+	// meanwhile, the open fails instead of blocking.
+	root, err := p.Root.OpenFile(p.Name, os.O_RDONLY|openDir, 0)
 	if err != nil {
 		return "", workspace.Explain(err, p)
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -244,9 +243,9 @@ func execHome(dir string, user *sandbox.User) (string, error) {
 		if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
 			return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
 		}
-	} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+	} else if owner, other := ownerOther(fi, uid); other {
 		// Someone else made the folder first in a shared temp folder.
-		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s belongs to uid %d, not to the service (uid %d); set TOOLSVC_EXEC_HOME", dir, st.Uid, uid)
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s belongs to uid %d, not to the service (uid %d); set TOOLSVC_EXEC_HOME", dir, owner, uid)
 	}
 	return filepath.Abs(dir)
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -415,7 +414,7 @@ func (w *Workspace) RealPath(p Path) (string, error) {
 		return "", Explain(err, p)
 	}
 	defer f.Close()
-	resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	resolved, err := openedPath(f)
 	if err != nil {
 		return "", Explain(err, p)
 	}

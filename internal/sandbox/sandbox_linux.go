@@ -1,0 +1,378 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/cgroups"
+)
+
+// Sandbox turns a command line into one that runs inside the chosen
+// mechanism, and starts it. It is safe for concurrent use.
+type Sandbox struct {
+	mode     Mode
+	detail   string
+	network  bool
+	ws       string
+	writable []string
+	bwrap    string // bubblewrap binary
+	policy   policy // landlock rules without the per-call temp folder
+	private  []string
+	user     *User
+
+	seccomp   *filter          // nil where the kernel has no seccomp
+	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
+	pidns     bool             // each command is the first process of its own PID namespace
+	mountns   bool             // each command has its own mounts: private /proc, empty /run and /var/tmp
+	cg        *cgroups.Manager // nil without writable control groups
+	limits    cgroups.Limits
+	ulimit    string   // shell prefix setting rlimits where control groups cannot
+	common    []string // what setupCommon found, for Describe
+	parts     []string // what the chosen mode adds
+}
+
+// New detects what the kernel and the system offer and returns a Sandbox of
+// the requested mode. Auto picks the strongest available: bubblewrap when a
+// trial run works, else Landlock; when neither works it returns an error
+// wrapping ErrNoSandbox, so that commands never run unconfined by surprise.
+// An explicitly requested mode that is unavailable is an error naming why.
+func New(opts Options) (*Sandbox, error) {
+	if opts.Mode == "" {
+		opts.Mode = Auto
+	}
+	if opts.Workspace == "" || !filepath.IsAbs(opts.Workspace) {
+		return nil, fmt.Errorf("sandbox: workspace must be an absolute path, got %q", opts.Workspace)
+	}
+	switch opts.Mode {
+	case Auto, None, Bwrap, Landlock:
+	default:
+		return nil, fmt.Errorf("sandbox: unknown mode %q (want auto, landlock, bwrap or none)", opts.Mode)
+	}
+	if opts.User != nil && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
+	}
+	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
+		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}}
+	for _, p := range opts.Private {
+		if resolved, err := realPath(p); err == nil {
+			s.private = append(s.private, resolved)
+		}
+	}
+	s.private = append(s.private, systemSecrets()...)
+	for _, p := range opts.Writable {
+		resolved, err := realPath(p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: writable folder %s: %w", p, err)
+		}
+		s.writable = append(s.writable, resolved)
+	}
+	s.setupCommon()
+
+	switch opts.Mode {
+	case None:
+		if err := s.setupNone(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
+	case Bwrap:
+		if err := s.setupBwrap(opts.Bwrap); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=bwrap is not available: %w. Install Debian's bubblewrap package and allow user namespaces, or choose landlock, auto or none", err)
+		}
+		return s, nil
+	case Landlock:
+		if err := s.setupLandlock(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=landlock is not available: %w. Choose bwrap, auto or none", err)
+		}
+		return s, nil
+	}
+	errB := s.setupBwrap(opts.Bwrap)
+	if errB == nil {
+		return s, nil
+	}
+	errL := errors.New("disabled")
+	if !opts.noLandlock {
+		errL = s.setupLandlock()
+	}
+	if errL == nil {
+		s.detail += fmt.Sprintf(" (bubblewrap unavailable: %v)", errB)
+		return s, nil
+	}
+	s.Close()
+	return nil, fmt.Errorf("%w (bubblewrap: %v; landlock: %v); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
+}
+
+// setupCommon prepares what applies in every mode: the control groups, or
+// the rlimits that stand in for them.
+func (s *Sandbox) setupCommon() {
+	// Control groups are used even without limits: killing a command's
+	// group reaches every process it started.
+	cg, err := cgroups.New(s.limits)
+	if err == nil {
+		s.cg = cg
+		s.common = append(s.common, "control group per command: "+cg.Describe())
+	} else {
+		s.common = append(s.common, "no control groups ("+err.Error()+")")
+	}
+	s.ulimit = s.rlimitPrefix()
+}
+
+// Close releases the control group folders.
+func (s *Sandbox) Close() {
+	if s.cg != nil {
+		s.cg.Close()
+	}
+}
+
+// Mode returns the mechanism in use (never Auto).
+func (s *Sandbox) Mode() Mode { return s.mode }
+
+// Describe says what the sandbox does, for the start-up log.
+func (s *Sandbox) Describe() string {
+	return s.detail + "; " + strings.Join(append(append([]string(nil), s.common...), s.parts...), "; ")
+}
+
+// Network reports whether commands may use the network.
+func (s *Sandbox) Network() bool { return s.network }
+
+// NetworkEnforced reports whether the network setting is enforced: with
+// network off, only a network namespace or the seccomp filter can take it
+// away.
+func (s *Sandbox) NetworkEnforced() bool {
+	if s.network {
+		return true
+	}
+	return s.mode == Bwrap || s.netFilter
+}
+
+// Contains reports whether every process a command starts is known to end
+// with the call: true with a PID namespace or a control group per command,
+// false where only the command's process group can be killed (a process
+// that detached into a session of its own is then out of reach).
+func (s *Sandbox) Contains() bool {
+	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills())
+}
+
+// Limits describes how the process and memory limits are enforced: "cgroup",
+// "rlimit" (per process, and RLIMIT_NPROC not at all for root), or "none".
+func (s *Sandbox) Limits() string {
+	switch {
+	case s.cg != nil && (s.cg.LimitsProcs() || s.cg.LimitsMemory()):
+		return "cgroup"
+	case s.ulimit != "":
+		return "rlimit"
+	}
+	return "none"
+}
+
+// Command returns the program and arguments that run argv (an absolute
+// program path and its arguments) inside the sandbox, with tmpDir as the
+// child's private temporary folder, and the value TMPDIR should have for
+// the child. Start the resulting command with Start.
+func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []string, childTmp string) {
+	childTmp = tmpDir
+	if s.pidns {
+		// The first process of a PID namespace ignores signals it has no
+		// handler for, even SIGKILL from inside, and `kill $$` must still
+		// work: a shell stays first and runs the command as its child.
+		argv = append([]string{"/bin/sh", "-c", `"$0" "$@"; exit $?`}, argv...)
+	}
+	if s.mode == Bwrap {
+		argv = append([]string{s.bwrap}, s.bwrapArgs(tmpDir, argv)...)
+		childTmp = "/tmp"
+	}
+	if s.ulimit != "" {
+		// The limits are set by a shell before anything else runs, around
+		// bubblewrap too (inside its user namespace the process limit
+		// would count afresh): nothing can fork between start and limit.
+		argv = append([]string{"/bin/sh", "-c", s.ulimit + ` || exit 125; exec "$0" "$@"`}, argv...)
+	}
+	return argv[0], argv[1:], childTmp
+}
+
+// setupNone is the explicit choice of no file-system sandbox: the rest of
+// the confinement (capabilities, seccomp, control groups) still applies.
+func (s *Sandbox) setupNone() error {
+	s.mode = None
+	if err := s.setupFilter(true); err != nil {
+		return err
+	}
+	s.detail = "no sandbox: commands can read and write everything the service's user can, the audit log included"
+	if !s.network && !s.netFilter {
+		s.detail += "; network NOT enforced"
+	}
+	return nil
+}
+
+// setupFilter compiles the seccomp filter and runs a trial command with
+// everything in force; without seccomp, or where the trial fails with the
+// PID namespace, it retries without them and says so.
+func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
+	s.parts = nil // a mode tried before (auto) says nothing of this one
+	f, err := newFilter(!s.network && noSocketsWithoutNetns)
+	if err == nil {
+		s.seccomp, s.netFilter = f, !s.network && noSocketsWithoutNetns
+	} else {
+		s.parts = append(s.parts, "no seccomp filter ("+err.Error()+")")
+	}
+	s.pidns = s.mode != Bwrap && os.Geteuid() == 0
+	s.mountns = s.pidns
+	if err := s.trial(); err != nil && s.mountns {
+		s.mountns = false
+		s.parts = append(s.parts, fmt.Sprintf("no private mounts (%v)", err))
+	}
+	if err := s.trial(); err != nil && s.pidns {
+		s.pidns = false
+		s.parts = append(s.parts, fmt.Sprintf("no PID namespace (%v)", err))
+	}
+	if err := s.trial(); err != nil && s.seccomp != nil {
+		s.seccomp, s.netFilter = nil, false
+		s.parts = append(s.parts, fmt.Sprintf("no seccomp filter (%v)", err))
+	}
+	if err := s.trial(); err != nil {
+		return fmt.Errorf("trial run failed: %v", err)
+	}
+	s.parts = append(s.parts, s.privilegeDetail())
+	return nil
+}
+
+func (s *Sandbox) privilegeDetail() string {
+	d := "commands get no capabilities and no_new_privs"
+	if s.seccomp != nil {
+		d += ", a seccomp filter refusing privileged calls"
+		if s.netFilter {
+			d += " and every socket()"
+		}
+	}
+	switch {
+	case s.mode == Bwrap:
+		d += "; own PID namespace: every process ends with the command"
+	case s.pidns:
+		d += "; own PID namespace: every process ends with the command"
+		if s.mountns {
+			d += "; own mounts: a /proc showing no process it could not inspect anyway, empty /run and /var/tmp"
+		}
+	case s.cg != nil:
+		d += "; the command's control group is killed when it ends"
+	default:
+		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
+	}
+	if s.user != nil {
+		d += fmt.Sprintf("; run as %s (uid %d)", s.user.Name, s.user.Uid)
+	}
+	switch s.Limits() {
+	case "cgroup":
+		d += fmt.Sprintf("; limits by control group: %s", s.limitText())
+	case "rlimit":
+		d += fmt.Sprintf("; limits by rlimit, per process: %s", s.limitText())
+		if os.Geteuid() == 0 && s.user == nil && s.limits.MaxProcs > 0 {
+			d += " (the kernel does not apply the process limit to root: set TOOLSVC_EXEC_USER)"
+		}
+	default:
+		if s.limits.MaxProcs > 0 || s.limits.MaxMemory > 0 {
+			d += "; process and memory limits NOT enforced"
+		}
+	}
+	return d
+}
+
+func (s *Sandbox) limitText() string {
+	var p []string
+	if s.limits.MaxProcs > 0 {
+		p = append(p, fmt.Sprintf("%d processes", s.limits.MaxProcs))
+	}
+	if s.limits.MaxMemory > 0 {
+		p = append(p, fmt.Sprintf("%d MiB memory", s.limits.MaxMemory>>20))
+	}
+	return strings.Join(p, ", ")
+}
+
+// trial runs a shell that does nothing inside the sandbox.
+func (s *Sandbox) trial() error {
+	tmp, err := os.MkdirTemp("", "toolsvc-sandbox-probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if s.user != nil {
+		if err := os.Chown(tmp, int(s.user.Uid), int(s.user.Gid)); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "exit 0"})
+	cmd := exec.CommandContext(ctx, path, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	c, err := s.Start(cmd, tmp)
+	if err != nil {
+		return err
+	}
+	if err, _ := c.Wait(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// realPath returns p absolute with symbolic links resolved.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// systemSecrets are files readable by root that no command needs.
+func systemSecrets() []string {
+	var out []string
+	for _, p := range []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh"} {
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			out = append(out, resolved)
+		}
+	}
+	return out
+}
+
+// within reports whether p is base or below it.
+func within(p, base string) bool {
+	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
+}
+
+// rlimitPrefix returns the shell commands that set per-process limits where
+// control groups do not enforce them, or "" when none are needed. The
+// option naming the process limit differs between shells (dash: -p, bash
+// and others: -u), so both are tried once at start-up, and the one that
+// really changed the limit is kept.
+func (s *Sandbox) rlimitPrefix() string {
+	var parts []string
+	if s.limits.MaxProcs > 0 && (s.cg == nil || !s.cg.LimitsProcs()) {
+		for _, opt := range []string{"-u", "-p"} {
+			// The probe reads the limit back with the builtin: forking a
+			// program could itself fail where the user is at the limit.
+			set := fmt.Sprintf("ulimit %s %d", opt, s.limits.MaxProcs)
+			out, err := exec.Command("/bin/sh", "-c", set+" 2>/dev/null && ulimit "+opt).Output()
+			if err == nil && strings.TrimSpace(string(out)) == strconv.Itoa(s.limits.MaxProcs) {
+				parts = append(parts, set)
+				break
+			}
+		}
+	}
+	if s.limits.MaxMemory > 0 && (s.cg == nil || !s.cg.LimitsMemory()) {
+		// RLIMIT_DATA counts memory a process has written to or may, not
+		// address space merely reserved (as Go, Java and V8 reserve), so
+		// it limits without breaking those runtimes as RLIMIT_AS would.
+		parts = append(parts, fmt.Sprintf("ulimit -d %d", s.limits.MaxMemory>>10))
+	}
+	return strings.Join(parts, " && ")
+}
