@@ -302,6 +302,29 @@ func TestExecBusy(t *testing.T) {
 	}
 }
 
+// TestExecSlotWaitKeepsTimeout: a command that waited for a free slot
+// still gets its whole timeout once it starts, and the result says how
+// long it waited. Under one deadline for both, this command (a wait of
+// about 1.2 s, then 2 s of work, with a 3 s timeout) would time out.
+func TestExecSlotWaitKeepsTimeout(t *testing.T) {
+	e, ws := newTestExec(t, ExecOptions{MaxConcurrent: 1})
+	started := filepath.Join(ws.Dir(), "started")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runExec(t, context.Background(), e, map[string]any{"command": "echo x > started; sleep 1.2", "timeout": 60})
+	}()
+	waitFile(t, started)
+	out, err := runExec(t, context.Background(), e, map[string]any{"command": "sleep 2; echo second", "timeout": 3})
+	<-done
+	if err != nil || !strings.HasPrefix(out, "second\n") {
+		t.Fatalf("after waiting for a slot: %q %v", out, err)
+	}
+	if !strings.Contains(out, "waited") || !strings.Contains(out, "for a free slot") {
+		t.Errorf("the result does not say the command waited: %q", out)
+	}
+}
+
 func TestExecStreamsProgress(t *testing.T) {
 	tests := []struct {
 		name, command string
