@@ -20,7 +20,9 @@ type Child struct {
 	cmd     *exec.Cmd
 	group   *cgroups.Group // nil without control groups
 	pidns   bool           // the command's PID namespace ends with it
+	mark    string         // the call's mark where the service is the subreaper
 	release chan struct{}  // lets the launching thread end
+	s       *Sandbox
 }
 
 // Start starts cmd, built from Command with the same tmpDir and made with
@@ -54,7 +56,11 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	if s.user != nil {
 		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
 	}
-	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{})}
+	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{}), s: s}
+	if s.subreaper {
+		c.mark = newMark()
+		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
+	}
 	if s.cg != nil {
 		g, err := s.cg.New()
 		if err != nil {
@@ -95,7 +101,15 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 			errc <- fmt.Errorf("marking descriptors close-on-exec: %w", err)
 			return
 		}
-		if err := cmd.Start(); err != nil {
+		// A sweep must not reap a shell that exits before it is known as
+		// a running command's.
+		s.launching.RLock()
+		err := cmd.Start()
+		if err == nil {
+			s.leaders.Store(cmd.Process.Pid, true)
+		}
+		s.launching.RUnlock()
+		if err != nil {
 			errc <- err
 			return
 		}
@@ -302,6 +316,10 @@ func (c *Child) Kill() { c.kill() }
 
 func (c *Child) kill() {
 	_ = procgroup.Kill(c.cmd.Process.Pid)
+	if c.mark != "" {
+		// Killing, not waiting: Wait does that.
+		c.s.sweep(c.mark, c.cmd.Process.Pid, 0)
+	}
 	if c.group != nil {
 		// Killing the group, not waiting: Wait does that.
 		c.group.Kill(0)
@@ -316,6 +334,7 @@ func (c *Child) kill() {
 // killed.
 func (c *Child) Wait() (err error, contained bool) {
 	err = procgroup.Wait(c.cmd)
+	c.s.leaders.Delete(c.cmd.Process.Pid)
 	switch {
 	case c.group != nil:
 		contained = c.group.Kill(2 * time.Second)
@@ -324,6 +343,8 @@ func (c *Child) Wait() (err error, contained bool) {
 		}
 	case c.pidns:
 		contained = true
+	case c.mark != "":
+		contained = c.s.sweep(c.mark, c.cmd.Process.Pid, 2*time.Second)
 	}
 	c.cleanup()
 	return err, contained

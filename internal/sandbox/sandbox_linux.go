@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
@@ -31,6 +32,9 @@ type Sandbox struct {
 	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
 	pidns     bool             // each command is the first process of its own PID namespace
 	mountns   bool             // each command has its own mounts: private /proc, empty /run and /var/tmp
+	subreaper bool             // the service reaps its commands' orphans and kills them by mark
+	leaders   sync.Map         // pid -> true: the shells of running commands, which os/exec reaps
+	launching sync.RWMutex     // held to read while a command starts, to write while a sweep reaps
 	cg        *cgroups.Manager // nil without writable control groups
 	limits    cgroups.Limits
 	ulimit    string   // shell prefix setting rlimits where control groups cannot
@@ -159,7 +163,7 @@ func (s *Sandbox) NetworkEnforced() bool {
 // false where only the command's process group can be killed (a process
 // that detached into a session of its own is then out of reach).
 func (s *Sandbox) Contains() bool {
-	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills())
+	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills()) || s.subreaper
 }
 
 // Limits describes how the process and memory limits are enforced: "cgroup",
@@ -241,6 +245,14 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 	if err := s.trial(); err != nil {
 		return fmt.Errorf("trial run failed: %v", err)
 	}
+	s.subreaper = false
+	if s.mode != Bwrap && !s.pidns && (s.cg == nil || !s.cg.Kills()) {
+		if err := becomeSubreaper(); err == nil {
+			s.subreaper = true
+		} else {
+			s.parts = append(s.parts, fmt.Sprintf("not the subreaper of commands (%v)", err))
+		}
+	}
 	s.parts = append(s.parts, s.privilegeDetail())
 	return nil
 }
@@ -263,6 +275,8 @@ func (s *Sandbox) privilegeDetail() string {
 		}
 	case s.cg != nil:
 		d += "; the command's control group is killed when it ends"
+	case s.subreaper:
+		d += "; the service is the subreaper of the commands' processes and kills every one still carrying its call's mark when the call ends (a process that replaces its whole environment is not recognised)"
 	default:
 		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
 	}
@@ -375,4 +389,15 @@ func (s *Sandbox) rlimitPrefix() string {
 		parts = append(parts, fmt.Sprintf("ulimit -d %d", s.limits.MaxMemory>>10))
 	}
 	return strings.Join(parts, " && ")
+}
+
+// isLeader reports whether pid is the shell of a running command.
+func (s *Sandbox) isLeader(pid int) bool {
+	_, ok := s.leaders.Load(pid)
+	return ok
+}
+
+// sweep is the package's sweep, with no command starting during a pass.
+func (s *Sandbox) sweep(mark string, leader int, max time.Duration) bool {
+	return sweep(mark, leader, s.isLeader, &s.launching, max)
 }

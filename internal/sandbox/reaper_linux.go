@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The last resort for keeping track of a command's processes, where there
+// is neither a PID namespace nor a control group (a service that is not
+// root, outside bubblewrap): the service becomes its processes' child
+// subreaper, so that a process whose parent dies is handed to the service
+// instead of to init, however it detached; and each command's environment
+// carries a mark naming its call. When the call ends, every child of the
+// service that carries the mark is killed and reaped, until none is left.
+// A process that replaces its whole environment drops the mark and is not
+// recognised.
+
+// markVar names the environment variable holding a call's mark.
+const markVar = "EXEC_CALL_MARK"
+
+// becomeSubreaper makes the service the reaper of its descendants' orphans.
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// newMark returns a fresh random mark.
+func newMark() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// sweep kills every process that carries mark, wherever it is in the
+// process tree, and reaps every dead child of the service that is not the
+// shell of a running command (isLeader): as the subreaper, the service
+// inherits every orphan of its commands, and nobody else would reap them;
+// a process another part of the service started and waits for (the
+// browser) loses only its exit status, which nothing reads. It goes on
+// until two passes in a row find no process carrying the mark, at most
+// max, and reports whether that point was reached.
+// Each pass holds pause, so that no command starts while it reaps.
+func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, max time.Duration) bool {
+	needle := []byte(markVar + "=" + mark + "\x00")
+	deadline := time.Now().Add(max)
+	clean := 0
+	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		found := false
+		pause.Lock()
+		for _, p := range processes() {
+			if p.pid == leader {
+				continue // the command's shell: os/exec reaps it
+			}
+			env, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+			switch {
+			case bytes.Contains(env, needle):
+				found = true
+				_ = unix.Kill(p.pid, unix.SIGKILL)
+				if p.child {
+					reap(p.pid)
+				}
+			case p.child && p.zombie && !isLeader(p.pid):
+				reap(p.pid)
+			}
+		}
+		pause.Unlock()
+		if found {
+			clean = 0
+		} else if clean++; clean >= 2 {
+			return true
+		}
+		if max > 0 && time.Now().After(deadline) || max == 0 && !found {
+			return !found
+		}
+		time.Sleep(wait)
+	}
+}
+
+// reap collects a child that is dead or about to be (it was just killed).
+func reap(pid int) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, 0, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+type process struct {
+	pid, pgid, sid int
+	child, zombie  bool // a child of the service; dead, waiting to be reaped
+}
+
+// processes lists the processes of the service's own user from /proc
+// (others cannot carry a mark the service can read).
+func processes() []process {
+	self, uid := os.Getpid(), os.Getuid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if fi, err := e.Info(); err != nil {
+			continue
+		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgid, _ := strconv.Atoi(f[2])
+		sid, _ := strconv.Atoi(f[3])
+		out = append(out, process{pid: pid, pgid: pgid, sid: sid, child: ppid == self, zombie: f[0] == "Z"})
+	}
+	return out
+}
