@@ -134,15 +134,6 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	targets := []string{vpid, self}
-	files := []string{"environ", "cmdline", "mem"}
-	if os.Geteuid() != 0 {
-		// A service that is not root shares its account with the processes
-		// it starts: outside bubblewrap, only the service itself is
-		// protected, and its command line holds no secret.
-		targets, files = []string{self}, []string{"environ", "mem"}
-	}
-
 	forEachMode(t, Options{Network: true}, func(t *testing.T, s *Sandbox, af attackFixture) {
 		status := runIn(t, s, af.ws, "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status")
 		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
@@ -156,6 +147,23 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 		if !strings.Contains(status, "NoNewPrivs:\t1") {
 			t.Errorf("no_new_privs not set:\n%s", status)
 		}
+		// What a command may not read of other processes. Without
+		// capabilities, environ, mem and what fd links to need the right
+		// to trace, which root loses with them and Landlock takes away.
+		// Command lines and fd numbers are open to every process that
+		// sees the other's /proc entry: only a /proc of the command's own
+		// (bwrap, or private mounts where the service has CAP_SYS_ADMIN)
+		// hides them.
+		targets, files := []string{vpid, self}, []string{"environ", "mem"}
+		ownProc := s.mode == Bwrap || s.mountns
+		if os.Geteuid() != 0 && !ownProc {
+			// A service that is not root shares its account with the
+			// processes it starts: only the service itself is protected.
+			targets = []string{self}
+		}
+		if ownProc {
+			files = append(files, "cmdline")
+		}
 		for _, pid := range targets {
 			for _, file := range files {
 				out := runIn(t, s, af.ws, af.attack+" read /proc/"+pid+"/"+file)
@@ -163,12 +171,20 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 					t.Errorf("read /proc/%s/%s: %s", pid, file, out)
 				}
 			}
-			if out := runIn(t, s, af.ws, af.attack+" ls /proc/"+pid+"/fd"); !strings.Contains(out, "DENIED") {
-				t.Errorf("listed /proc/%s/fd: %s", pid, out)
+			if out := runIn(t, s, af.ws, "readlink /proc/"+pid+"/fd/1 && echo ALLOWED"); strings.Contains(out, "ALLOWED") {
+				t.Errorf("followed /proc/%s/fd/1: %s", pid, out)
+			}
+			if ownProc {
+				if out := runIn(t, s, af.ws, af.attack+" ls /proc/"+pid+"/fd"); !strings.Contains(out, "DENIED") {
+					t.Errorf("listed /proc/%s/fd: %s", pid, out)
+				}
 			}
 		}
-		if out := runIn(t, s, af.ws, "cat /proc/*/environ /proc/*/cmdline 2>/dev/null"); os.Geteuid() == 0 && strings.Contains(out, secret) {
+		if out := runIn(t, s, af.ws, "cat /proc/*/environ /proc/*/cmdline 2>/dev/null"); ownProc && strings.Contains(out, secret) {
 			t.Errorf("a glob over /proc found the victim's secret")
+		}
+		if out := runIn(t, s, af.ws, "cat /proc/*/environ 2>/dev/null"); os.Geteuid() == 0 && strings.Contains(out, secret) {
+			t.Errorf("a glob over /proc/*/environ found the victim's secret")
 		}
 		victimDir := t.TempDir()
 		probes := []string{
@@ -511,6 +527,39 @@ func TestAttacksAsUnprivilegedUser(t *testing.T) {
 	t.Logf("as uid 65534:\n%s", summary(out))
 	if err != nil {
 		t.Errorf("the attacks as an unprivileged user failed: %v", err)
+	}
+}
+
+// TestAttacksWithoutSysAdmin runs the attacks again as root without
+// CAP_SYS_ADMIN, as in a container with Docker's default capabilities: no
+// PID or mount namespace of the command's own, no bubblewrap; the test
+// binary re-runs itself under setpriv with that capability gone from its
+// bounding set.
+func TestAttacksWithoutSysAdmin(t *testing.T) {
+	if os.Getenv("TOOLSVC_TEST_AS_USER") != "" {
+		t.Skip("already a re-run")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop a capability from root; this run is unprivileged")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to drop CAP_SYS_ADMIN: %v", err)
+	}
+	bin, err := attackBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--bounding-set=-sys_admin", "--inh-caps=-all", "--", os.Args[0], "-test.count=1", "-test.v",
+		"-test.run", "^(TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|TestNoFileDescriptorsInherited)$")
+	cmd.Env = append(os.Environ(), "TOOLSVC_TEST_AS_USER=nosysadmin", "TOOLSVC_TEST_ATTACK_BIN="+bin, "CI=")
+	out, err := cmd.CombinedOutput()
+	t.Logf("as root without CAP_SYS_ADMIN:\n%s", summary(out))
+	if err != nil {
+		t.Errorf("the attacks as root without CAP_SYS_ADMIN failed: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestNothingOutlivesCall/landlock") {
+		t.Errorf("landlock was not tried without CAP_SYS_ADMIN")
 	}
 }
 
