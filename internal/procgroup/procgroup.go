@@ -78,22 +78,42 @@ func LiveMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		st, ok := ReadStat(pid)
+		if !ok || st.State == "Z" || st.State == "X" {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
+		if st.Pgrp == pgid {
 			live = append(live, pid)
 		}
 	}
 	return live
+}
+
+// Stat is what /proc/<pid>/stat says of a process's place in the tree.
+type Stat struct {
+	State               string // R, S, D, Z (dead, not yet reaped), X...
+	PPid, Pgrp, Session int
+}
+
+// ReadStat reads /proc/<pid>/stat. ok is false when the process is gone or
+// the system has no /proc.
+func ReadStat(pid int) (st Stat, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return st, false
+	}
+	// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return st, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 {
+		return st, false
+	}
+	st.State = f[0]
+	st.PPid, _ = strconv.Atoi(f[1])
+	st.Pgrp, _ = strconv.Atoi(f[2])
+	st.Session, _ = strconv.Atoi(f[3])
+	return st, true
 }

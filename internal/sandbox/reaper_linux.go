@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
 // The last resort for keeping track of a command's processes, where there
@@ -119,23 +120,11 @@ func processes() []process {
 		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		st, ok := procgroup.ReadStat(pid)
+		if !ok {
 			continue
 		}
-		// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgid, _ := strconv.Atoi(f[2])
-		sid, _ := strconv.Atoi(f[3])
-		out = append(out, process{pid: pid, pgid: pgid, sid: sid, child: ppid == self, zombie: f[0] == "Z"})
+		out = append(out, process{pid: pid, pgid: st.Pgrp, sid: st.Session, child: st.PPid == self, zombie: st.State == "Z"})
 	}
 	return out
 }
