@@ -230,19 +230,25 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 	}
 	s.pidns = s.mode != Bwrap && os.Geteuid() == 0
 	s.mountns = s.pidns
-	if err := s.trial(); err != nil && s.mountns {
-		s.mountns = false
+	// One trial with everything in force; on failure, the next weaker
+	// setting goes and the trial runs again.
+	err = s.trial()
+	if err != nil && s.mountns {
 		s.parts = append(s.parts, fmt.Sprintf("no private mounts (%v)", err))
+		s.mountns = false
+		err = s.trial()
 	}
-	if err := s.trial(); err != nil && s.pidns {
-		s.pidns = false
+	if err != nil && s.pidns {
 		s.parts = append(s.parts, fmt.Sprintf("no PID namespace (%v)", err))
+		s.pidns = false
+		err = s.trial()
 	}
-	if err := s.trial(); err != nil && s.seccomp != nil {
-		s.seccomp, s.netFilter = nil, false
+	if err != nil && s.seccomp != nil {
 		s.parts = append(s.parts, fmt.Sprintf("no seccomp filter (%v)", err))
+		s.seccomp, s.netFilter = nil, false
+		err = s.trial()
 	}
-	if err := s.trial(); err != nil {
+	if err != nil {
 		return fmt.Errorf("trial run failed: %v", err)
 	}
 	s.subreaper = false
