@@ -105,7 +105,10 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		}
 		args = bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 	}
-	res, err := e.schema.Validate(gojsonschema.NewBytesLoader(args))
+	// The schema library is handed the value decoded above (numbers as
+	// json.Number, as its own loaders decode them), not the bytes, which it
+	// would decode a second time.
+	res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
 	if err != nil {
 		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 	}
