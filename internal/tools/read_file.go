@@ -32,11 +32,18 @@ type ReadFile struct {
 	maxChars int
 	skills   SkillGate
 	readers  sync.Pool // *bufio.Reader of readBufSize, reused across calls
+	small    sync.Pool // *bufio.Reader of smallBufSize, for files that fit
 }
 
 // readBufSize is the read buffer of one file; pooled, since allocating and
 // clearing 64 KiB per call was most of the cost of reading a small file.
-const readBufSize = 64 << 10
+// Files that fit in smallBufSize take a small buffer instead: a pool is
+// emptied by garbage collections, and refilling it with 64 KiB buffers
+// for files of a few lines made collections more frequent still.
+const (
+	readBufSize  = 64 << 10
+	smallBufSize = 4 << 10
+)
 
 // NewReadFile returns read_file. maxChars caps the output of one call;
 // skills may be nil.
@@ -160,15 +167,19 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
 	}
 	src := upToSize(f, fi.Size())
-	r, _ := t.readers.Get().(*bufio.Reader)
+	pool, size := &t.readers, readBufSize
+	if fi.Size() > 0 && fi.Size() < smallBufSize {
+		pool, size = &t.small, smallBufSize
+	}
+	r, _ := pool.Get().(*bufio.Reader)
 	if r == nil {
-		r = bufio.NewReaderSize(src, readBufSize)
+		r = bufio.NewReaderSize(src, size)
 	} else {
 		r.Reset(src)
 	}
 	sec, err := readLines(ctx, r, o, budget, fi.Size())
 	r.Reset(nil)
-	t.readers.Put(r)
+	pool.Put(r)
 	if err != nil {
 		return "", 0, fileError(err, p.Display)
 	}
