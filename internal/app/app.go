@@ -156,15 +156,6 @@ func (a *App) Log() zerolog.Logger { return a.log }
 // Registry holds the tools that are on.
 func (a *App) Registry() *registry.Registry { return a.reg }
 
-// Off returns the tools left out, each with the reason.
-func (a *App) Off() map[string]string {
-	out := make(map[string]string, len(a.tools.Off))
-	for k, v := range a.tools.Off {
-		out[k] = v
-	}
-	return out
-}
-
 // Describe adds what the "listening" log line tells about the service.
 func (a *App) Describe(ev *zerolog.Event) {
 	ev.Str("workspace", a.ws.Dir()).Bool("restricted", a.ws.Restricted()).
