@@ -234,7 +234,8 @@ func TestSpawnTurnLimitEndToEnd(t *testing.T) {
 // TestAgentsOffWithoutModel: with no model configured there is no spawn
 // tool and no /agents route.
 func TestAgentsOffWithoutModel(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	if names := s.toolNames(t); slices.Contains(names, "spawn") {
 		t.Errorf("spawn offered without a model: %v", names)
 	}

@@ -103,7 +103,8 @@ func (s *testServer) search(t *testing.T, args map[string]any) searchResult {
 // TestFileSearchParameters runs one case per parameter form and checks
 // the exact entries found, in order.
 func TestFileSearchParameters(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	searchTree(t, s)
 	tests := []struct {
 		name string
@@ -190,7 +191,8 @@ func orDefault(v any, def string) string {
 
 // TestFileSearchSizes checks the [FILE] line format with its size.
 func TestFileSearchSizes(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	s.writeWS(t, "data/big.bin", strings.Repeat("x", 3000))
 	s.writeWS(t, "data/small.txt", "hello")
 	text := mustSucceed(t, s.invoke(t, "file_search", map[string]any{"path": "data"}))
@@ -205,7 +207,8 @@ func TestFileSearchSizes(t *testing.T) {
 // that only the first `limit` in path order are shown with a note, and that
 // the order is the same on every call although the walk is parallel.
 func TestFileSearchLimitAndOrder(t *testing.T) {
-	s := startServer(t, map[string]string{"SEARCH_WORKERS": "4"})
+	t.Parallel()
+	s := startConfig(t, map[string]string{"SEARCH_WORKERS": "4"})
 	var all []string
 	for i := range 150 {
 		rel := fmt.Sprintf("d%d/s%d/f%03d.log", i%7, i%3, i)
@@ -254,7 +257,8 @@ func TestFileSearchLimitAndOrder(t *testing.T) {
 // a loop does not repeat the tree, and links out of the workspace show up
 // as links while nothing behind them is read or counted.
 func TestFileSearchSymlinks(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	searchTree(t, s)
 	r := s.search(t, map[string]any{"path": ".", "limit": 100})
 	for _, p := range r.paths {
@@ -301,7 +305,8 @@ func TestFileSearchSymlinks(t *testing.T) {
 
 // TestFileSearchRoots checks how the search root is confined and resolved.
 func TestFileSearchRoots(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	searchTree(t, s)
 	t.Run("absolute path inside the workspace", func(t *testing.T) {
 		r := s.search(t, map[string]any{"path": filepath.Join(s.Workspace, "src"), "pattern": "main.go"})
@@ -331,7 +336,8 @@ func TestFileSearchRoots(t *testing.T) {
 // TestFileSearchInvalidArguments checks the schema bounds and pattern
 // syntax errors.
 func TestFileSearchInvalidArguments(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	for _, tt := range []struct {
 		name string
 		args string

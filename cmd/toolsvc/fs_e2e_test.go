@@ -11,7 +11,8 @@ import (
 )
 
 func TestReadFile(t *testing.T) {
-	s := startServer(t, map[string]string{"READ_MAX_CHARS": "200"})
+	t.Parallel()
+	s := startConfig(t, map[string]string{"READ_MAX_CHARS": "200"})
 	var lines []string
 	for i := 1; i <= 50; i++ {
 		lines = append(lines, fmt.Sprintf("line %02d", i))
@@ -80,7 +81,8 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	out := mustSucceed(t, s.invoke(t, "write_file", `{"path":"deep/er/new.txt","content":"héllo\n"}`))
 	if out != "Wrote 6 chars to deep/er/new.txt" {
 		t.Errorf("result %q", out)
@@ -128,7 +130,8 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestEditFile(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	p := s.writeWS(t, "main.py", "def f():\n    return 1\n\ndef g():\n    return 1\n")
 	out := mustSucceed(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"def f():\n    return 1","new_str":"def f():\n    return 2"}`))
 	if out != "Edited main.py: replaced 1 occurrence at line 1" {
@@ -154,7 +157,8 @@ func TestEditFile(t *testing.T) {
 }
 
 func TestListDir(t *testing.T) {
-	s := startServer(t, map[string]string{"LIST_MAX_ENTRIES": "5"})
+	t.Parallel()
+	s := startConfig(t, map[string]string{"LIST_MAX_ENTRIES": "5"})
 	s.writeWS(t, "b.txt", "12345")
 	s.writeWS(t, "a/inner.go", "package a")
 	s.writeWS(t, "a/deeper/x.md", "# x")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -31,36 +32,65 @@ type testServer struct {
 }
 
 // startServer runs the service with the given TOOLSVC_* variables (names
-// without the prefix) on top of test defaults. It is stopped when the test
-// ends. Tests using it cannot be parallel: the configuration is read from
-// the environment.
+// without the prefix) on top of test defaults, through run() and the
+// process environment, as the binary starts. It is stopped when the test
+// ends. Tests using it cannot be parallel; startConfig serves the same
+// from a config value, and its tests can be.
 func startServer(t testing.TB, env map[string]string) *testServer {
 	t.Helper()
-	base := t.TempDir()
-	ws := filepath.Join(base, "ws")
-	data := filepath.Join(base, "data")
-	vars := map[string]string{
-		"ADDR":      "127.0.0.1:0",
-		"WORKSPACE": ws,
-		"DATA_DIR":  data,
-		"LOG_LEVEL": "warn",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
+	vars := testVars(t, env)
 	clearToolsvcEnv(t)
 	for k, v := range vars {
 		t.Setenv("TOOLSVC_"+k, v)
 	}
+	return launch(t, vars, func(ctx context.Context, w io.Writer) error { return run(ctx, nil, w, io.Discard) })
+}
+
+// startConfig runs the service in-process from a config.Config built from
+// the given variables (names without the prefix) on top of test defaults,
+// never reading the process environment: tests that use it can run in
+// parallel. Only run()'s own part (flags, config.Load, protecting the
+// process) is left out.
+func startConfig(t testing.TB, env map[string]string) *testServer {
+	t.Helper()
+	vars := testVars(t, env)
+	cfg, err := config.LoadFrom(func(name string) (string, bool) {
+		v, ok := vars[strings.TrimPrefix(name, config.Prefix+"_")]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatalf("configuration: %v", err)
+	}
+	return launch(t, vars, func(ctx context.Context, w io.Writer) error { return serve(ctx, cfg, "test", w) })
+}
+
+// testVars adds temporary folders, an ephemeral port and the info log
+// level (the "listening" line is read from the log) to env.
+func testVars(t testing.TB, env map[string]string) map[string]string {
+	base := t.TempDir()
+	vars := map[string]string{
+		"ADDR":      "127.0.0.1:0",
+		"WORKSPACE": filepath.Join(base, "ws"),
+		"DATA_DIR":  filepath.Join(base, "data"),
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	vars["LOG_LEVEL"] = "info"
+	return vars
+}
+
+// launch starts the service with start, which writes its log to w, and
+// waits for its "listening" line.
+func launch(t testing.TB, vars map[string]string, start func(ctx context.Context, w io.Writer) error) *testServer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
-	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs, DataDir: data}
-	// The "listening" line is logged at info level; read it from a pipe
-	// that also feeds the log buffer.
+	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs, DataDir: vars["DATA_DIR"]}
+	// Read the log from a pipe that also feeds the log buffer.
 	pr, pw := io.Pipe()
-	t.Setenv("TOOLSVC_LOG_LEVEL", "info")
 	go func() {
-		s.done <- run(ctx, nil, pw, io.Discard)
+		s.done <- start(ctx, pw)
 		pw.Close()
 	}()
 	addr := make(chan string, 1)

@@ -11,23 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/app"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/gctune"
-	toolhttp "github.com/countbot/toolsvc/internal/http"
-	"github.com/countbot/toolsvc/internal/ready"
-	"github.com/countbot/toolsvc/internal/redact"
-	"github.com/countbot/toolsvc/internal/registry"
-	"github.com/countbot/toolsvc/internal/skills"
-	"github.com/countbot/toolsvc/internal/tools"
-	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 func main() {
@@ -42,8 +32,8 @@ func main() {
 	}
 }
 
-// run starts the service and blocks until ctx is done, then shuts it down.
-// The configuration comes from the TOOLSVC_* environment variables.
+// run parses the flags, loads the configuration from the TOOLSVC_*
+// environment variables and serves until ctx is done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -74,85 +64,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := protectProcess(); err != nil {
 		return fmt.Errorf("protecting the service's process: %w", err)
 	}
-	level, _ := zerolog.ParseLevel(cfg.LogLevel)
-	// Every secret the service holds is cut from log lines, results,
-	// progress events and audit records.
-	red := redact.New(cfg.SecretValues()...)
-	log := zerolog.New(red.Writer(stdout)).Level(level).With().Timestamp().Logger()
+	// The live heap is a few MiB and every call allocates a little: pace
+	// the collector by a fixed headroom rather than by the heap's size,
+	// unless the operator set GOGC. Process-wide, so not in serve, which
+	// tests run several times in one process.
+	gctune.Start(ctx, gctune.Options{})
+	return serve(ctx, cfg, ver, stdout)
+}
 
-	ws, err := workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
+// serve builds the service from cfg, listens on cfg.Addr and serves until
+// ctx is done, then shuts it down. The log goes to stdout. The end-to-end
+// tests call it with a config.Config of their own, several at once.
+func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer) error {
+	a, err := app.New(cfg, app.Options{Out: stdout, Version: ver})
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	dataDir, err := filepath.Abs(cfg.DataDir)
-	if err != nil {
-		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
-		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
-	}
-
-	// Stopping is canceled when shutdown starts: running calls end then.
-	stopping, stopTools := context.WithCancel(context.Background())
-	defer stopTools()
-
-	regOpts := registry.Options{Log: log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress}
-	if cfg.AuditEnabled {
-		al, err := audit.New(audit.Options{
-			Dir:            filepath.Join(dataDir, "audit_logs"),
-			MaxResultChars: cfg.AuditMaxResultChars,
-			RetentionDays:  cfg.AuditRetentionDays,
-			Log:            log,
-		})
-		if err != nil {
-			return err
-		}
-		defer al.Close()
-		regOpts.Audit = al
-		regOpts.AuditFailOpen = !cfg.AuditRequired
-		go al.RunRetention(stopping, time.Hour)
-	}
-	reg := registry.New(regOpts)
-	sk := skills.New(ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
-	// Tools left out because what they need is missing here: /readyz
-	// says which and why, beside its checks.
-	off := map[string]string{}
-	// Sub-agents (spawn, /agents): only with a model endpoint configured.
-	agents, closeAgents, err := newAgents(stopping, cfg, reg, dataDir, log, red.String)
-	if err != nil {
-		return err
-	}
-	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk,
-		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }, Agents: agents})
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	defer closeAgents() // before the tools they use are released
-
-	handler := toolhttp.NewHandler(toolhttp.Options{
-		Registry:      reg,
-		APIKeys:       cfg.APIKeys,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		MaxConcurrent: cfg.MaxConcurrentCalls,
-		Log:           log,
-		Stopping:      stopping,
-		Ready: func() (bool, map[string]string) {
-			ok, checks := readiness(ws, dataDir, cfg.MinFreeBytes)
-			for tool, why := range off {
-				checks["tool:"+tool] = why
-			}
-			return ok, checks
-		},
-		Routes:  toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, log), toolhttp.AgentsRoutes(agents)),
-		Version: ver,
-
-		BodyTimeout:        cfg.BodyTimeout,
-		StreamWriteTimeout: cfg.StreamWriteTimeout,
-	})
+	defer a.Close()
+	log := a.Log()
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      time.Minute, // tool calls lift it for their own deadline
@@ -167,13 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Package initialisation (go-trafilatura's date parser compiles its
 	// locale tables) leaves garbage behind; return it to the OS before idling.
 	debug.FreeOSMemory()
-	// The live heap is a few MiB and every call allocates a little: pace
-	// the collector by a fixed headroom rather than by the heap's size,
-	// unless the operator set GOGC.
-	gctune.Start(stopping, gctune.Options{})
-	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Str("workspace", ws.Dir()).
-		Bool("restricted", ws.Restricted()).Bool("audit", cfg.AuditEnabled).Bool("audit_required", cfg.AuditRequired).
-		Bool("auth", len(cfg.APIKeys) > 0).Strs("tools", reg.Names()).Msg("listening")
+	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Func(a.Describe).Msg("listening")
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -184,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down: refusing new calls, canceling running ones")
-	stopTools()
+	a.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -193,22 +118,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
-}
-
-// readiness checks that the workspace and the data folder exist and are
-// writable, and that their file systems have minFree bytes free.
-func readiness(ws *workspace.Workspace, dataDir string, minFree int64) (bool, map[string]string) {
-	checks := []ready.Check{
-		{Name: "workspace", Run: ws.Probe},
-		{Name: "data_dir", Run: func() error { return ready.Writable(dataDir) }},
-	}
-	if minFree > 0 {
-		checks = append(checks, ready.Check{Name: "free_space", Run: func() error {
-			return ready.FreeSpace(minFree, map[string]string{"workspace": ws.Dir(), "data_dir": dataDir})
-		}})
-	}
-	r := ready.Run(checks...)
-	return r.Ready, r.Checks
 }
 
 // version is the build's version: the main module's version when it was

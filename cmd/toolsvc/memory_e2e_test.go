@@ -34,7 +34,8 @@ func (s *testServer) writeMemory(t *testing.T, contents ...string) {
 func today() string { return time.Now().Format("2006-01-02") }
 
 func TestMemoryWrite(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	d := today()
 
 	out := mustSucceed(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "User prefers green tea"}))
@@ -96,7 +97,8 @@ func TestMemoryWrite(t *testing.T) {
 }
 
 func TestMemorySearch(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	res := s.invoke(t, "memory", map[string]any{"action": "search", "keywords": "tea"})
 	if out := mustSucceed(t, res); !strings.Contains(out, "Memory is empty") {
 		t.Errorf("empty memory: %s", out)
@@ -174,7 +176,8 @@ func TestMemorySearch(t *testing.T) {
 }
 
 func TestMemoryRead(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	out := mustSucceed(t, s.invoke(t, "memory", map[string]any{"action": "read"}))
 	if !strings.Contains(out, "Memory is empty") {
 		t.Errorf("empty: %s", out)
@@ -244,7 +247,8 @@ func TestMemoryRead(t *testing.T) {
 // a line break, could as well be a write cut short: it is reported and
 // ignored until a write terminates it.
 func TestMemoryHandEditedFile(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	content := "2026-01-01|web|first entry\r\n" + // 1
 		"\n" + // 2
 		"# My memories (written by hand)\n" + // 3
@@ -287,7 +291,8 @@ func TestMemoryHandEditedFile(t *testing.T) {
 }
 
 func TestMemoryConcurrentCalls(t *testing.T) {
-	s := startServer(t, nil)
+	t.Parallel()
+	s := startConfig(t, nil)
 	const clients, writes = 8, 25
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
@@ -353,13 +358,14 @@ func TestMemoryConfinement(t *testing.T) {
 }
 
 func TestMemoryDisabled(t *testing.T) {
-	s := startServer(t, map[string]string{"MEMORY_ENABLED": "false"})
+	t.Parallel()
+	s := startConfig(t, map[string]string{"MEMORY_ENABLED": "false"})
 	resp, _ := s.do(t, "GET", "/tools/memory", nil, nil)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /tools/memory with MEMORY_ENABLED=false: %d", resp.StatusCode)
 	}
 	s.Stop(t)
-	s = startServer(t, nil)
+	s = startConfig(t, nil)
 	resp, body := s.do(t, "GET", "/tools/memory", nil, nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"match_mode"`) {
 		t.Errorf("GET /tools/memory by default: %d %s", resp.StatusCode, body)

@@ -97,6 +97,10 @@ type ManagerOptions struct {
 	// arguments). Default: identity.
 	Redact func(string) string
 	Now    func() time.Time
+
+	// Allowed names the tools of Tools a sub-agent may use; nil:
+	// SubagentTools.
+	Allowed []string
 }
 
 // Manager starts sub-agents, keeps their tasks on disk and answers for them.
@@ -236,7 +240,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer func() { <-m.sem }()
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, MaxTurns: m.opts.MaxTurns}
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.opts.Allowed, MaxTurns: m.opts.MaxTurns}
 	var out Outcome
 	func() {
 		defer func() {

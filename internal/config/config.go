@@ -46,6 +46,11 @@ type Config struct {
 	StreamWriteTimeout time.Duration `envconfig:"STREAM_WRITE_TIMEOUT" default:"30s" desc:"a client that takes no event or result for this long is dropped and its call canceled"`
 	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
 
+	// Tool switches: names of tools or of toolsets (files, shell, web,
+	// memory, agents, channels); the service checks them against its tools.
+	ToolsEnabled  List `envconfig:"TOOLS_ENABLED" desc:"comma-separated tools or toolsets (files, shell, web, memory, agents, channels) to offer, the rest off; empty: all. A tool whose dependency is missing stays off either way"`
+	ToolsDisabled List `envconfig:"TOOLS_DISABLED" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
+
 	// Audit
 	AuditEnabled        bool `envconfig:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
 	AuditRetentionDays  int  `envconfig:"AUDIT_RETENTION_DAYS" default:"30" desc:"delete audit day folders older than this (0 keeps all)"`
@@ -196,20 +201,13 @@ func splitList(v, sep string) []string {
 }
 
 // Load reads the configuration from the environment and validates it. An
-// error names the variable at fault.
+// error names the variable at fault; a TOOLSVC_* variable that is no
+// setting (a typo) stops it too, with the nearest name.
 func Load() (Config, error) {
-	var c Config
-	if err := envconfig.Process(Prefix, &c); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return c, fmt.Errorf("%s=%q is not a valid %s: %w", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
-		}
-		return c, err
+	if err := CheckNames(os.Environ()); err != nil {
+		return Config{}, err
 	}
-	if err := c.Validate(); err != nil {
-		return c, err
-	}
-	return c, c.CheckFolders()
+	return LoadFrom(os.LookupEnv)
 }
 
 // CheckFolders refuses a data folder inside the workspace, a workspace
@@ -487,7 +485,10 @@ Usage: toolsvc [-h] [-version]
 
 -h prints this text; -version prints the version.
 
-It is configured through the environment only:
+It is configured through the environment only. A TOOLSVC_* variable that is
+not listed here stops start-up, with the nearest name (TOOLSVC_TEST_* is
+left to tests). The start-up log has one line per tool: tool=<name>
+state=on|off reason=...
 
 VARIABLE	DEFAULT	MEANING
 {{range .}}{{usage_key .}}	{{with usage_default .}}{{.}}{{else}}-{{end}}	{{usage_description .}}

@@ -93,13 +93,13 @@ func TestFileToolsMemoryBudget(t *testing.T) {
 // peak heap during the call (sampled every half millisecond from
 // runtime/metrics, with the heap before the call subtracted). The entries
 // are made once per run with openat and close. The count is 100,000 by
-// default; a million entries (TOOLSVC_BENCH_LIST_ENTRIES=1000000) take
+// default; a million entries (TOOLSVC_TEST_LIST_ENTRIES=1000000) take
 // about two minutes on a small VM, most of it making and deleting files:
 //
-//	TOOLSVC_BENCH_LIST_ENTRIES=1000000 go test -run '^$' -bench ListDirHuge -benchtime 3x ./internal/tools/
+//	TOOLSVC_TEST_LIST_ENTRIES=1000000 go test -run '^$' -bench ListDirHuge -benchtime 3x ./internal/tools/
 func BenchmarkListDirHuge(b *testing.B) {
 	n := 100_000
-	if v := os.Getenv("TOOLSVC_BENCH_LIST_ENTRIES"); v != "" {
+	if v := os.Getenv("TOOLSVC_TEST_LIST_ENTRIES"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil {
 			b.Fatal(err)

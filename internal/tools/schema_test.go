@@ -2,17 +2,23 @@ package tools
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/desktop"
+	"github.com/countbot/toolsvc/internal/extract"
+	"github.com/countbot/toolsvc/internal/memory"
+	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -38,36 +44,48 @@ var toolArgs = map[string]struct {
 	"memory":      {memoryArgs{}, []string{"action"}},   // content and keywords: rules per action
 }
 
-// registeredTools builds the tools as the service does (Register over the
-// configuration's defaults) and returns their parameter schemas by name.
-// exec is registered unsandboxed so that it is there on any machine; its
-// schema does not depend on the sandbox.
+// registeredTools builds every tool the service has (internal/app
+// registers them from the same constructors) and returns their parameter
+// schemas by name. The schemas do not depend on the tools' dependencies,
+// so the tools are built over a workspace and little else.
 func registeredTools(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, config.Prefix+"_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-	t.Setenv(config.Prefix+"_WORKSPACE", t.TempDir())
-	t.Setenv(config.Prefix+"_EXEC_SANDBOX", "none")
-	cfg, err := config.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
+	ws, err := workspace.Open(t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	reg := registry.New(registry.Options{Log: zerolog.Nop()})
-	cleanup, err := Register(reg, Deps{Config: cfg, Workspace: ws, DataDir: t.TempDir(), Log: zerolog.Nop(),
-		Unavailable: func(tool, reason string) { t.Errorf("%s left out: %s", tool, reason) }})
+	guard, err := netguard.New(netguard.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cleanup)
+	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.None, Workspace: ws.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, err := shellguard.New(shellguard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := NewExec(ws, ExecOptions{Guard: sg, Sandbox: sb})
+	t.Cleanup(ex.Close)
+	list := []registry.Tool{
+		NewReadFile(ws, 1000, nil),
+		NewWriteFile(ws),
+		NewEditFile(ws),
+		NewListDir(ws, 100),
+		NewFileSearch(ws, 1, time.Second),
+		ex,
+		NewWebFetch(guard, extract.New(extract.Options{}), WebFetchOptions{}),
+		NewScreenshot(ws, browser.New(browser.Options{}), desktop.New(), ScreenshotOptions{}),
+		NewMemory(memory.New(ws.Root(), memory.Options{Root: ws.Current})),
+	}
+	reg := registry.New(registry.Options{Log: zerolog.Nop()})
+	for _, tool := range list {
+		if err := reg.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := map[string]json.RawMessage{}
 	for _, d := range reg.Definitions() {
 		out[d.Function.Name] = d.Function.Parameters

@@ -1,16 +1,11 @@
 //go:build unix
 
-package tools
+package app
 
 import (
 	"os"
 	"syscall"
 )
-
-// openDir is or'ed into the flags of an open that must find a folder:
-// should the folder be swapped for a pipe meanwhile, the open fails
-// instead of blocking.
-const openDir = syscall.O_DIRECTORY
 
 // ownerOther reports whether fi belongs to a user other than uid, and
 // which.

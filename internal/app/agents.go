@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -36,6 +36,7 @@ func newAgents(stopping context.Context, cfg config.Config, reg *registry.Regist
 		MaxConcurrent: cfg.AgentMaxConcurrent,
 		Log:           log.With().Str("component", "agents").Logger(),
 		Redact:        redact,
+		Allowed:       SubagentTools(),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,202 @@
+// Package app builds the service from its configuration: the workspace,
+// the audit log, the registry, the tools (grouped in toolsets that the
+// operator switches on and off), the sub-agents and the HTTP handler. It
+// is the one place that knows how the parts fit; cmd/toolsvc only loads
+// the configuration, listens and shuts down, and tests build the service
+// from a config.Config value the same way.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/config"
+	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/ready"
+	"github.com/countbot/toolsvc/internal/redact"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/skills"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// Options are what the service takes besides its configuration.
+type Options struct {
+	// Out receives the log, one JSON object per line, with every secret
+	// of the configuration cut out. Nil: no log.
+	Out io.Writer
+	// Version is the build's version, reported by GET /healthz.
+	Version string
+}
+
+// App is the built service. Its handler serves until Stop; Close releases
+// everything.
+type App struct {
+	cfg      config.Config
+	log      zerolog.Logger
+	ws       *workspace.Workspace
+	dataDir  string
+	reg      *registry.Registry
+	tools    *Tools
+	handler  http.Handler
+	stopping context.Context
+	stop     context.CancelFunc
+	closers  []func() // run last first by Close
+	once     sync.Once
+}
+
+// New builds the service from cfg, which Load or LoadFrom has validated.
+// On an error, what was built so far is released.
+func New(cfg config.Config, opts Options) (a *App, err error) {
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	level, _ := zerolog.ParseLevel(cfg.LogLevel)
+	// Every secret the service holds is cut from log lines, results,
+	// progress events and audit records.
+	red := redact.New(cfg.SecretValues()...)
+	a = &App{cfg: cfg, log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
+	// Stopping is canceled when shutdown starts: running calls end then.
+	a.stopping, a.stop = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			a.Close()
+			a = nil
+		}
+	}()
+
+	// The tool switches are checked first: a misspelt name stops start-up
+	// before anything is built.
+	sel, err := NewSelection(cfg.ToolsEnabled, cfg.ToolsDisabled)
+	if err != nil {
+		return a, err
+	}
+	a.ws, err = workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
+	if err != nil {
+		return a, err
+	}
+	a.closers = append(a.closers, func() { a.ws.Close() })
+	a.dataDir, err = filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return a, fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+	if err := os.MkdirAll(a.dataDir, 0o750); err != nil {
+		return a, fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+
+	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress}
+	if cfg.AuditEnabled {
+		al, err := audit.New(audit.Options{
+			Dir:            filepath.Join(a.dataDir, "audit_logs"),
+			MaxResultChars: cfg.AuditMaxResultChars,
+			RetentionDays:  cfg.AuditRetentionDays,
+			Log:            a.log,
+		})
+		if err != nil {
+			return a, err
+		}
+		a.closers = append(a.closers, func() { al.Close() })
+		regOpts.Audit = al
+		regOpts.AuditFailOpen = !cfg.AuditRequired
+		go al.RunRetention(a.stopping, time.Hour)
+	}
+	a.reg = registry.New(regOpts)
+	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
+
+	// Sub-agents (spawn, /agents): only with a model endpoint configured
+	// and spawn switched on.
+	agentsCfg := cfg
+	if _, off := sel.Off("spawn"); off {
+		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
+	}
+	agents, closeAgents, err := newAgents(a.stopping, agentsCfg, a.reg, a.dataDir, a.log, red.String)
+	if err != nil {
+		return a, err
+	}
+	a.tools, err = Register(a.reg, Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk, Agents: agents}, sel)
+	if err != nil {
+		closeAgents()
+		return a, err
+	}
+	a.closers = append(a.closers, a.tools.Close)
+	a.closers = append(a.closers, closeAgents) // before the tools they use are released
+
+	a.handler = toolhttp.NewHandler(toolhttp.Options{
+		Registry:      a.reg,
+		APIKeys:       cfg.APIKeys,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		MaxConcurrent: cfg.MaxConcurrentCalls,
+		Log:           a.log,
+		Stopping:      a.stopping,
+		Ready:         a.Ready,
+		Routes:        toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, a.log), toolhttp.AgentsRoutes(agents)),
+		Version:       opts.Version,
+
+		BodyTimeout:        cfg.BodyTimeout,
+		StreamWriteTimeout: cfg.StreamWriteTimeout,
+	})
+	return a, nil
+}
+
+// Handler serves the HTTP API.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Log is the service's logger; what it writes passes the redactor.
+func (a *App) Log() zerolog.Logger { return a.log }
+
+// Registry holds the tools that are on.
+func (a *App) Registry() *registry.Registry { return a.reg }
+
+// Describe adds what the "listening" log line tells about the service.
+func (a *App) Describe(ev *zerolog.Event) {
+	ev.Str("workspace", a.ws.Dir()).Bool("restricted", a.ws.Restricted()).
+		Bool("audit", a.cfg.AuditEnabled).Bool("audit_required", a.cfg.AuditRequired).
+		Bool("auth", len(a.cfg.APIKeys) > 0).Strs("tools", a.reg.Names())
+}
+
+// Ready checks that the workspace and the data folder exist and are
+// writable, and that their file systems have MIN_FREE_BYTES free. The
+// tools left out are listed beside the checks ("tool:exec": "off: ...")
+// without making the service unready.
+func (a *App) Ready() (bool, map[string]string) {
+	checks := []ready.Check{
+		{Name: "workspace", Run: a.ws.Probe},
+		{Name: "data_dir", Run: func() error { return ready.Writable(a.dataDir) }},
+	}
+	if minFree := a.cfg.MinFreeBytes; minFree > 0 {
+		checks = append(checks, ready.Check{Name: "free_space", Run: func() error {
+			return ready.FreeSpace(minFree, map[string]string{"workspace": a.ws.Dir(), "data_dir": a.dataDir})
+		}})
+	}
+	r := ready.Run(checks...)
+	for tool, why := range a.tools.Off {
+		r.Checks["tool:"+tool] = "off: " + why
+	}
+	return r.Ready, r.Checks
+}
+
+// Stop begins the shutdown: new calls are refused and running ones
+// canceled. The handler still answers, so that the HTTP server can finish
+// its exchanges.
+func (a *App) Stop() { a.stop() }
+
+// Close stops the service (as Stop) and releases everything it holds:
+// it waits for the sub-agents to record their end, then stops the tools'
+// browsers and sandboxes, and closes the audit log and the workspace.
+func (a *App) Close() {
+	a.once.Do(func() {
+		a.stop()
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			a.closers[i]()
+		}
+	})
+}

@@ -1,0 +1,230 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// testConfig is the configuration's defaults with temporary folders and
+// the given variables (names without the prefix), read from nothing else.
+func testConfig(t *testing.T, vars map[string]string) config.Config {
+	t.Helper()
+	all := map[string]string{"WORKSPACE": t.TempDir() + "/ws", "DATA_DIR": t.TempDir() + "/data"}
+	for k, v := range vars {
+		all[k] = v
+	}
+	cfg, err := config.LoadFrom(func(name string) (string, bool) {
+		v, ok := all[strings.TrimPrefix(name, config.Prefix+"_")]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		in      []string
+		want    []string
+		wantErr string
+	}{
+		{[]string{"files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
+		{[]string{"memory", "web", "exec"}, []string{"exec", "web_fetch", "screenshot", "memory"}, ""},
+		{[]string{"read_file", "files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
+		{[]string{"channels"}, nil, ""},
+		{nil, nil, ""},
+		{[]string{"agent"}, nil, `"agent" is neither a tool nor a toolset (did you mean "agents"?)`},
+		{[]string{"Read_File"}, nil, `(did you mean "read_file"?)`},
+		{[]string{"kubectl"}, nil, `"kubectl" is neither a tool nor a toolset (toolsets: files = `},
+	} {
+		got, err := Resolve(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Resolve(%q) error = %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestToolsetsCoverEveryTool: each tool is in exactly one toolset, and no
+// tool is named like another toolset (memory is the memory toolset's
+// tool), so a name in a switch means one thing.
+func TestToolsetsCoverEveryTool(t *testing.T) {
+	seen := map[string]string{}
+	sets := map[string]bool{}
+	for _, s := range Toolsets() {
+		sets[s.Name] = true
+		for _, tool := range s.Tools {
+			if other, dup := seen[tool]; dup {
+				t.Errorf("%s is in %s and %s", tool, other, s.Name)
+			}
+			seen[tool] = s.Name
+		}
+	}
+	for tool, set := range seen {
+		if sets[tool] && tool != set {
+			t.Errorf("tool %s of toolset %s shares its name with another toolset", tool, set)
+		}
+	}
+}
+
+// TestSubagentTools: a sub-agent gets the tools it always had, and never
+// spawn or screenshot.
+func TestSubagentTools(t *testing.T) {
+	got := SubagentTools()
+	want := slices.Clone(agent.SubagentTools)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("SubagentTools = %q, want %q", got, want)
+	}
+}
+
+func TestSelection(t *testing.T) {
+	sel, err := NewSelection([]string{"files", "web"}, []string{"write_file", "screenshot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{
+		"read_file":  "",
+		"web_fetch":  "",
+		"write_file": "switched off by TOOLSVC_TOOLS_DISABLED",
+		"screenshot": "switched off by TOOLSVC_TOOLS_DISABLED",
+		"exec":       "not in TOOLSVC_TOOLS_ENABLED",
+		"spawn":      "not in TOOLSVC_TOOLS_ENABLED",
+	} {
+		why, off := sel.Off(tool)
+		if off != (want != "") || why != want {
+			t.Errorf("Off(%s) = %q, %v; want %q", tool, why, off, want)
+		}
+	}
+	all, err := NewSelection(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range Toolsets() {
+		for _, tool := range s.Tools {
+			if why, off := all.Off(tool); off {
+				t.Errorf("no switches, but %s is off: %s", tool, why)
+			}
+		}
+	}
+	if _, err := NewSelection(nil, []string{"shell", "exce"}); err == nil || !strings.Contains(err.Error(), `TOOLSVC_TOOLS_DISABLED: "exce" is neither a tool nor a toolset (did you mean "exec"?)`) {
+		t.Errorf("misspelt name: %v", err)
+	}
+}
+
+// TestRegisterSubset builds a registry of one toolset, as a caller that
+// needs only some tools does: nothing else is built or advertised.
+func TestRegisterSubset(t *testing.T) {
+	cfg := testConfig(t, nil)
+	ws, err := workspace.Open(cfg.Workspace, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	sel, err := Only(Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	reg := registry.New(registry.Options{Log: zerolog.Nop()})
+	got, err := Register(reg, Deps{Config: cfg, Workspace: ws, DataDir: t.TempDir(), Log: zerolog.New(&logs)}, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	if names := reg.Names(); !slices.Equal(names, []string{"edit_file", "file_search", "list_dir", "read_file", "write_file"}) {
+		t.Errorf("registry holds %q", names)
+	}
+	if !slices.Equal(got.On, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}) {
+		t.Errorf("On = %q", got.On)
+	}
+	for _, tool := range []string{"exec", "web_fetch", "screenshot", "memory", "spawn"} {
+		if got.Off[tool] != "not in TOOLSVC_TOOLS_ENABLED" {
+			t.Errorf("Off[%s] = %q", tool, got.Off[tool])
+		}
+	}
+	// The sandbox was never tried: exec was not built.
+	if strings.Contains(logs.String(), "exec sandbox") {
+		t.Errorf("exec was built although switched off:\n%s", logs.String())
+	}
+}
+
+// TestNewServesFromConfig builds the whole service from a config value and
+// serves it with httptest: the tools that are on are advertised, spawn is
+// on with a model configured, and /readyz lists the tools left out.
+func TestNewServesFromConfig(t *testing.T) {
+	cfg := testConfig(t, map[string]string{
+		"EXEC_SANDBOX": "none", "TOOLS_DISABLED": "screenshot",
+		"LLM_BASE_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": "llm-secret-0123456789",
+	})
+	var logs bytes.Buffer
+	a, err := New(cfg, Options{Out: &logs, Version: "v-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []registry.Definition
+	if err := json.NewDecoder(resp.Body).Decode(&defs); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Function.Name)
+	}
+	want := []string{"edit_file", "exec", "file_search", "list_dir", "memory", "read_file", "spawn", "web_fetch", "write_file"}
+	if !slices.Equal(names, want) {
+		t.Errorf("GET /tools = %q, want %q", names, want)
+	}
+	ok, checks := a.Ready()
+	if !ok || checks["tool:screenshot"] != "off: switched off by TOOLSVC_TOOLS_DISABLED" || checks["tool:spawn"] != "" {
+		t.Errorf("Ready = %v %q", ok, checks)
+	}
+	if strings.Contains(logs.String(), "llm-secret-0123456789") {
+		t.Errorf("the log holds the model key:\n%s", logs.String())
+	}
+	a.Close() // twice is fine: the deferred one does nothing
+}
+
+// TestNewFailsCleanly: a setting that cannot work stops New with an error
+// naming it, and nothing is left running.
+func TestNewFailsCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"TOOLS_ENABLED": "file"}, `did you mean "files"?`},
+		{map[string]string{"EXEC_USER": "0"}, "TOOLSVC_EXEC_USER"},
+	} {
+		a, err := New(testConfig(t, tc.vars), Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || a != nil {
+			t.Errorf("%v: New = %v, %v; want an error naming %q", tc.vars, a, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osuser "os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/desktop"
+	"github.com/countbot/toolsvc/internal/extract"
+	"github.com/countbot/toolsvc/internal/memory"
+	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/shellguard"
+	"github.com/countbot/toolsvc/internal/skills"
+	"github.com/countbot/toolsvc/internal/tools"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+// Deps is what the tools are built from. Register hands each tool the parts
+// it needs.
+type Deps struct {
+	Config    config.Config
+	Workspace *workspace.Workspace
+	DataDir   string // the service's private folder, never visible to tools
+	Log       zerolog.Logger
+	// Guard is the one network guard every outbound tool dials through.
+	// Nil: Register builds it from Config (NET_ALLOW_CIDRS, NET_ALLOW_HOSTS).
+	Guard *netguard.Guard
+	// Skills gates read_file of skills/<name>/SKILL.md (a disabled skill
+	// is refused); the same loader serves GET /skills. Nil: Register
+	// builds it from Config (SKILLS_DISABLED).
+	Skills *skills.Loader
+	// Agents runs sub-agents for spawn; nil (no model endpoint configured)
+	// leaves spawn out.
+	Agents *agent.Manager
+}
+
+// Tools is what Register built: the tools on, the tools off with the
+// reason, and what they hold until Close.
+type Tools struct {
+	On      []string
+	Off     map[string]string // tool: why it is off
+	closers []func()
+}
+
+// Close releases what the tools hold (browsers, sandboxes), last built
+// first.
+func (t *Tools) Close() {
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		t.closers[i]()
+	}
+	t.closers = nil
+}
+
+// builder builds one tool at a time from the shared parts.
+type builder struct {
+	Deps
+	closers []func()
+}
+
+// Register builds the tools sel switches on whose dependencies are here
+// and adds them to reg; the others are left out with the reason. It logs
+// one line per tool: tool=<name> state=on|off reason=... A setting that
+// cannot work (a bad exec pattern, a sandbox mode asked for by name that
+// this machine lacks) is an error.
+func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
+	c := d.Config
+	// The network guard is built once, before any tool that reaches the
+	// network, and shared by all of them (web_fetch, screenshot's proxy...),
+	// so that one policy decides every outbound connection.
+	if d.Guard == nil {
+		g, err := netguard.New(netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts})
+		if err != nil {
+			return nil, err
+		}
+		d.Guard = g
+	}
+	// read_file of a SKILL.md goes through the skills loader.
+	if d.Skills == nil {
+		d.Skills = skills.New(d.Workspace.Root(), c.SkillsDisabled)
+	}
+	b := &builder{Deps: d}
+	out := &Tools{Off: map[string]string{}}
+	fail := func(err error) (*Tools, error) {
+		out.closers = b.closers
+		out.Close()
+		return nil, err
+	}
+	for _, set := range toolsets() {
+		for _, def := range set.tools {
+			if why, off := sel.Off(def.name); off {
+				out.Off[def.name] = why
+				d.Log.Info().Str("tool", def.name).Str("state", "off").Str("reason", why).Msg("tool")
+				continue
+			}
+			t, note, err := def.build(b)
+			if err != nil {
+				return fail(err)
+			}
+			if t == nil {
+				out.Off[def.name] = note
+				d.Log.Warn().Str("tool", def.name).Str("state", "off").Str("reason", note).Msg("tool")
+				continue
+			}
+			if err := reg.Register(t); err != nil {
+				return fail(err)
+			}
+			out.On = append(out.On, def.name)
+			ev := d.Log.Info().Str("tool", def.name).Str("state", "on")
+			if note != "" {
+				ev = ev.Str("reason", note)
+			}
+			ev.Msg("tool")
+		}
+	}
+	out.closers = b.closers
+	return out, nil
+}
+
+func (b *builder) readFile() (registry.Tool, string, error) {
+	return tools.NewReadFile(b.Workspace, b.Config.ReadMaxChars, b.Skills), "", nil
+}
+
+func (b *builder) writeFile() (registry.Tool, string, error) {
+	return tools.NewWriteFile(b.Workspace), "", nil
+}
+
+func (b *builder) editFile() (registry.Tool, string, error) {
+	return tools.NewEditFile(b.Workspace), "", nil
+}
+
+func (b *builder) listDir() (registry.Tool, string, error) {
+	return tools.NewListDir(b.Workspace, b.Config.ListMaxEntries), "", nil
+}
+
+func (b *builder) fileSearch() (registry.Tool, string, error) {
+	return tools.NewFileSearch(b.Workspace, b.Config.SearchWorkers, b.Config.SearchTimeout), "", nil
+}
+
+// memory: long-term memory in workspace/memory/MEMORY.md, offered unless
+// TOOLSVC_MEMORY_ENABLED is false.
+func (b *builder) memory() (registry.Tool, string, error) {
+	if !b.Config.MemoryEnabled {
+		return nil, config.Prefix + "_MEMORY_ENABLED is false", nil
+	}
+	return tools.NewMemory(memory.New(b.Workspace.Root(), memory.Options{Root: b.Workspace.Current})), "", nil
+}
+
+// webFetch dials through the shared guard.
+func (b *builder) webFetch() (registry.Tool, string, error) {
+	c := b.Config
+	return tools.NewWebFetch(b.Guard, extract.New(extract.Options{}), tools.WebFetchOptions{
+		MaxBytes:      c.FetchMaxBytes,
+		Timeout:       c.FetchTimeout,
+		MaxRedirects:  c.FetchMaxRedirects,
+		MaxConcurrent: c.FetchMaxConcurrent,
+		MaxURLs:       c.FetchMaxURLs,
+	}), "", nil
+}
+
+// screenshot: one headless Chromium shared by every call, started on first
+// use, whose every connection goes through the guard (via a proxy inside
+// the service); stopped on shutdown. With neither Chromium nor an X display
+// the tool could only fail, so it is left out; with one of them it is on,
+// and a call of the missing kind says what the operator must install.
+func (b *builder) screenshot() (registry.Tool, string, error) {
+	c := b.Config
+	web := "web: "
+	chrome, chromeErr := browser.FindChrome(c.ChromePath)
+	switch {
+	case chromeErr == nil:
+		web += chrome
+	case c.ChromePath != "":
+		web += fmt.Sprintf("%s_CHROME_PATH=%q cannot be run", config.Prefix, c.ChromePath)
+	default:
+		web += "no Chromium on PATH (chromium, chromium-browser, google-chrome...); install one or set " + config.Prefix + "_CHROME_PATH"
+	}
+	shots := desktop.New()
+	desk := "desktop: "
+	_, deskErr := shots.Displays()
+	switch {
+	case deskErr == nil:
+		desk += "DISPLAY=" + os.Getenv("DISPLAY")
+	case os.Getenv("DISPLAY") == "":
+		desk += "no X display (DISPLAY is not set)"
+	default:
+		desk += "cannot connect to the X display DISPLAY=" + os.Getenv("DISPLAY")
+	}
+	note := web + "; " + desk
+	if chromeErr != nil && deskErr != nil {
+		return nil, note, nil
+	}
+	br := browser.New(browser.Options{
+		ExecPath: c.ChromePath,
+		MaxPages: c.ScreenshotMaxPages,
+		Guard:    b.Guard,
+		Log:      b.Log.With().Str("component", "browser").Logger(),
+	})
+	b.closers = append(b.closers, func() { _ = br.Close() })
+	return tools.NewScreenshot(b.Workspace, br, shots, tools.ScreenshotOptions{Timeout: c.ScreenshotTimeout}), note, nil
+}
+
+// spawn: only with a model endpoint behind it.
+func (b *builder) spawn() (registry.Tool, string, error) {
+	if b.Agents == nil {
+		return nil, "no model: set " + config.Prefix + "_LLM_BASE_URL and " + config.Prefix + "_LLM_MODEL", nil
+	}
+	return tools.NewSpawn(b.Agents, b.Config.AgentTimeout, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
+}
+
+// exec: the command guard judges every script, the sandbox confines what
+// passes. A bad pattern or an unavailable sandbox mode that was asked for
+// by name stops start-up. Never a silent downgrade: without a sandbox
+// that works here, exec is left out unless TOOLSVC_EXEC_SANDBOX=none asks
+// for it.
+func (b *builder) exec() (registry.Tool, string, error) {
+	ex, sb, err := newExecTool(b.Deps)
+	if errors.Is(err, sandbox.ErrNoSandbox) {
+		return nil, err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	b.closers = append(b.closers, ex.Close)
+	return ex, "sandbox " + string(sb.Mode()), nil
+}
+
+// newExecTool builds exec with its command guard and sandbox.
+func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, error) {
+	c := d.Config
+	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
+	}
+	user, err := execUser(c.ExecUser)
+	if err != nil {
+		return nil, nil, err
+	}
+	home, err := execHome(c.ExecHome, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := sandbox.New(sandbox.Options{
+		Mode:      sandbox.Mode(c.ExecSandbox),
+		Network:   c.ExecNetwork,
+		Workspace: d.Workspace.Dir(),
+		Private:   append([]string{d.DataDir}, c.ExecPrivatePaths...),
+		Writable:  []string{home},
+		MaxProcs:  c.ExecMaxProcs,
+		MaxMemory: int64(c.ExecMaxMemory),
+		User:      user,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := d.Log.Info()
+	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() {
+		ev = d.Log.Warn()
+	}
+	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
+		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).Str("limits", sb.Limits()).
+		Msg("exec sandbox: " + sb.Describe())
+	return tools.NewExec(d.Workspace, tools.ExecOptions{
+		DefaultTimeout: c.ExecTimeout,
+		MaxTimeout:     c.ExecMaxTimeout,
+		MaxConcurrent:  c.ExecMaxConcurrent,
+		MaxOutput:      c.ExecMaxOutput,
+		EnvAllow:       c.ExecEnvAllow,
+		Guard:          guard,
+		Sandbox:        sb,
+		Home:           home,
+		Owner:          user,
+	}), sb, nil
+}
+
+// execUser resolves TOOLSVC_EXEC_USER: a user name, or uid[:gid].
+func execUser(spec string) (*sandbox.User, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	name, group, _ := strings.Cut(spec, ":")
+	if uid, err := strconv.ParseUint(name, 10, 32); err == nil {
+		gid := uid
+		if group != "" {
+			g, err := strconv.ParseUint(group, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("TOOLSVC_EXEC_USER: %q is not uid[:gid]", spec)
+			}
+			gid = g
+		}
+		if uid == 0 {
+			return nil, errors.New("TOOLSVC_EXEC_USER: uid 0 is root; name an unprivileged account")
+		}
+		return &sandbox.User{Name: spec, Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	u, err := osuser.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_USER: %w", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	if uid == 0 {
+		return nil, errors.New("TOOLSVC_EXEC_USER: that account is root; name an unprivileged one")
+	}
+	return &sandbox.User{Name: name, Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// execHome makes the commands' HOME: the configured folder, or a private
+// one in the system temp folder, so that dotfiles and caches that programs
+// write do not land in the root of the model's workspace.
+func execHome(dir string, user *sandbox.User) (string, error) {
+	uid := os.Geteuid()
+	if user != nil {
+		uid = int(user.Uid)
+	}
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-home-%d", uid))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s is not a folder", dir)
+	}
+	if user != nil {
+		if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
+			return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
+		}
+	} else if owner, other := ownerOther(fi, uid); other {
+		// Someone else made the folder first in a shared temp folder.
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s belongs to uid %d, not to the service (uid %d); set TOOLSVC_EXEC_HOME", dir, owner, uid)
+	}
+	return filepath.Abs(dir)
+}

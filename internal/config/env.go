@@ -1,0 +1,182 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// TestPrefix starts the variables tests and scripts set for themselves
+// (TOOLSVC_TEST_AS_USER...). They are no settings, and the check of
+// unknown names lets them pass.
+const TestPrefix = Prefix + "_TEST_"
+
+// Names returns the name of every variable the service reads, in the
+// order of the Config fields. It comes from the struct tags, so a field
+// added to Config is known without anyone listing it.
+func Names() []string {
+	t := reflect.TypeFor[Config]()
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag := t.Field(i).Tag.Get("envconfig"); tag != "" {
+			out = append(out, Prefix+"_"+tag)
+		}
+	}
+	return out
+}
+
+// CheckNames refuses every TOOLSVC_* variable in environ (NAME=value
+// entries, as os.Environ returns them) that is not a setting, naming the
+// nearest one: a misspelt variable would otherwise be ignored without a
+// word, and the service would run with the default the operator meant to
+// change. Names starting with TestPrefix pass.
+func CheckNames(environ []string) error {
+	known := Names()
+	// Names are compared without the prefix: every name shares it, and it
+	// would make any two look alike.
+	short := make([]string, len(known))
+	for i, n := range known {
+		short[i] = strings.TrimPrefix(n, Prefix+"_")
+	}
+	var errs []error
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, Prefix+"_") || strings.HasPrefix(k, TestPrefix) || slices.Contains(known, k) {
+			continue
+		}
+		if near := Nearest(strings.TrimPrefix(k, Prefix+"_"), short); near != "" {
+			errs = append(errs, fmt.Errorf("%s is not a setting; did you mean %s_%s? (toolsvc -h lists them all)", k, Prefix, near))
+		} else {
+			errs = append(errs, fmt.Errorf("%s is not a setting (toolsvc -h lists them all; %s* is left to tests)", k, TestPrefix))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Nearest returns the name in known closest to name by edit distance
+// (Levenshtein, case-insensitive), or "" when even the closest differs in
+// more than a third of its characters (at least two edits are always
+// allowed): a suggestion that far off would only mislead.
+func Nearest(name string, known []string) string {
+	best, bestDist := "", -1
+	for _, k := range known {
+		d := levenshtein(strings.ToUpper(name), strings.ToUpper(k))
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if bestDist < 0 || bestDist > max(2, len([]rune(best))/3) {
+		return ""
+	}
+	return best
+}
+
+// levenshtein counts the insertions, deletions and substitutions of
+// characters that turn a into b.
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// LoadFrom reads the configuration through lookup (a variable's value and
+// whether it is set, as os.LookupEnv answers) and validates it, as Load
+// does with the process environment. Tests use it to run several services
+// with different settings in one process.
+func LoadFrom(lookup func(name string) (string, bool)) (Config, error) {
+	c, err := parse(lookup)
+	if err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.CheckFolders()
+}
+
+// parse fills a Config from lookup, with each field's default where its
+// variable is not set. It decodes values as envconfig does (a type's
+// Decode method first, then strings, booleans, integers and durations),
+// but only ever reads the TOOLSVC_ name: envconfig would also take a
+// variable named without the prefix (ADDR, WORKSPACE, LOG_LEVEL), which
+// the service does not document and another program's setting could hit.
+func parse(lookup func(string) (string, bool)) (Config, error) {
+	var c Config
+	v := reflect.ValueOf(&c).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		tag := f.Tag.Get("envconfig")
+		if tag == "" {
+			continue
+		}
+		name := Prefix + "_" + tag
+		value, ok := lookup(name)
+		if !ok {
+			def, has := f.Tag.Lookup("default")
+			if !has {
+				continue
+			}
+			value = def
+		}
+		if err := decodeField(v.Field(i), value); err != nil {
+			return c, fmt.Errorf("%s=%q is not a valid %s: %w", name, value, f.Type.String(), err)
+		}
+	}
+	return c, nil
+}
+
+func decodeField(field reflect.Value, value string) error {
+	if d, ok := field.Addr().Interface().(envconfig.Decoder); ok {
+		return d.Decode(value)
+	}
+	switch field.Kind() {
+	case reflect.String:
+		field.SetString(value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return err
+		}
+		field.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if field.Type() == reflect.TypeFor[time.Duration]() {
+			d, err := time.ParseDuration(value)
+			if err != nil {
+				return err
+			}
+			field.SetInt(int64(d))
+			return nil
+		}
+		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
+		if err != nil {
+			return err
+		}
+		field.SetInt(n)
+	default:
+		// A field of a new kind needs a Decode method or a case here;
+		// TestLoadFromDefaults trips over it first.
+		return fmt.Errorf("config cannot decode a %s", field.Type())
+	}
+	return nil
+}
