@@ -6,6 +6,7 @@ import (
 	"os"
 	osuser "os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -224,6 +225,11 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // that works here, exec is left out unless TOOLSVC_EXEC_SANDBOX=none asks
 // for it.
 func (b *builder) exec() (registry.Tool, string, error) {
+	// Commands run as /bin/sh -c, as models write them. A system without
+	// it (Windows) leaves exec out rather than failing every call.
+	if _, err := os.Stat(tools.Shell); err != nil {
+		return nil, fmt.Sprintf("exec runs commands with %s, which this system (%s) does not have", tools.Shell, runtime.GOOS), nil
+	}
 	ex, sb, err := newExecTool(b.Deps)
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return nil, err.Error(), nil

@@ -47,6 +47,9 @@ type ExecOptions struct {
 	Environ func() []string
 }
 
+// Shell is the shell exec runs commands with.
+const Shell = "/bin/sh"
+
 // Exec runs shell commands in the workspace: /bin/sh -c in its own session,
 // with an allowlisted environment, bounded output and time, inside the
 // configured sandbox.
@@ -215,7 +218,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 	defer os.RemoveAll(tmp)
 
 	sb := e.opts.Sandbox
-	path, args, childTmp := sb.Command(tmp, []string{"/bin/sh", "-c", command})
+	path, args, childTmp := sb.Command(tmp, []string{Shell, "-c", command})
 	// Room for MaxOutput characters of up to 4 bytes at each end.
 	keep := utf8.UTFMax * e.opts.MaxOutput
 	stdout := headtail.New(keep, keep)
