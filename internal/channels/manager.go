@@ -209,6 +209,9 @@ var ErrNoChannel = errors.New("the session belongs to no chat channel")
 // A session whose first part is no known channel returns ErrNoChannel.
 func ParseTarget(session, channel, chat string, accounts func(channel string) []string) (Target, error) {
 	if channel != "" || chat != "" {
+		// A chat ID may be left out for channels whose account is bound to
+		// one chat (a WeCom group robot, a Discord webhook, our webhook);
+		// the others report the missing chat when they send.
 		ch, acct, _ := strings.Cut(channel, ":")
 		ch = canonical(ch)
 		switch {
@@ -216,8 +219,6 @@ func ParseTarget(session, channel, chat string, accounts func(channel string) []
 			return Target{}, errors.New("X-Chat-ID needs X-Channel (e.g. feishu) beside it")
 		case !slices.Contains(Known, ch):
 			return Target{}, fmt.Errorf("%w: X-Channel %q is not one of %s", ErrNoChannel, ch, strings.Join(Known, ", "))
-		case chat == "" && ch != "webhook" && !(ch == "wecom" || ch == "discord"):
-			return Target{}, fmt.Errorf("X-Channel %s needs X-Chat-ID beside it", ch)
 		}
 		return Target{Channel: ch, Account: acct, ChatID: chat}, nil
 	}
@@ -249,7 +250,7 @@ func ParseTarget(session, channel, chat string, accounts func(channel string) []
 	default:
 		t.ChatID = rest[0]
 	}
-	if t.ChatID == "" && t.Channel != "webhook" {
+	if t.ChatID == "" {
 		return Target{}, fmt.Errorf("session %q names channel %s but no chat", session, t.Channel)
 	}
 	return t, nil
@@ -501,6 +502,25 @@ func (c *tokenCache) drop(tok string) {
 	if c.tok == tok {
 		c.tok = ""
 	}
+}
+
+// sendCaptioned sends each file with its own request, the caption with
+// the first one; when that one fails, or there is no file, the caption goes
+// alone as a text message.
+func sendCaptioned(ctx context.Context, m *Message, text func(ctx context.Context, s string) error, file func(ctx context.Context, f *File, caption string) error) Outcome {
+	var out Outcome
+	caption := strings.TrimSpace(m.Caption) != ""
+	for i, f := range m.Files {
+		c := ""
+		if i == 0 && caption {
+			c = m.Caption
+		}
+		out.Files = append(out.Files, file(ctx, f, c))
+	}
+	if caption && (len(m.Files) == 0 || out.Files[0] != nil) {
+		out.Caption = text(ctx, m.Caption)
+	}
+	return out
 }
 
 // sendEach runs one send per file, and the caption first as its own
