@@ -157,6 +157,9 @@ func (c Config) ChannelsEnabled() bool {
 		len(c.TelegramBotToken)+len(c.DiscordBotToken)+len(c.DiscordWebhookURL)+len(c.SlackBotToken)+len(c.WebhookURL) > 0
 }
 
+// DefaultAccount is the account of a per-account variable given one value.
+const DefaultAccount = "default"
+
 // Account is one value of a per-account variable.
 type Account struct{ Name, Value string }
 
@@ -174,7 +177,7 @@ func (a *Accounts) Decode(v string) error {
 	for _, f := range splitList(v, ",") {
 		name, val, ok := strings.Cut(f, "=")
 		if !ok || !accountName.MatchString(strings.TrimSpace(name)) {
-			name, val = "default", f
+			name, val = DefaultAccount, f
 		}
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		if _, dup := out.Lookup(name); dup {

@@ -36,6 +36,7 @@ var toolArgs = map[string]struct {
 	"web_fetch":   {webFetchArgs{}, nil},                // exactly one of url and urls: a rule
 	"screenshot":  {screenshotArgs{}, nil},              // type follows from url; desktop otherwise
 	"memory":      {memoryArgs{}, []string{"action"}},   // content and keywords: rules per action
+	"send_media":  {sendMediaArgs{}, []string{"file_paths"}},
 }
 
 // registeredTools builds the tools as the service does (Register over the
@@ -52,6 +53,8 @@ func registeredTools(t *testing.T) map[string]json.RawMessage {
 	}
 	t.Setenv(config.Prefix+"_WORKSPACE", t.TempDir())
 	t.Setenv(config.Prefix+"_EXEC_SANDBOX", "none")
+	// A channel, so that send_media is registered too.
+	t.Setenv(config.Prefix+"_WEBHOOK_URL", "http://127.0.0.1:9/hook")
 	cfg, err := config.Load()
 	if err != nil {
 		t.Fatal(err)

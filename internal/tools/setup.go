@@ -15,6 +15,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/extract"
@@ -108,6 +109,10 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	// spawn: only with a model endpoint behind it.
 	if d.Agents != nil {
 		list = append(list, NewSpawn(d.Agents, c.AgentTimeout, c.AgentMaxConcurrent))
+	}
+	// send_media: only with at least one chat channel configured.
+	if m := channels.FromConfig(c, channels.Options{}); !m.Empty() {
+		list = append(list, NewSendMedia(d.Workspace, m))
 	}
 	// exec: the command guard judges every script, the sandbox confines
 	// what passes. A bad pattern or an unavailable sandbox mode that was
