@@ -95,9 +95,9 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	lines := make([]*fileLine, 0, len(args.FilePaths))
 	var files []*channels.File
 	for _, p := range args.FilePaths {
-		l := t.check(p, sender)
-		if l.file != nil {
-			defer l.file.Content.(*os.File).Close()
+		l, f := t.check(p, sender)
+		if f != nil {
+			defer f.Close()
 		}
 		lines = append(lines, l)
 		if l.refused == "" {
@@ -131,29 +131,29 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	return text, nil
 }
 
-// check resolves, opens and measures one file, and asks the channel.
-func (t *SendMedia) check(name string, sender channels.Sender) *fileLine {
+// check resolves, opens and measures one file, and asks the channel. The
+// file, when opened, is the caller's to close.
+func (t *SendMedia) check(name string, sender channels.Sender) (*fileLine, *os.File) {
 	l := &fileLine{display: name}
 	p, err := t.ws.Resolve(name)
 	if err != nil {
 		l.refused = err.Error()
-		return l
+		return l, nil
 	}
 	l.display = p.Display
 	if _, _, ok := channels.KindOf(p.Name); !ok {
 		l.refused = "its type is not one send_media sends (" + strings.Join(channels.Types(), ", ") + ")"
-		return l
+		return l, nil
 	}
 	f, err := p.Open()
 	if err != nil {
 		l.refused = err.Error()
-		return l
+		return l, nil
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
 		l.refused = "it is not a regular file"
-		return l
+		return l, f
 	}
 	file, _ := channels.NewFile(p.Name, fi.Size(), f)
 	l.file = file
@@ -165,7 +165,7 @@ func (t *SendMedia) check(name string, sender channels.Sender) *fileLine {
 			l.refused = fmt.Sprintf("it is %s and %s", humanSize(fi.Size()), why)
 		}
 	}
-	return l
+	return l, f
 }
 
 // report lists what happened to each file and to the message.

@@ -72,6 +72,9 @@ func newSendMediaTest(t *testing.T) (*SendMedia, *recordingSender, string) {
 	write("chart.png", "png")
 	write("notes.exe", "MZ")
 	write("long.txt", "more than ten bytes")
+	if err := os.Mkdir(filepath.Join(dir, "folder.pdf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(base, "secret.txt"), []byte("outside"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +105,14 @@ func TestSendMedia(t *testing.T) {
 
 	t.Run("valid files sent, invalid ones listed", func(t *testing.T) {
 		out, err := invokeSendMedia(t, tool, session, map[string]any{
-			"file_paths": []string{"report.pdf", "chart.png", "notes.exe", "../secret.txt", "link.txt", "missing.pdf", "big.zip", "/etc/passwd"},
+			"file_paths": []string{"report.pdf", "chart.png", "notes.exe", "../secret.txt", "link.txt", "missing.pdf", "big.zip", "/etc/passwd", "folder.pdf"},
 			"message":    "Q3",
 		})
 		if err != nil {
 			t.Fatalf("err %v", err)
 		}
 		for _, want := range []string{
-			"Sent 2 of 8 files to feishu (account default, chat oc_42)",
+			"Sent 2 of 9 files to feishu (account default, chat oc_42)",
 			"- report.pdf: sent", "- chart.png: sent",
 			"- notes.exe: refused: its type",
 			"- ../secret.txt: refused: path '../secret.txt' is outside the workspace",
@@ -117,6 +120,7 @@ func TestSendMedia(t *testing.T) {
 			"- missing.pdf: refused: 'missing.pdf' does not exist",
 			"- big.zip: refused: it is 20.0 MiB; send_media sends at most 20 MB",
 			"- /etc/passwd: refused: path '/etc/passwd' is outside the workspace",
+			"- folder.pdf: refused: it is not a regular file",
 			"Next:",
 		} {
 			if !strings.Contains(out, want) {
