@@ -104,11 +104,19 @@ func TestSendMediaWebhook(t *testing.T) {
 	if len(rcv.got) != 1 || rcv.got[0].Caption != "Numbers" || rcv.got[0].ChatID != "room-9" || rcv.files[0]["report.csv"] != "a,b\n1,2\n" {
 		t.Errorf("receiver got %+v %q", rcv.got, rcv.files)
 	}
-	rcv.fail = "upstream rejected " + hookURL + " key " + hookSecret
+	rcv.mu.Unlock()
+
+	// X-Channel and X-Chat-ID name the chat outright.
+	mustSucceed(t, s.invoke(t, "send_media", map[string]any{"file_paths": []string{"out/report.csv"}}, "X-Session-ID", "web:1", "X-Channel", "webhook", "X-Chat-ID", "room-1"))
+	rcv.mu.Lock()
+	if len(rcv.got) != 2 || rcv.got[1].ChatID != "room-1" || rcv.got[1].Session != "web:1" {
+		t.Errorf("receiver got %+v", rcv.got)
+	}
+	rcv.fail = "upstream rejected " + hookURL + " token " + hookToken + " key " + hookSecret
 	rcv.mu.Unlock()
 
 	bad := s.invoke(t, "send_media", map[string]any{"file_paths": []string{"out/report.csv"}}, "X-Channel", "webhook", "X-Chat-ID", "room-1")
-	mustFail(t, bad, "tool_error", "Nothing was sent", "- out/report.csv: failed: webhook refused it (HTTP 502): upstream rejected [REDACTED]")
+	mustFail(t, bad, "tool_error", "Nothing was sent", "- out/report.csv: failed: webhook refused it (HTTP 502): upstream rejected [REDACTED] token [REDACTED] key [REDACTED]")
 
 	none := s.invoke(t, "send_media", map[string]any{"file_paths": []string{"out/report.csv"}, "message": "for the web UI"}, "X-Session-ID", "web:abc")
 	assertContains(t, "no-channel result", mustSucceed(t, none), "Nothing was sent", "for the web UI")

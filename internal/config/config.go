@@ -636,6 +636,9 @@ func (c Config) secretValues(environ []string) []string {
 		if sa, ok := v.Field(i).Interface().(SecretAccounts); ok {
 			for _, a := range sa {
 				add(a.Value)
+				for _, part := range urlSecrets(a.Value) {
+					add(part)
+				}
 			}
 			continue
 		}
@@ -658,6 +661,34 @@ func (c Config) secretValues(environ []string) []string {
 		if ok && strings.HasPrefix(k, Prefix+"_") && redact.SecretVariable(k) {
 			add(val)
 		}
+	}
+	return out
+}
+
+// urlSecrets returns the parts of a secret URL that are secrets by
+// themselves: query values (WeCom's key=) and long path segments (the token
+// of a Discord or Slack webhook), so that an answer quoting only the token
+// is redacted too.
+func urlSecrets(v string) []string {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	for _, vals := range u.Query() {
+		for _, q := range vals {
+			if len(q) >= 8 {
+				out = append(out, q)
+			}
+		}
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 16 {
+			out = append(out, seg)
+		}
+	}
+	if u.User != nil {
+		out = append(out, u.User.String())
 	}
 	return out
 }

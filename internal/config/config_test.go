@@ -113,16 +113,19 @@ func TestChannelAccounts(t *testing.T) {
 		FeishuAppID:     Accounts{{"default", "cli_a"}, {"ops", "cli_b"}},
 		FeishuAppSecret: SecretAccounts{{"default", "feishu-secret-a"}, {"ops", "feishu-secret-b"}},
 		WeComWebhookURL: SecretAccounts{{"default", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key"}},
-		WebhookURL:      SecretAccounts{{"default", "https://hooks.example/in"}},
+		WebhookURL:      SecretAccounts{{"default", "https://hooks.example/in"}, {"discord", "https://discord.com/api/webhooks/1234/aVeryLongWebhookToken_0123"}},
 	}
 	got := c.secretValues(nil)
-	for _, want := range []string{"feishu-secret-a", "feishu-secret-b", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key", "https://hooks.example/in"} {
+	for _, want := range []string{"feishu-secret-a", "feishu-secret-b", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key", "https://hooks.example/in",
+		"robot-key", "aVeryLongWebhookToken_0123"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("SecretValues misses %q", want)
 		}
 	}
-	if slices.Contains(got, "cli_a") {
-		t.Error("an app ID counted as a secret")
+	for _, not := range []string{"cli_a", "webhooks", "in", "1234"} {
+		if slices.Contains(got, not) {
+			t.Errorf("%q counted as a secret", not)
+		}
 	}
 	if s := fmt.Sprint(c.FeishuAppSecret); strings.Contains(s, "feishu-secret") {
 		t.Errorf("secrets print: %s", s)
