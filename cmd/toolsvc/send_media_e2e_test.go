@@ -122,6 +122,8 @@ func TestSendMediaWebhook(t *testing.T) {
 	assertContains(t, "no-channel result", mustSucceed(t, none), "Nothing was sent", "for the web UI")
 
 	s.Stop(t)
+	// The failure is logged for the operator, the secrets cut from it.
+	assertContains(t, "logs", s.Logs(), "send_media: a file was not delivered", "upstream rejected [REDACTED] token [REDACTED]")
 	for what, text := range map[string]string{"result": bad.Result, "logs": s.Logs(), "audit": readAuditText(s)} {
 		for _, secret := range []string{hookToken, hookSecret} {
 			if strings.Contains(text, secret) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -21,11 +23,14 @@ import (
 type SendMedia struct {
 	ws       *workspace.Workspace
 	channels *channels.Manager
+	log      zerolog.Logger
 }
 
-// NewSendMedia returns send_media over the configured channels.
-func NewSendMedia(ws *workspace.Workspace, ch *channels.Manager) *SendMedia {
-	return &SendMedia{ws: ws, channels: ch}
+// NewSendMedia returns send_media over the configured channels. Files a
+// channel failed to take are logged for the operator (a wrong secret, an
+// app without the permission), besides being reported to the model.
+func NewSendMedia(ws *workspace.Workspace, ch *channels.Manager, log zerolog.Logger) *SendMedia {
+	return &SendMedia{ws: ws, channels: ch, log: log}
 }
 
 // sendMediaMaxFiles bounds the files of one call.
@@ -121,6 +126,9 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		}
 		if l.failed == nil {
 			sent++
+		} else {
+			t.log.Warn().Str("tool", "send_media").Str("call_id", call.ID).Str("channel", target.Channel).Str("account", target.Account).
+				Str("file", l.display).Str("error", l.failed.Error()).Msg("send_media: a file was not delivered")
 		}
 		i++
 	}

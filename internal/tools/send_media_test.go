@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -89,7 +91,7 @@ func newSendMediaTest(t *testing.T) (*SendMedia, *recordingSender, string) {
 		t.Fatal(err)
 	}
 	big.Close()
-	return NewSendMedia(ws, m), rs, base
+	return NewSendMedia(ws, m, zerolog.Nop()), rs, base
 }
 
 func invokeSendMedia(t *testing.T, tool *SendMedia, session string, args any) (string, error) {

@@ -112,7 +112,7 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	}
 	// send_media: only with at least one chat channel configured.
 	if m := channels.FromConfig(c, channels.Options{}); !m.Empty() {
-		list = append(list, NewSendMedia(d.Workspace, m))
+		list = append(list, NewSendMedia(d.Workspace, m, d.Log))
 	}
 	// exec: the command guard judges every script, the sandbox confines
 	// what passes. A bad pattern or an unavailable sandbox mode that was
