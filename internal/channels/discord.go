@@ -116,3 +116,6 @@ func (d *Discord) Send(ctx context.Context, m *Message) Outcome {
 }
 
 var _ Sender = (*Discord)(nil)
+
+// NeedsChat is false for a webhook, which posts to its own channel.
+func (d *Discord) NeedsChat() bool { return d.acct.WebhookURL == "" }

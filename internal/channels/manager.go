@@ -550,3 +550,18 @@ func mb(n int64) string {
 	}
 	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }
+
+// ChatBound is implemented by senders that may be told no chat: an account
+// bound to one chat (a WeCom group robot, a Discord webhook, our webhook)
+// says false.
+type ChatBound interface {
+	NeedsChat() bool
+}
+
+// NeedsChat reports whether s must be told which chat to send to.
+func NeedsChat(s Sender) bool {
+	if b, ok := s.(ChatBound); ok {
+		return b.NeedsChat()
+	}
+	return true
+}

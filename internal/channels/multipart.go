@@ -122,14 +122,6 @@ func (f *form) request(ctx context.Context, url string) (*http.Request, error) {
 	return req, nil
 }
 
-// bytes renders the whole form in memory; only for small forms (tests and
-// signatures).
-func (f *form) bytes() ([]byte, error) {
-	var b bytes.Buffer
-	err := f.write(&b, true)
-	return b.Bytes(), err
-}
-
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"", "\r", "", "\n", "")
 
 func escapeQuotes(s string) string { return quoteEscaper.Replace(s) }

@@ -230,3 +230,6 @@ func (w *WeCom) Send(ctx context.Context, m *Message) Outcome {
 }
 
 var _ Sender = (*WeCom)(nil)
+
+// NeedsChat is false for a group robot, which posts to its own group.
+func (w *WeCom) NeedsChat() bool { return !w.robot() }

@@ -96,6 +96,9 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	if err != nil {
 		return "", registry.Errorf(registry.CodeUnavailable, "%v. Next: give the user the file paths in your reply instead.", err)
 	}
+	if target.ChatID == "" && channels.NeedsChat(sender) {
+		return "", registry.Errorf(registry.CodeToolError, "the request names channel %s but no chat to send to (X-Chat-ID). Next: give the user the file paths in your reply instead.", target.Channel)
+	}
 
 	lines := make([]*fileLine, 0, len(args.FilePaths))
 	var files []*channels.File

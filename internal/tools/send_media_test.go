@@ -186,6 +186,17 @@ func TestSendMedia(t *testing.T) {
 			t.Errorf("got %v", err)
 		}
 	})
+	t.Run("channel without chat", func(t *testing.T) {
+		raw, _ := json.Marshal(map[string]any{"file_paths": []string{"chart.png"}})
+		ctx := registry.WithCall(context.Background(), registry.Call{Channel: "feishu"})
+		n := len(rs.got)
+		if _, err := tool.Execute(ctx, raw); err == nil || !strings.Contains(err.Error(), "no chat to send to") {
+			t.Errorf("got %v", err)
+		}
+		if len(rs.got) != n {
+			t.Error("sent without a chat")
+		}
+	})
 	t.Run("explicit headers", func(t *testing.T) {
 		raw, _ := json.Marshal(map[string]any{"file_paths": []string{"chart.png"}})
 		ctx := registry.WithCall(context.Background(), registry.Call{SessionID: "web:1", Channel: "feishu", ChatID: "ou_7"})
