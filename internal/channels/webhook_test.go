@@ -45,7 +45,12 @@ func (h *webhookReceiver) handler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "receiver down", 503)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		// A body cut short of its Content-Length: the sender broke off.
+		http.Error(w, "incomplete body", 400)
+		return
+	}
 	if r.ContentLength != int64(len(body)) {
 		t.Errorf("Content-Length %d, body %d", r.ContentLength, len(body))
 	}
@@ -226,5 +231,22 @@ func TestManagerAccounts(t *testing.T) {
 	}
 	if _, _, err := m.Sender(Target{Channel: "slack"}); err == nil || !strings.Contains(err.Error(), "not configured") {
 		t.Errorf("unconfigured channel: %v", err)
+	}
+}
+
+// TestFileChangedWhileSent: a file that shrinks after it was measured
+// fails rather than going out cut; one that grows goes out as measured.
+func TestFileChangedWhileSent(t *testing.T) {
+	h := &webhookReceiver{t: t}
+	srv := fake(t, h.handler)
+	wh := NewWebhook(WebhookAccount{URL: srv.URL}, testOptions(newClock()))
+	shrunk := &File{Name: "a.txt", Ext: "txt", Size: 100, Content: bytes.NewReader([]byte("only 14 bytes."))}
+	if out := wh.Send(context.Background(), &Message{Files: []*File{shrunk}}); out.Files[0] == nil {
+		t.Error("a shrunk file was reported as sent")
+	}
+	grown := &File{Name: "b.txt", Ext: "txt", Size: 4, Content: bytes.NewReader([]byte("measured, then grew"))}
+	mustSend(t, wh.Send(context.Background(), &Message{Files: []*File{grown}}))
+	if got := h.files[len(h.files)-1]; !slices.Equal(got, []string{"b.txt=meas"}) {
+		t.Errorf("grown file sent as %q", got)
 	}
 }
