@@ -20,7 +20,8 @@ type dingtalkFake struct {
 	mu       sync.Mutex
 	tokens   int
 	valid    []string
-	limitNxt int
+	limitNxt int // media uploads answered with errcode 90018
+	limit429 int // robot sends answered with HTTP 429 and a Retry-After
 	uploads  map[string]string // media_id -> content
 	sends    []string          // path + body summary
 }
@@ -62,6 +63,12 @@ func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/v1.0/robot/"):
 		if !slices.Contains(f.valid, r.Header.Get("x-acs-dingtalk-access-token")) {
 			writeJSON(w, 401, map[string]any{"code": "InvalidAuthentication", "message": "不合法的access_token"})
+			return
+		}
+		if f.limit429 > 0 {
+			f.limit429--
+			w.Header().Set("Retry-After", "2")
+			writeJSON(w, 429, map[string]any{"code": "Throttling", "message": "too many requests"})
 			return
 		}
 		var b map[string]any
@@ -134,8 +141,16 @@ func TestDingTalk(t *testing.T) {
 		df.mu.Unlock()
 		n := len(clk.Sleeps())
 		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Files: []*File{xlsx}}))
-		if s := clk.Sleeps()[n:]; len(s) != 1 {
-			t.Errorf("waits %v, want one", s)
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second}) {
+			t.Errorf("waits %v, want [1s]", s)
+		}
+		df.mu.Lock()
+		df.limit429 = 1
+		df.mu.Unlock()
+		n = len(clk.Sleeps())
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Caption: "after 429"}))
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{2 * time.Second}) {
+			t.Errorf("waits %v, want [2s]", s)
 		}
 	})
 	t.Run("bad secret", func(t *testing.T) {
