@@ -44,7 +44,7 @@ func TestResolve(t *testing.T) {
 		{[]string{"files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
 		{[]string{"memory", "web", "exec"}, []string{"exec", "web_fetch", "screenshot", "memory"}, ""},
 		{[]string{"read_file", "files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
-		{[]string{"channels"}, nil, ""},
+		{[]string{"channels"}, []string{"send_media"}, ""},
 		{nil, nil, ""},
 		{[]string{"agent"}, nil, `"agent" is neither a tool nor a toolset (did you mean "agents"?)`},
 		{[]string{"Read_File"}, nil, `(did you mean "read_file"?)`},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/extract"
@@ -217,6 +218,18 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 		return nil, "no model: set " + config.Prefix + "_LLM_BASE_URL and " + config.Prefix + "_LLM_MODEL", nil
 	}
 	return tools.NewSpawn(b.Agents, b.Config.AgentTimeout, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
+}
+
+// sendMedia: only with at least one chat channel configured. Channel
+// endpoints are the operator's, so they are not dialed through the
+// model-facing network guard; the channel clients refuse redirects so
+// that tokens never reach another host.
+func (b *builder) sendMedia() (registry.Tool, string, error) {
+	m := channels.FromConfig(b.Config, channels.Options{})
+	if m.Empty() {
+		return nil, "no chat channel configured (see the README's chat channel variables)", nil
+	}
+	return tools.NewSendMedia(b.Workspace, m, b.Log.With().Str("component", "channels").Logger()), "", nil
 }
 
 // exec: the command guard judges every script, the sandbox confines what

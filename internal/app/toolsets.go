@@ -17,7 +17,7 @@ const (
 	Web      = "web"      // web_fetch, screenshot
 	Memory   = "memory"   // memory
 	Agents   = "agents"   // spawn
-	Channels = "channels" // none yet: send_media comes with the chat channels
+	Channels = "channels" // send_media
 )
 
 // Toolset is a named group of tools.
@@ -55,7 +55,7 @@ func toolsets() []toolsetDef {
 		{Web, []toolDef{{"web_fetch", (*builder).webFetch}, {"screenshot", (*builder).screenshot}}},
 		{Memory, []toolDef{{"memory", (*builder).memory}}},
 		{Agents, []toolDef{{"spawn", (*builder).spawn}}},
-		{Channels, nil},
+		{Channels, []toolDef{{"send_media", (*builder).sendMedia}}},
 	}
 }
 

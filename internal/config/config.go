@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -107,6 +108,36 @@ type Config struct {
 	AgentMaxTurns      int           `envconfig:"AGENT_MAX_TURNS" default:"25" desc:"sub-agents: model replies one task may take before it is stopped and reported as over its turn limit"`
 	AgentTimeout       time.Duration `envconfig:"AGENT_TIMEOUT" default:"10m" desc:"sub-agents: the longest one task may run, model and tool calls included"`
 	AgentMaxConcurrent int           `envconfig:"AGENT_MAX_CONCURRENT" default:"2" desc:"sub-agents running at once; spawn beyond it returns a busy result"`
+
+	// Chat channels (send_media): offered when at least one is configured.
+	// Each account variable holds one value (the account "default") or
+	// name=value pairs separated by commas, one per account.
+	FeishuAppID          Accounts       `envconfig:"FEISHU_APP_ID" desc:"send_media to Feishu/Lark: the app's App ID (cli_...), or name=id,... for several apps"`
+	FeishuAppSecret      SecretAccounts `envconfig:"FEISHU_APP_SECRET" desc:"Feishu: the App Secret of each app in FEISHU_APP_ID"`
+	FeishuBaseURL        Accounts       `envconfig:"FEISHU_BASE_URL" default:"https://open.feishu.cn" desc:"Feishu: Open Platform URL; https://open.larksuite.com for Lark (name=url for one app)"`
+	QQAppID              Accounts       `envconfig:"QQ_APP_ID" desc:"send_media to QQ: the official bot's AppID, or name=id,..."`
+	QQAppSecret          SecretAccounts `envconfig:"QQ_APP_SECRET" desc:"QQ: the AppSecret (clientSecret) of each bot in QQ_APP_ID"`
+	QQBaseURL            string         `envconfig:"QQ_BASE_URL" default:"https://api.sgroup.qq.com" desc:"QQ: bot API URL (https://sandbox.api.sgroup.qq.com for the sandbox)"`
+	QQTokenURL           string         `envconfig:"QQ_TOKEN_URL" default:"https://bots.qq.com/app/getAppAccessToken" desc:"QQ: access token endpoint"`
+	DingTalkClientID     Accounts       `envconfig:"DINGTALK_CLIENT_ID" desc:"send_media to DingTalk: the internal app's Client ID (AppKey), or name=id,..."`
+	DingTalkClientSecret SecretAccounts `envconfig:"DINGTALK_CLIENT_SECRET" desc:"DingTalk: the Client Secret (AppSecret) of each app in DINGTALK_CLIENT_ID"`
+	DingTalkRobotCode    Accounts       `envconfig:"DINGTALK_ROBOT_CODE" desc:"DingTalk: the robot code when it differs from the Client ID (name=code for one app)"`
+	DingTalkAPIURL       string         `envconfig:"DINGTALK_API_URL" default:"https://api.dingtalk.com" desc:"DingTalk: API URL (tokens and robot messages)"`
+	DingTalkOAPIURL      string         `envconfig:"DINGTALK_OAPI_URL" default:"https://oapi.dingtalk.com" desc:"DingTalk: old API URL (media upload)"`
+	WeComCorpID          Accounts       `envconfig:"WECOM_CORP_ID" desc:"send_media to WeCom as a self-built app: the corp ID, or name=id,..."`
+	WeComAgentID         Accounts       `envconfig:"WECOM_AGENT_ID" desc:"WeCom: the app's AgentId, for each account in WECOM_CORP_ID"`
+	WeComSecret          SecretAccounts `envconfig:"WECOM_SECRET" desc:"WeCom: the app's Secret, for each account in WECOM_CORP_ID"`
+	WeComWebhookURL      SecretAccounts `envconfig:"WECOM_WEBHOOK_URL" desc:"send_media to WeCom group robots: https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=..., or name=url,...; secret"`
+	WeComBaseURL         string         `envconfig:"WECOM_BASE_URL" default:"https://qyapi.weixin.qq.com" desc:"WeCom: API URL for apps"`
+	TelegramBotToken     SecretAccounts `envconfig:"TELEGRAM_BOT_TOKEN" desc:"send_media to Telegram: the bot token from @BotFather, or name=token,..."`
+	TelegramBaseURL      string         `envconfig:"TELEGRAM_BASE_URL" default:"https://api.telegram.org" desc:"Telegram: Bot API URL (or a local Bot API server)"`
+	DiscordBotToken      SecretAccounts `envconfig:"DISCORD_BOT_TOKEN" desc:"send_media to Discord as a bot (chat ID: the channel ID): the bot token, or name=token,..."`
+	DiscordWebhookURL    SecretAccounts `envconfig:"DISCORD_WEBHOOK_URL" desc:"send_media to Discord through channel webhooks: https://discord.com/api/webhooks/..., or name=url,...; secret"`
+	DiscordBaseURL       string         `envconfig:"DISCORD_BASE_URL" default:"https://discord.com/api/v10" desc:"Discord: API URL for bots"`
+	SlackBotToken        SecretAccounts `envconfig:"SLACK_BOT_TOKEN" desc:"send_media to Slack: the app's bot token (xoxb-...), or name=token,..."`
+	SlackBaseURL         string         `envconfig:"SLACK_BASE_URL" default:"https://slack.com/api" desc:"Slack: Web API URL"`
+	WebhookURL           SecretAccounts `envconfig:"WEBHOOK_URL" desc:"send_media to your own receiver: multipart POST of a JSON payload and the files (see README), or name=url,...; secret"`
+	WebhookSecret        SecretAccounts `envconfig:"WEBHOOK_SECRET" desc:"webhook: HMAC-SHA256 key of the X-Toolsvc-Signature header, for each account in WEBHOOK_URL (optional)"`
 }
 
 // Secret is one secret value. It never prints it.
@@ -123,6 +154,87 @@ func (s Secret) String() string {
 // AgentsEnabled reports whether a model endpoint is configured, which is
 // what the sub-agent tools need.
 func (c Config) AgentsEnabled() bool { return c.LLMBaseURL != "" && c.LLMModel != "" }
+
+// ChannelsEnabled reports whether any chat channel is configured, which is
+// what send_media needs.
+func (c Config) ChannelsEnabled() bool {
+	return len(c.FeishuAppID)+len(c.QQAppID)+len(c.DingTalkClientID)+len(c.WeComCorpID)+len(c.WeComWebhookURL)+
+		len(c.TelegramBotToken)+len(c.DiscordBotToken)+len(c.DiscordWebhookURL)+len(c.SlackBotToken)+len(c.WebhookURL) > 0
+}
+
+// DefaultAccount is the account of a per-account variable given one value.
+const DefaultAccount = "default"
+
+// Account is one value of a per-account variable.
+type Account struct{ Name, Value string }
+
+// Accounts is a per-account variable: one value, which is the account
+// "default"'s, or name=value pairs separated by commas. A value whose part
+// before "=" is no account name (a URL with a query) is taken whole.
+type Accounts []Account
+
+// accountName is what an account may be called.
+var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// Decode implements envconfig.Decoder.
+func (a *Accounts) Decode(v string) error {
+	var out Accounts
+	for _, f := range splitList(v, ",") {
+		name, val, ok := strings.Cut(f, "=")
+		if !ok || !accountName.MatchString(strings.TrimSpace(name)) {
+			name, val = DefaultAccount, f
+		}
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if _, dup := out.Lookup(name); dup {
+			return fmt.Errorf("account %q is given twice", name)
+		}
+		out = append(out, Account{Name: name, Value: val})
+	}
+	*a = out
+	return nil
+}
+
+// Lookup returns the value of account name.
+func (a Accounts) Lookup(name string) (string, bool) {
+	for _, x := range a {
+		if x.Name == name {
+			return x.Value, true
+		}
+	}
+	return "", false
+}
+
+// Names lists the accounts.
+func (a Accounts) Names() []string {
+	out := make([]string, len(a))
+	for i, x := range a {
+		out[i] = x.Name
+	}
+	return out
+}
+
+// SecretAccounts is a per-account variable of secrets (tokens, webhook
+// URLs). It never prints them; SecretValues collects them for redaction.
+type SecretAccounts []Account
+
+// Decode implements envconfig.Decoder.
+func (s *SecretAccounts) Decode(v string) error {
+	var a Accounts
+	if err := a.Decode(v); err != nil {
+		return err
+	}
+	*s = SecretAccounts(a)
+	return nil
+}
+
+// Lookup returns the value of account name.
+func (s SecretAccounts) Lookup(name string) (string, bool) { return Accounts(s).Lookup(name) }
+
+// Names lists the accounts.
+func (s SecretAccounts) Names() []string { return Accounts(s).Names() }
+
+// String hides the values.
+func (s SecretAccounts) String() string { return fmt.Sprintf("[%d hidden]", len(s)) }
 
 // Bytes is an amount of memory: a number of bytes, or a number with KiB,
 // MiB or GiB (K, M, G, KB, MB and GB mean the same).
@@ -409,7 +521,70 @@ func (c Config) Validate() error {
 	if c.AgentMaxConcurrent < 1 || c.AgentMaxConcurrent > 64 {
 		bad("AGENT_MAX_CONCURRENT", "must be between 1 and 64")
 	}
+	c.validateChannels(bad)
 	return errors.Join(errs...)
+}
+
+// validateChannels checks that the per-account variables of each chat
+// channel name the same accounts, and that URLs are http(s) URLs. Values
+// are never repeated: they may be secrets.
+func (c Config) validateChannels(bad func(name, format string, args ...any)) {
+	pair := func(idName string, ids []string, secretName string, secrets []string) {
+		for _, n := range ids {
+			if !slices.Contains(secrets, n) {
+				bad(secretName, "account %q of TOOLSVC_%s has no value here", n, idName)
+			}
+		}
+		for _, n := range secrets {
+			if !slices.Contains(ids, n) {
+				bad(idName, "account %q of TOOLSVC_%s has no value here", n, secretName)
+			}
+		}
+	}
+	pair("FEISHU_APP_ID", c.FeishuAppID.Names(), "FEISHU_APP_SECRET", c.FeishuAppSecret.Names())
+	pair("QQ_APP_ID", c.QQAppID.Names(), "QQ_APP_SECRET", c.QQAppSecret.Names())
+	pair("DINGTALK_CLIENT_ID", c.DingTalkClientID.Names(), "DINGTALK_CLIENT_SECRET", c.DingTalkClientSecret.Names())
+	pair("WECOM_CORP_ID", c.WeComCorpID.Names(), "WECOM_SECRET", c.WeComSecret.Names())
+	pair("WECOM_CORP_ID", c.WeComCorpID.Names(), "WECOM_AGENT_ID", c.WeComAgentID.Names())
+	for _, a := range c.WeComAgentID {
+		if _, err := strconv.ParseInt(a.Value, 10, 64); err != nil {
+			bad("WECOM_AGENT_ID", "account %q: the AgentId is a number, such as 1000002", a.Name)
+		}
+	}
+	for _, a := range c.WebhookSecret {
+		if _, ok := c.WebhookURL.Lookup(a.Name); !ok {
+			bad("WEBHOOK_SECRET", "account %q has no TOOLSVC_WEBHOOK_URL", a.Name)
+		}
+	}
+	for _, a := range c.DingTalkRobotCode {
+		if _, ok := c.DingTalkClientID.Lookup(a.Name); !ok {
+			bad("DINGTALK_ROBOT_CODE", "account %q has no TOOLSVC_DINGTALK_CLIENT_ID", a.Name)
+		}
+	}
+	for _, a := range c.WeComWebhookURL {
+		if _, ok := c.WeComCorpID.Lookup(a.Name); ok {
+			bad("WECOM_WEBHOOK_URL", "account %q is also a WeCom app (TOOLSVC_WECOM_CORP_ID); give the robot another name", a.Name)
+		}
+	}
+	for _, a := range c.DiscordWebhookURL {
+		if _, ok := c.DiscordBotToken.Lookup(a.Name); ok {
+			bad("DISCORD_WEBHOOK_URL", "account %q is also a Discord bot (TOOLSVC_DISCORD_BOT_TOKEN); give the webhook another name", a.Name)
+		}
+	}
+	urls := map[string][]Account{
+		"FEISHU_BASE_URL": c.FeishuBaseURL, "WECOM_WEBHOOK_URL": c.WeComWebhookURL, "DISCORD_WEBHOOK_URL": c.DiscordWebhookURL, "WEBHOOK_URL": c.WebhookURL,
+		"QQ_BASE_URL": {{Value: c.QQBaseURL}}, "QQ_TOKEN_URL": {{Value: c.QQTokenURL}}, "DINGTALK_API_URL": {{Value: c.DingTalkAPIURL}},
+		"DINGTALK_OAPI_URL": {{Value: c.DingTalkOAPIURL}}, "WECOM_BASE_URL": {{Value: c.WeComBaseURL}}, "TELEGRAM_BASE_URL": {{Value: c.TelegramBaseURL}},
+		"DISCORD_BASE_URL": {{Value: c.DiscordBaseURL}}, "SLACK_BASE_URL": {{Value: c.SlackBaseURL}},
+	}
+	for name, list := range urls {
+		for _, a := range list {
+			if u, err := url.Parse(a.Value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+				bad(name, "is not an http(s) URL without credentials")
+				break
+			}
+		}
+	}
 }
 
 // validCIDR accepts what netguard.ParseCIDR accepts: a CIDR or one IP
@@ -456,7 +631,16 @@ func (c Config) secretValues(environ []string) []string {
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
 		name := Prefix + "_" + f.Tag.Get("envconfig")
-		if f.Type != reflect.TypeFor[Secrets]() && !redact.SecretVariable(name) {
+		if sa, ok := v.Field(i).Interface().(SecretAccounts); ok {
+			for _, a := range sa {
+				add(a.Value)
+				for _, part := range urlSecrets(a.Value) {
+					add(part)
+				}
+			}
+			continue
+		}
+		if f.Type != reflect.TypeFor[Secrets]() && f.Type != reflect.TypeFor[Secret]() && !redact.SecretVariable(name) {
 			continue
 		}
 		switch fv := v.Field(i); fv.Kind() {
@@ -475,6 +659,34 @@ func (c Config) secretValues(environ []string) []string {
 		if ok && strings.HasPrefix(k, Prefix+"_") && redact.SecretVariable(k) {
 			add(val)
 		}
+	}
+	return out
+}
+
+// urlSecrets returns the parts of a secret URL that are secrets by
+// themselves: query values (WeCom's key=) and long path segments (the token
+// of a Discord or Slack webhook), so that an answer quoting only the token
+// is redacted too.
+func urlSecrets(v string) []string {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	for _, vals := range u.Query() {
+		for _, q := range vals {
+			if len(q) >= 8 {
+				out = append(out, q)
+			}
+		}
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 16 {
+			out = append(out, seg)
+		}
+	}
+	if u.User != nil {
+		out = append(out, u.User.String())
 	}
 	return out
 }

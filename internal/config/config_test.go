@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,5 +87,70 @@ func TestCheckFolders(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestChannelAccounts(t *testing.T) {
+	var a Accounts
+	if err := a.Decode("cli_main"); err != nil || len(a) != 1 || a[0] != (Account{"default", "cli_main"}) {
+		t.Fatalf("bare value: %v %v", a, err)
+	}
+	if err := a.Decode("ops=cli_ops, default = cli_main"); err != nil || a.Names()[0] != "ops" {
+		t.Fatalf("pairs: %v %v", a, err)
+	}
+	if v, ok := a.Lookup("default"); !ok || v != "cli_main" {
+		t.Errorf("lookup: %q %v", v, ok)
+	}
+	// A URL's query is no account name: the value is taken whole.
+	if err := a.Decode("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=abc"); err != nil || a[0].Name != "default" || a[0].Value != "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=abc" {
+		t.Errorf("URL: %v %v", a, err)
+	}
+	if err := a.Decode("x=1,x=2"); err == nil {
+		t.Error("an account given twice was accepted")
+	}
+
+	c := Config{
+		FeishuAppID:     Accounts{{"default", "cli_a"}, {"ops", "cli_b"}},
+		FeishuAppSecret: SecretAccounts{{"default", "feishu-secret-a"}, {"ops", "feishu-secret-b"}},
+		WeComWebhookURL: SecretAccounts{{"default", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key"}},
+		WebhookURL:      SecretAccounts{{"default", "https://hooks.example/in"}, {"discord", "https://discord.com/api/webhooks/1234/aVeryLongWebhookToken_0123"}},
+	}
+	got := c.secretValues(nil)
+	for _, want := range []string{"feishu-secret-a", "feishu-secret-b", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key", "https://hooks.example/in",
+		"robot-key", "aVeryLongWebhookToken_0123"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SecretValues misses %q", want)
+		}
+	}
+	for _, not := range []string{"cli_a", "webhooks", "in", "1234"} {
+		if slices.Contains(got, not) {
+			t.Errorf("%q counted as a secret", not)
+		}
+	}
+	if s := fmt.Sprint(c.FeishuAppSecret); strings.Contains(s, "feishu-secret") {
+		t.Errorf("secrets print: %s", s)
+	}
+	if !c.ChannelsEnabled() || (Config{}).ChannelsEnabled() {
+		t.Error("ChannelsEnabled")
+	}
+}
+
+func TestChannelValidation(t *testing.T) {
+	t.Setenv("TOOLSVC_FEISHU_APP_ID", "default=cli_a,ops=cli_b")
+	t.Setenv("TOOLSVC_FEISHU_APP_SECRET", "feishu-secret-a")
+	t.Setenv("TOOLSVC_WEBHOOK_URL", "ftp://hooks.example/in")
+	t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
+	t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
+	_, err := Load()
+	if err == nil {
+		t.Fatal("mismatched accounts accepted")
+	}
+	for _, want := range []string{`TOOLSVC_FEISHU_APP_SECRET: account "ops"`, "TOOLSVC_WEBHOOK_URL: is not an http(s) URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "feishu-secret-a") || strings.Contains(err.Error(), "hooks.example") {
+		t.Errorf("error repeats a secret: %v", err)
 	}
 }

@@ -246,6 +246,8 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	meta := registry.Meta{
 		SessionID: headerValue(r, "X-Session-ID"),
 		Source:    headerValue(r, "X-Source"),
+		Channel:   headerValue(r, "X-Channel"),
+		ChatID:    headerValue(r, "X-Chat-ID"),
 	}
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {

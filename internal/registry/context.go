@@ -8,12 +8,18 @@ type Call struct {
 	Tool      string
 	SessionID string // from X-Session-ID; may be empty
 	Source    string // the channel the session belongs to (X-Source); may be empty
+	// Channel and ChatID name the chat the session belongs to when the
+	// caller says so outright (X-Channel, X-Chat-ID); send_media reads
+	// them, or else the session ID.
+	Channel, ChatID string
 }
 
 // Meta is what the caller of Invoke knows about a call.
 type Meta struct {
 	SessionID string
 	Source    string
+	Channel   string
+	ChatID    string
 	// Progress, when set, receives progress events a tool reports while it
 	// runs (for example exec's output as it comes). It is called from the
 	// tool's goroutine and must not block for long.

@@ -12,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/browser"
+	"github.com/countbot/toolsvc/internal/channels"
+	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/extract"
 	"github.com/countbot/toolsvc/internal/memory"
@@ -42,6 +44,7 @@ var toolArgs = map[string]struct {
 	"web_fetch":   {webFetchArgs{}, nil},                // exactly one of url and urls: a rule
 	"screenshot":  {screenshotArgs{}, nil},              // type follows from url; desktop otherwise
 	"memory":      {memoryArgs{}, []string{"action"}},   // content and keywords: rules per action
+	"send_media":  {sendMediaArgs{}, []string{"file_paths"}},
 }
 
 // registeredTools builds every tool the service has (internal/app
@@ -79,6 +82,8 @@ func registeredTools(t *testing.T) map[string]json.RawMessage {
 		NewWebFetch(guard, extract.New(extract.Options{}), WebFetchOptions{}),
 		NewScreenshot(ws, browser.New(browser.Options{}), desktop.New(), ScreenshotOptions{}),
 		NewMemory(memory.New(ws.Root(), memory.Options{Root: ws.Current})),
+		// A channel, so that send_media is built too.
+		NewSendMedia(ws, channels.FromConfig(config.Config{WebhookURL: config.SecretAccounts{{Name: "default", Value: "http://127.0.0.1:9/hook"}}}, channels.Options{}), zerolog.Nop()),
 	}
 	reg := registry.New(registry.Options{Log: zerolog.Nop()})
 	for _, tool := range list {

@@ -1,0 +1,168 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// dingtalkFake checks requests as DingTalk would: the OAuth2 access token,
+// media/upload with ?access_token= and a "media" file field, and the robot
+// APIs with x-acs-dingtalk-access-token and msgParam as a JSON string.
+type dingtalkFake struct {
+	t        *testing.T
+	mu       sync.Mutex
+	tokens   int
+	valid    []string
+	limitNxt int // media uploads answered with errcode 90018
+	limit429 int // robot sends answered with HTTP 429 and a Retry-After
+	uploads  map[string]string // media_id -> content
+	sends    []string          // path + body summary
+}
+
+func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
+	t := f.t
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case r.URL.Path == "/v1.0/oauth2/accessToken":
+		var b map[string]string
+		readJSON(t, r, &b)
+		if b["appKey"] != "ding-app" || b["appSecret"] != "ding-secret-123" {
+			writeJSON(w, 400, map[string]any{"code": "invalidClientIdOrSecret", "message": "无效的clientId或clientSecret"})
+			return
+		}
+		f.tokens++
+		tok := fmt.Sprintf("ding-tok-%d", f.tokens)
+		f.valid = append(f.valid, tok)
+		writeJSON(w, 200, map[string]any{"accessToken": tok, "expireIn": 7200})
+	case r.URL.Path == "/media/upload":
+		if !slices.Contains(f.valid, r.URL.Query().Get("access_token")) {
+			writeJSON(w, 200, map[string]any{"errcode": 40014, "errmsg": "不合法的access_token"})
+			return
+		}
+		if f.limitNxt > 0 {
+			f.limitNxt--
+			writeJSON(w, 200, map[string]any{"errcode": 90018, "errmsg": "当前企业调用该接口的QPS已达到上限"})
+			return
+		}
+		fd := readForm(t, r)
+		typ := r.URL.Query().Get("type")
+		if fd.Files["media"] == nil || !slices.Contains([]string{"image", "file", "video", "voice"}, typ) {
+			t.Errorf("upload: type %q, files %v", typ, fd.Filenames)
+		}
+		id := fmt.Sprintf("@%s-%d", typ, len(f.uploads))
+		f.uploads[id] = string(fd.Files["media"])
+		writeJSON(w, 200, map[string]any{"errcode": 0, "errmsg": "ok", "media_id": id, "type": typ, "created_at": 1})
+	case strings.HasPrefix(r.URL.Path, "/v1.0/robot/"):
+		if !slices.Contains(f.valid, r.Header.Get("x-acs-dingtalk-access-token")) {
+			writeJSON(w, 401, map[string]any{"code": "InvalidAuthentication", "message": "不合法的access_token"})
+			return
+		}
+		if f.limit429 > 0 {
+			f.limit429--
+			w.Header().Set("Retry-After", "2")
+			writeJSON(w, 429, map[string]any{"code": "Throttling", "message": "too many requests"})
+			return
+		}
+		var b map[string]any
+		readJSON(t, r, &b)
+		var param map[string]string
+		if s, ok := b["msgParam"].(string); !ok || json.Unmarshal([]byte(s), &param) != nil {
+			t.Errorf("msgParam %v is not a JSON string", b["msgParam"])
+		}
+		if b["robotCode"] != "ding-app" {
+			t.Errorf("robotCode %v", b["robotCode"])
+		}
+		to := fmt.Sprint(b["openConversationId"])
+		if r.URL.Path == "/v1.0/robot/oToMessages/batchSend" {
+			to = fmt.Sprint(b["userIds"])
+		}
+		f.sends = append(f.sends, fmt.Sprintf("%s %s %s %v", strings.TrimPrefix(r.URL.Path, "/v1.0/robot/"), to, b["msgKey"], param))
+		writeJSON(w, 200, map[string]any{"processQueryKey": "pqk"})
+	default:
+		t.Errorf("unexpected path %s", r.URL.Path)
+		w.WriteHeader(404)
+	}
+}
+
+func TestDingTalk(t *testing.T) {
+	df := &dingtalkFake{t: t, uploads: map[string]string{}}
+	srv := fake(t, df.handler)
+	clk := newClock()
+	dt := NewDingTalk(DingTalkAccount{ClientID: "ding-app", ClientSecret: "ding-secret-123", APIURL: srv.URL, OAPIURL: srv.URL}, testOptions(clk))
+	ctx := context.Background()
+	jpg := memFile(t, "p.jpg", []byte("jpg-data"))
+	xlsx := memFile(t, "sheet.xlsx", []byte("xlsx-data"))
+
+	mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "cidGROUP=="}, Caption: "numbers", Files: []*File{jpg, xlsx}}))
+	want := []string{
+		"groupMessages/send cidGROUP== sampleText map[content:numbers]",
+		"groupMessages/send cidGROUP== sampleImageMsg map[photoURL:@image-0]",
+		"groupMessages/send cidGROUP== sampleFile map[fileName:sheet.xlsx fileType:xlsx mediaId:@file-1]",
+	}
+	if !slices.Equal(df.sends, want) {
+		t.Errorf("sends:\n%s\nwant\n%s", strings.Join(df.sends, "\n"), strings.Join(want, "\n"))
+	}
+	if df.uploads["@image-0"] != "jpg-data" || df.uploads["@file-1"] != "xlsx-data" {
+		t.Errorf("uploads %v", df.uploads)
+	}
+	t.Run("one-to-one", func(t *testing.T) {
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "manager4220"}, Caption: "hi"}))
+		if got := df.sends[len(df.sends)-1]; got != "oToMessages/batchSend [manager4220] sampleText map[content:hi]" {
+			t.Errorf("got %s", got)
+		}
+	})
+	t.Run("token refreshed after expiry", func(t *testing.T) {
+		clk.Advance(2 * time.Hour)
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Files: []*File{jpg}}))
+		if df.tokens != 2 {
+			t.Errorf("tokens %d, want 2", df.tokens)
+		}
+	})
+	t.Run("invalid token fetched again", func(t *testing.T) {
+		df.mu.Lock()
+		df.valid = nil
+		df.mu.Unlock()
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Files: []*File{jpg}}))
+		if df.tokens != 3 {
+			t.Errorf("tokens %d, want 3", df.tokens)
+		}
+	})
+	t.Run("rate limit then success", func(t *testing.T) {
+		df.mu.Lock()
+		df.limitNxt = 1
+		df.mu.Unlock()
+		n := len(clk.Sleeps())
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Files: []*File{xlsx}}))
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second}) {
+			t.Errorf("waits %v, want [1s]", s)
+		}
+		df.mu.Lock()
+		df.limit429 = 1
+		df.mu.Unlock()
+		n = len(clk.Sleeps())
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Caption: "after 429"}))
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{2 * time.Second}) {
+			t.Errorf("waits %v, want [2s]", s)
+		}
+	})
+	t.Run("bad secret", func(t *testing.T) {
+		bad := NewDingTalk(DingTalkAccount{ClientID: "ding-app", ClientSecret: "nope", APIURL: srv.URL, OAPIURL: srv.URL}, testOptions(clk))
+		out := bad.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Caption: "x"})
+		if out.Caption == nil || !strings.Contains(out.Caption.Error(), "invalidClientIdOrSecret") {
+			t.Errorf("got %v", out.Caption)
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		if r := dt.Check(&File{Name: "v.mp4", Ext: "mp4", Kind: Video, Size: 21 << 20}); !strings.Contains(r, "20 MB") {
+			t.Errorf("21 MB: %q", r)
+		}
+	})
+}
