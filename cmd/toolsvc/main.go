@@ -122,8 +122,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	conv, err := newConversations(cfg, agents, reg, dataDir, log, red.String) // send_message
+	if err != nil {
+		return err
+	}
 	cleanup, err := tools.Register(reg, tools.Deps{Config: cfg, Workspace: ws, DataDir: dataDir, Log: log, Skills: sk,
-		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }, Agents: agents})
+		Unavailable: func(tool, reason string) { off[tool] = "off: " + reason }, Agents: agents, Conversations: conv})
 	if err != nil {
 		return err
 	}

@@ -44,9 +44,12 @@ type Deps struct {
 	// Unavailable, when set, is told of each tool left out because what
 	// it needs is missing here, and why.
 	Unavailable func(tool, reason string)
-	// Agents, when set, runs sub-agents for spawn; nil (no model endpoint
-	// configured) leaves spawn out.
+	// Agents, when set, runs sub-agents for spawn and workflow_run; nil
+	// (no model endpoint configured) leaves them out.
 	Agents *agent.Manager
+	// Conversations, when set, answers send_message (the voice-device
+	// conversation mode); nil leaves it out.
+	Conversations *agent.Conversations
 }
 
 // Register builds every tool whose dependencies are configured and adds it
@@ -105,9 +108,13 @@ func Register(reg *registry.Registry, d Deps) (cleanup func(), err error) {
 	})
 	closers = append(closers, func() { _ = shots.Close() })
 	list = append(list, NewScreenshot(d.Workspace, shots, desktop.New(), ScreenshotOptions{Timeout: c.ScreenshotTimeout}))
-	// spawn: only with a model endpoint behind it.
+	// spawn, workflow_run, send_message: only with a model endpoint behind them.
 	if d.Agents != nil {
 		list = append(list, NewSpawn(d.Agents, c.AgentTimeout, c.AgentMaxConcurrent))
+		list = append(list, NewWorkflowRun(d.Agents, c.AgentTimeout))
+	}
+	if d.Conversations != nil {
+		list = append(list, NewSendMessage(d.Conversations, c.AgentMaxConcurrent))
 	}
 	// exec: the command guard judges every script, the sandbox confines
 	// what passes. A bad pattern or an unavailable sandbox mode that was
