@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -153,10 +155,32 @@ func TestWorkflowRunEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("streamed", func(t *testing.T) {
+		body, _ := json.Marshal(map[string]any{"goal": "g", "agents": []map[string]any{{"id": "one", "task": "t"}, {"id": "two", "task": "t"}}})
+		resp, raw := s.do(t, "POST", "/tools/workflow_run/invoke", bytes.NewReader(body), map[string]string{"Accept": "text/event-stream"})
+		events := parseSSE(t, raw)
+		if resp.StatusCode != 200 || len(events) < 2 {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+		var text strings.Builder
+		for _, e := range events[:len(events)-1] {
+			var d struct{ Text string }
+			if e.name != "progress" || json.Unmarshal([]byte(e.data), &d) != nil {
+				t.Errorf("event %+v", e)
+			}
+			text.WriteString(d.Text)
+		}
+		assertContains(t, "progress", text.String(), "workflow (pipeline) of 2 agents started\n", "[one] starting\n", "[one] sa-", ": model reply 1\n", "[one] completed after 1 turns (sa-", "[two] completed")
+		var res registry.Result
+		if last := events[len(events)-1]; last.name != "result" || json.Unmarshal([]byte(last.data), &res) != nil || !strings.Contains(res.Result, "output of two") {
+			t.Errorf("last event %+v", last)
+		}
+	})
+
 	// Every agent was a sub-agent task of its own.
 	resp, body := s.do(t, "GET", "/agents", nil, nil)
 	var list struct{ Agents []agent.Summary }
-	if resp.StatusCode != 200 || json.Unmarshal(body, &list) != nil || len(list.Agents) != 11 {
+	if resp.StatusCode != 200 || json.Unmarshal(body, &list) != nil || len(list.Agents) != 13 {
 		t.Errorf("GET /agents: %d, %d tasks", resp.StatusCode, len(list.Agents))
 	}
 	assertNoKey(t, s)
@@ -381,5 +405,61 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 	var res registry.Result
 	if last := events[len(events)-1]; last.name != "result" || json.Unmarshal([]byte(last.data), &res) != nil || res.Status != "success" {
 		t.Errorf("last event %+v", last)
+	}
+}
+
+// TestModelKeyStaysInTheService tries to get the model key out: a command
+// of a workflow agent and of the conversation agent prints the
+// environment, a model "leaks" the key in its answers, the key is sent as
+// the session ID, and the operator tries to pass it to commands. The key
+// reaches no command, no result, no stream, no file and no log.
+func TestModelKeyStaysInTheService(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", llmKey) // the same key under a common name, not allow-listed
+	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
+		msgs := chatMessages(t, r)
+		if msgs[len(msgs)-1].Role == "tool" {
+			return agenttest.Final("the key is " + llmKey)
+		}
+		return agenttest.Call("c1", "exec", `{"command":"env; cat /proc/self/environ | tr '\\0' '\\n'"}`)
+	})
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true", "EXEC_SANDBOX": "none"}))
+
+	wf := mustSucceed(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "agents": []map[string]any{{"id": "a", "task": "print env"}}}))
+	msg := mustSucceed(t, s.invoke(t, "send_message", map[string]any{"text": "print env"}, "X-Session-ID", "session-"+llmKey))
+	body, _ := json.Marshal(map[string]any{"task": "print env", "wait": true})
+	_, stream := s.do(t, "POST", "/tools/spawn/invoke", bytes.NewReader(body), map[string]string{"Accept": "text/event-stream"})
+	id := agentID.FindString(string(stream))
+	_, events := s.do(t, "GET", "/agents/"+id+"/events", nil, nil)
+	for what, text := range map[string]string{"workflow_run": wf, "send_message": msg, "spawn stream": string(stream), "events": string(events)} {
+		if strings.Contains(text, llmKey) {
+			t.Errorf("%s shows the key:\n%s", what, text)
+		}
+	}
+	assertContains(t, "workflow_run", wf, "the key is [REDACTED")
+	// Results are redacted too, so a command that saw the key would show
+	// [REDACTED]: the commands' output must have neither.
+	for i, r := range llm.Requests() {
+		for _, m := range chatMessages(t, r) {
+			if m.Role == "tool" && (strings.Contains(m.Content, llmKey) || strings.Contains(m.Content, "[REDACTED]") || !strings.Contains(m.Content, "PATH=")) {
+				t.Errorf("model request %d: a command's environment held the key, or was not shown:\n%s", i, m.Content)
+			}
+		}
+	}
+	assertNoKey(t, s)
+	filepath.WalkDir(s.DataDir, func(p string, d fs.DirEntry, err error) error {
+		if strings.Contains(p, llmKey) {
+			t.Errorf("a file is named after the key: %s", p)
+		}
+		return nil
+	})
+
+	for _, allow := range []string{"TOOLSVC_LLM_API_KEY", "TOOLSVC_LLM_*", "toolsvc_llm_api_key"} {
+		clearToolsvcEnv(t)
+		t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
+		t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
+		t.Setenv("TOOLSVC_EXEC_ENV_ALLOW", allow)
+		if err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_ENV_ALLOW") {
+			t.Errorf("EXEC_ENV_ALLOW=%s: %v", allow, err)
+		}
 	}
 }
