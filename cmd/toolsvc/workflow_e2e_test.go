@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -461,5 +462,46 @@ func TestModelKeyStaysInTheService(t *testing.T) {
 		if err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_ENV_ALLOW") {
 			t.Errorf("EXEC_ENV_ALLOW=%s: %v", allow, err)
 		}
+	}
+}
+
+// TestAgentToolsListing: GET /tools has exactly the model's tools on top
+// of the others when a model and the conversation mode are configured, and
+// their definitions are pinned by a golden file like the filesystem
+// tools'.
+func TestAgentToolsListing(t *testing.T) {
+	plain := startServer(t, nil).toolNames(t)
+	llm := agenttest.New(t, agenttest.Reply(agenttest.Final("x")))
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true"}))
+	_, first := s.do(t, "GET", "/tools", nil, nil)
+	var defs []registry.Definition
+	var raw []json.RawMessage
+	if json.Unmarshal(first, &defs) != nil || json.Unmarshal(first, &raw) != nil {
+		t.Fatalf("GET /tools: %s", first)
+	}
+	var extra []string
+	var pinned []json.RawMessage
+	for i, d := range defs {
+		if !slices.Contains(plain, d.Function.Name) {
+			extra = append(extra, d.Function.Name)
+			pinned = append(pinned, raw[i])
+		}
+	}
+	if !slices.Equal(extra, []string{"send_message", "spawn", "workflow_run"}) || len(defs) != len(plain)+3 {
+		t.Fatalf("tools with a model, beyond the others: %v", extra)
+	}
+	got, _ := json.MarshalIndent(pinned, "", "  ")
+	golden := filepath.Join("testdata", "agent_tools.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/toolsvc -run TestAgentToolsListing -update)", err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
+		t.Errorf("agent tool definitions changed; if intended, run with -update.\ngot:\n%s", got)
 	}
 }
