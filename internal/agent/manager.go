@@ -213,8 +213,9 @@ type StartOptions struct {
 	// Queue waits for a free slot until ctx is done, instead of failing
 	// with ErrBusy (a workflow's agents wait for each other this way).
 	Queue bool
-	// OnEvent hears of the task's turns and tool calls as they happen,
-	// from the task's goroutine: it must not block.
+	// OnEvent hears of the task's turns, tool calls and end as they
+	// happen, from the task's goroutine with the manager's lock held, so
+	// that it sees them in order: it must not block or call the manager.
 	OnEvent func(Event)
 }
 
