@@ -320,7 +320,7 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 	release, following := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	n := 0
-	llm := agenttest.New(t, func(agenttest.Request) agenttest.Response {
+	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
 		mu.Lock()
 		n++
 		k := n
@@ -341,10 +341,12 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 			}
 			return agenttest.Final("all listed")
 		default:
-			if k%2 == 1 {
-				return agenttest.Call("c", "list_dir", `{"path":"."}`)
+			// Later tasks, which may run side by side: one call, then
+			// the answer.
+			if msgs := chatMessages(t, r); msgs[len(msgs)-1].Role == "tool" {
+				return agenttest.Final("done again")
 			}
-			return agenttest.Final("done again")
+			return agenttest.Call("c", "list_dir", `{"path":"."}`)
 		}
 	})
 	s := startServer(t, llmEnv(llm.URL, nil))
@@ -385,6 +387,12 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 	}
 	if resp, _ := s.do(t, "GET", "/agents/sa-000000000000/events", nil, nil); resp.StatusCode != 404 {
 		t.Errorf("unknown task: %d", resp.StatusCode)
+	}
+	// HEAD of a running task's stream answers at once, with no stream.
+	out = mustSucceed(t, s.invoke(t, "spawn", map[string]any{"task": "another"}))
+	if resp, body := s.do(t, "HEAD", "/agents/"+agentID.FindString(out)+"/events", nil, nil); resp.StatusCode != 200 ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || len(body) != 0 {
+		t.Errorf("HEAD of the events: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 
 	// spawn with wait, streamed: progress events, then the result.

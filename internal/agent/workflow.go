@@ -22,6 +22,8 @@ const MaxWorkflowAgents = 10
 const (
 	maxInputChars   = 6000  // of one earlier output, as shown to a later agent
 	maxSectionChars = 8000  // of one output, as shown in the report
+	maxReportChars  = 60000 // of all the outputs in the report, shared among them
+	minSectionChars = 2000  // of one output however many there are
 	maxGoalChars    = 4000  // of the goal
 	maxSlotChars    = 20000 // of one slot's task
 )
@@ -520,12 +522,27 @@ func (r Report) Markdown() string {
 	case failed+skipped > 0:
 		b.WriteString("\nSome agents did not complete; their sections say why. Next: use what completed, and redo the rest yourself or in a smaller workflow.\n")
 	}
+	// The outputs share one budget, so a large workflow's report stays
+	// readable in a model's context; the whole answers are kept.
+	sections := 0
+	for _, o := range r.Slots {
+		if strings.TrimSpace(o.Result.Answer) != "" {
+			sections++
+		}
+		if o.Review != nil && strings.TrimSpace(o.Review.Answer) != "" {
+			sections++
+		}
+	}
+	limit := maxSectionChars
+	if sections > 0 {
+		limit = max(minSectionChars, min(maxSectionChars, maxReportChars/sections))
+	}
 	for i, o := range r.Slots {
 		fmt.Fprintf(&b, "\n## %d. `%s`: %s\n\n", i+1, o.Slot.ID, oneLine(o.Slot.Role, 80))
-		section(&b, o.Result)
+		section(&b, o.Result, limit)
 		if o.Review != nil {
 			fmt.Fprintf(&b, "\n### Cross-review by `%s`\n\n", o.Slot.ID)
-			section(&b, *o.Review)
+			section(&b, *o.Review, limit)
 		}
 	}
 	return b.String()
@@ -542,7 +559,7 @@ func statusLine(r AgentResult) string {
 	return s
 }
 
-func section(b *strings.Builder, r AgentResult) {
+func section(b *strings.Builder, r AgentResult, limit int) {
 	if r.Status != StatusCompleted {
 		fmt.Fprintf(b, "*%s*", r.Status)
 		if r.Error != "" {
@@ -560,8 +577,8 @@ func section(b *strings.Builder, r AgentResult) {
 		}
 		return
 	}
-	if len([]rune(answer)) > maxSectionChars {
-		answer = cut(answer, maxSectionChars) + fmt.Sprintf("\n\n(cut here; the whole answer is at GET /agents/%s)", r.AgentID)
+	if len([]rune(answer)) > limit {
+		answer = cut(answer, limit) + fmt.Sprintf("\n\n(cut here; the whole answer is at GET /agents/%s)", r.AgentID)
 	}
 	b.WriteString(answer)
 	b.WriteString("\n")

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -295,4 +296,27 @@ func assertHas(t *testing.T, what, text string, wants ...string) {
 			t.Errorf("%s lacks %q:\n%s", what, w, text)
 		}
 	}
+}
+
+// TestWorkflowReportBounds: the outputs share one budget in the report, each
+// cut one says where the whole answer is, and an agent that did not
+// complete shows why and its last words.
+func TestWorkflowReportBounds(t *testing.T) {
+	long := strings.Repeat("word ", 4000) // 20,000 characters
+	w := agent.Workflow{Goal: "g", Mode: "council", CrossReview: true}
+	rep := agent.Report{Workflow: w}
+	for i := range agent.MaxWorkflowAgents {
+		id := fmt.Sprintf("a%d", i)
+		r := agent.AgentResult{AgentID: fmt.Sprintf("sa-00000000000%d", i), Status: agent.StatusCompleted, Turns: 1, Answer: long}
+		rep.Slots = append(rep.Slots, agent.SlotOutcome{Slot: agent.Slot{ID: id, Role: id}, Result: r, Review: &r})
+	}
+	rep.Slots[9].Result = agent.AgentResult{AgentID: "sa-000000000009", Status: agent.StatusFailed, Turns: 3, Answer: "half done", Error: "stopped after 3 model replies"}
+	rep.Slots[9].Review = nil
+	md := rep.Markdown()
+	if len(md) > 70000 {
+		t.Errorf("report of %d characters", len(md))
+	}
+	assertHas(t, "report", md, "(cut here; the whole answer is at GET /agents/sa-000000000003)",
+		"10 agents: 9 completed, 1 failed, 0 skipped", "`a9` (a9): failed in 3 turns, sa-000000000009: stopped after 3 model replies",
+		"*failed*: stopped after 3 model replies\n\nIts last words:\n\nhalf done", "Some agents did not complete")
 }

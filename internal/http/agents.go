@@ -115,6 +115,9 @@ func streamAgent(w http.ResponseWriter, r *http.Request, m *agent.Manager, id st
 		send("end", t)
 	}
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // the headers a GET would have, and no stream
+	}
 	if !write([]byte(": following " + id + "\n\n")) {
 		return
 	}
