@@ -88,9 +88,9 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		name = fmt.Sprintf("%s (%s)", task.ID, label)
 	}
 	if !a.Wait {
-		return fmt.Sprintf("Sub-agent %s started in the background. Its progress and final answer: GET /agents/%s; cancel it with DELETE /agents/%s. "+
+		return fmt.Sprintf("Sub-agent %s started in the background. Its progress and final answer: GET /agents/%s (live: GET /agents/%s/events); cancel it with DELETE /agents/%s. "+
 			"It may run for up to %s. Next: carry on with other work; call spawn with wait=true instead when you need the answer before going on.",
-			name, task.ID, task.ID, t.timeout), nil
+			name, task.ID, task.ID, task.ID, t.timeout), nil
 	}
 	done, _ := t.agents.Wait(ctx, task.ID)
 	switch done.Status {
