@@ -253,6 +253,14 @@ func TestSendMessageEndToEnd(t *testing.T) {
 	if n := len(chatMessages(t, llm.Requests()[3])); n != 2 {
 		t.Errorf("a new session was sent %d messages", n)
 	}
+	// Streamed: the agent's steps as progress events, then the reply.
+	body, _ := json.Marshal(map[string]any{"text": "and after?"})
+	resp, raw := s.do(t, "POST", "/tools/send_message/invoke", bytes.NewReader(body), map[string]string{"Accept": "text/event-stream", "X-Session-ID": "other"})
+	events := parseSSE(t, raw)
+	if resp.StatusCode != 200 || len(events) != 2 || events[0].name != "progress" || !strings.Contains(events[0].data, "other: model reply 1") ||
+		events[1].name != "result" || !strings.Contains(events[1].data, "Tomorrow too.") {
+		t.Errorf("streamed send_message: %d %s", resp.StatusCode, raw)
+	}
 	assertNoKey(t, s)
 
 	t.Run("off without the mode or a model", func(t *testing.T) {
