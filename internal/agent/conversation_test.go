@@ -151,3 +151,28 @@ func TestConversationTimeout(t *testing.T) {
 		t.Errorf("a failed exchange was kept: %v", err)
 	}
 }
+
+// TestConversationBusy: beyond MaxConcurrent messages being answered, one
+// more is refused at once with ErrBusy rather than queued.
+func TestConversationBusy(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := agenttest.New(t, func(agenttest.Request) agenttest.Response {
+		close(arrived)
+		<-release
+		return agenttest.Final("ok")
+	})
+	c := conversations(t, srv, t.TempDir(), func(o *agent.ConversationOptions) { o.MaxConcurrent = 1 })
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Send(context.Background(), "a", "one", nil)
+		first <- err
+	}()
+	<-arrived
+	if _, err := c.Send(context.Background(), "b", "two", nil); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("second message: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first message: %v", err)
+	}
+}
