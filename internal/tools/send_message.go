@@ -34,6 +34,10 @@ const sendMessageSchema = `{
   "additionalProperties": false
 }`
 
+type sendMessageArgs struct {
+	Text string `json:"text"`
+}
+
 func (t *SendMessage) Name() string { return "send_message" }
 
 func (t *SendMessage) Description() string {
@@ -47,9 +51,7 @@ func (t *SendMessage) Parameters() json.RawMessage { return json.RawMessage(send
 func (t *SendMessage) Timeout() time.Duration { return agent.ConversationTimeout + 10*time.Second }
 
 func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a struct {
-		Text string `json:"text"`
-	}
+	var a sendMessageArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return "", err
 	}
