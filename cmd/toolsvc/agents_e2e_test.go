@@ -231,13 +231,19 @@ func TestSpawnTurnLimitEndToEnd(t *testing.T) {
 	}
 }
 
-// TestAgentsOffWithoutModel: with no model configured there is no spawn
-// tool and no /agents route.
+// TestAgentsOffWithoutModel: with no model configured there is no spawn,
+// workflow_run or send_message tool and no /agents route.
 func TestAgentsOffWithoutModel(t *testing.T) {
 	t.Parallel()
 	s := startConfig(t, nil)
-	if names := s.toolNames(t); slices.Contains(names, "spawn") {
-		t.Errorf("spawn offered without a model: %v", names)
+	names := s.toolNames(t)
+	for _, tool := range []string{"spawn", "workflow_run", "send_message"} {
+		if slices.Contains(names, tool) {
+			t.Errorf("%s offered without a model: %v", tool, names)
+		}
+		if resp, body := s.do(t, "POST", "/tools/"+tool+"/invoke", strings.NewReader(`{"text":"hi"}`), nil); resp.StatusCode != 404 || !strings.Contains(string(body), "unknown_tool") {
+			t.Errorf("invoking %s without a model: %d %s", tool, resp.StatusCode, body)
+		}
 	}
 	if resp, body := s.do(t, "GET", "/agents", nil, nil); resp.StatusCode != 404 {
 		t.Errorf("GET /agents: %d %s", resp.StatusCode, body)

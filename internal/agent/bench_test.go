@@ -33,3 +33,35 @@ func BenchmarkLoopTwoTurns(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWorkflowGraph measures what a workflow's orchestration costs
+// beyond its agents' own model time: a graph of ten agents (one root, eight
+// in parallel after it, one joining them), each one model reply on
+// loopback, through the manager (task files written at start, each turn and
+// the end). Compare with BenchmarkLoopTwoTurns times ten.
+func BenchmarkWorkflowGraph(b *testing.B) {
+	reg, _, _ := newRegistry(b, "list_dir")
+	srv := agenttest.New(b, agenttest.Reply(agenttest.Final("an output of a few words")))
+	m, err := agent.NewManager(agent.ManagerOptions{Dir: b.TempDir(), Model: newClient(srv, nil), Tools: reg, MaxTurns: 3, MaxConcurrent: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	w := agent.Workflow{Goal: "g", Mode: agent.ModeGraph, Agents: []agent.Slot{{ID: "root", Task: "t"}}}
+	var mid []string
+	for i := range 8 {
+		id := string(rune('a' + i))
+		mid = append(mid, id)
+		w.Agents = append(w.Agents, agent.Slot{ID: id, Task: "t", DependsOn: []string{"root"}})
+	}
+	w.Agents = append(w.Agents, agent.Slot{ID: "join", Task: "t", DependsOn: mid})
+	if err := w.Normalize(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, _, _ := agent.RunWorkflow(context.Background(), m, w, nil).Counts(); c != 10 {
+			b.Fatalf("%d completed", c)
+		}
+	}
+}

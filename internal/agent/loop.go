@@ -87,11 +87,21 @@ type Loop struct {
 	Tools    Tools
 	Allowed  []string // default SubagentTools
 	MaxTurns int
+	// System is the system prompt; default SystemPrompt(MaxTurns).
+	System string
+	// Source is the audit source of the tool calls; default "subagent".
+	Source string
 }
 
 // Run works on task under ctx (which carries the task's deadline). id is
 // the sub-agent's ID, the session ID of every tool call it makes.
 func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
+	return l.Continue(ctx, id, nil, task, obs)
+}
+
+// Continue is Run after earlier messages of a conversation (user and
+// assistant texts), which the model sees before text.
+func (l *Loop) Continue(ctx context.Context, id string, history []Message, text string, obs Observer) Outcome {
 	allowed := l.Allowed
 	if allowed == nil {
 		allowed = SubagentTools
@@ -101,10 +111,17 @@ func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
 	for i, d := range defs {
 		names[i] = d.Function.Name
 	}
-	msgs := []Message{
-		{Role: "system", Content: SystemPrompt(l.MaxTurns)},
-		{Role: "user", Content: task},
+	system, source := l.System, l.Source
+	if system == "" {
+		system = SystemPrompt(l.MaxTurns)
 	}
+	if source == "" {
+		source = "subagent"
+	}
+	msgs := make([]Message, 0, len(history)+2)
+	msgs = append(msgs, Message{Role: "system", Content: system})
+	msgs = append(msgs, history...)
+	msgs = append(msgs, Message{Role: "user", Content: text})
 	var last string // the last non-empty text, reported when a bound stops the loop
 	var prevKey string
 	for turn := 1; turn <= l.MaxTurns; turn++ {
@@ -138,7 +155,7 @@ func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
 				content = fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name)
 				obs.Called(name, args, registry.Result{Tool: name, Status: registry.StatusError, Error: &registry.ErrorBody{Code: "duplicate_call"}})
 			default:
-				res := l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: "subagent"})
+				res := l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source})
 				content = res.Result
 				obs.Called(name, args, res)
 			}

@@ -121,9 +121,16 @@ type entry struct {
 	t      Task
 	cancel context.CancelCauseFunc // nil once finished
 	done   chan struct{}
+	// hook hears of every event from the loop's goroutine (the starter's
+	// own listener); subs are the followers (GET /agents/{id}/events).
+	hook func(Event)
+	subs map[*Subscription]struct{}
 }
 
-var errCanceledByRequest = errors.New("canceled by request")
+var (
+	errCanceledByRequest = errors.New("canceled by request")
+	errWorkflowEnded     = errors.New("the workflow call ended")
+)
 
 // NewManager loads the tasks kept in opts.Dir. A task still marked running
 // there was cut short by a stop or a crash: it is marked interrupted.
@@ -198,15 +205,44 @@ func (m *Manager) load() error {
 	return nil
 }
 
-// Start begins a task in the background and returns it as it starts.
+// Start begins a task in the background and returns it as it starts. It
+// fails with ErrBusy when MaxConcurrent tasks are running.
 func (m *Manager) Start(task, label string) (Task, error) {
+	return m.StartWith(context.Background(), task, StartOptions{Label: label})
+}
+
+// StartOptions are the choices of StartWith.
+type StartOptions struct {
+	Label string
+	// Queue waits for a free slot until ctx is done, instead of failing
+	// with ErrBusy (a workflow's agents wait for each other this way).
+	Queue bool
+	// OnEvent hears of the task's turns, tool calls and end as they
+	// happen, from the task's goroutine with the manager's lock held, so
+	// that it sees them in order: it must not block or call the manager.
+	OnEvent func(Event)
+}
+
+// StartWith begins a task in the background and returns it as it starts.
+// ctx bounds only the wait for a slot; the task runs on its own deadline.
+func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (Task, error) {
 	if len(task) > maxTaskChars {
 		return Task{}, fmt.Errorf("the task is longer than %d characters", maxTaskChars)
 	}
-	select {
-	case m.sem <- struct{}{}:
-	default:
-		return Task{}, ErrBusy
+	if o.Queue {
+		select {
+		case m.sem <- struct{}{}:
+		case <-ctx.Done():
+			return Task{}, context.Cause(ctx)
+		case <-m.base.Done():
+			return Task{}, ErrStopping
+		}
+	} else {
+		select {
+		case m.sem <- struct{}{}:
+		default:
+			return Task{}, ErrBusy
+		}
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -215,11 +251,11 @@ func (m *Manager) Start(task, label string) (Task, error) {
 		return Task{}, ErrStopping
 	}
 	now := m.opts.Now().UTC()
-	ctx, cancel := context.WithCancelCause(m.base)
+	tctx, cancel := context.WithCancelCause(m.base)
 	e := &entry{
-		t: Task{ID: newTaskID(), Label: m.opts.Redact(label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
+		t: Task{ID: newTaskID(), Label: m.opts.Redact(o.Label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
 			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}},
-		cancel: cancel, done: make(chan struct{}),
+		cancel: cancel, done: make(chan struct{}), hook: o.OnEvent, subs: map[*Subscription]struct{}{},
 	}
 	m.tasks[e.t.ID] = e
 	m.wg.Add(1)
@@ -228,7 +264,7 @@ func (m *Manager) Start(task, label string) (Task, error) {
 		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
 	}
 	snap := m.snapshot(e)
-	go m.run(ctx, e, task)
+	go m.run(tctx, e, task)
 	return snap, nil
 }
 
@@ -261,6 +297,8 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	switch {
 	case errors.Is(context.Cause(ctx), errCanceledByRequest):
 		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "canceled by request (DELETE /agents/" + t.ID + ")"}
+	case errors.Is(context.Cause(ctx), errWorkflowEnded):
+		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "stopped because the workflow call ended first (its deadline, or its client went away)"}
 	case ctx.Err() != nil:
 		t.Status, t.Error = StatusInterrupted, &Failure{Code: FailInterrupted, Message: "the service was shutting down; its work so far is in the tool calls"}
 	case tctx.Err() != nil:
@@ -274,6 +312,11 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	t.FinishedAt, t.UpdatedAt = &now, now
 	e.cancel(nil)
 	e.cancel = nil
+	final := Event{Type: EventEnd, Agent: t.ID, Time: now, Turn: t.Turns, Status: t.Status, Answer: cut(t.Answer, maxEventChars)}
+	if t.Error != nil {
+		final.Error = t.Error.Message
+	}
+	m.publishLocked(e, final)
 	m.mu.Unlock()
 	if err := m.save(e); err != nil {
 		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
@@ -293,7 +336,9 @@ type observer struct {
 
 func (o observer) Turn(n int) {
 	o.m.mu.Lock()
-	o.e.t.Turns, o.e.t.UpdatedAt = n, o.m.opts.Now().UTC()
+	now := o.m.opts.Now().UTC()
+	o.e.t.Turns, o.e.t.UpdatedAt = n, now
+	o.m.publishLocked(o.e, Event{Type: EventTurn, Agent: o.e.t.ID, Time: now, Turn: n})
 	o.m.mu.Unlock()
 	if err := o.m.save(o.e); err != nil {
 		o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
@@ -312,7 +357,11 @@ func (o observer) Called(name, args string, res registry.Result) {
 		o.e.t.ToolCalls = append(o.e.t.ToolCalls, rec)
 	}
 	o.e.t.UpdatedAt = o.m.opts.Now().UTC()
+	o.m.publishLocked(o.e, Event{Type: EventToolCall, Agent: o.e.t.ID, Time: o.e.t.UpdatedAt, Turn: o.e.t.Turns, Call: &rec})
 }
+
+// Model returns the model the sub-agents use.
+func (m *Manager) Model() Chatter { return m.opts.Model }
 
 // Get returns a task.
 func (m *Manager) Get(id string) (Task, bool) {

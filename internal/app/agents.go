@@ -50,3 +50,22 @@ func newAgents(stopping context.Context, cfg config.Config, reg *registry.Regist
 		m.Close(ctx)
 	}, nil
 }
+
+// newConversations builds send_message's conversations when the
+// voice-device conversation mode is on (TOOLSVC_XIAOZHI_CONVERSATION, which
+// needs a model), and nil otherwise. Histories are kept in
+// DATA_DIR/conversations/.
+func newConversations(cfg config.Config, m *agent.Manager, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (*agent.Conversations, error) {
+	if !cfg.XiaozhiConversation || m == nil {
+		return nil, nil
+	}
+	return agent.NewConversations(agent.ConversationOptions{
+		Dir:           filepath.Join(dataDir, "conversations"),
+		Model:         m.Model(),
+		Tools:         reg,
+		MaxTurns:      cfg.AgentMaxTurns,
+		MaxConcurrent: cfg.AgentMaxConcurrent,
+		Redact:        redact,
+		Log:           log.With().Str("component", "conversations").Logger(),
+	})
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/config"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
@@ -112,17 +113,28 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.reg = registry.New(regOpts)
 	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
 
-	// Sub-agents (spawn, /agents): only with a model endpoint configured
-	// and spawn switched on.
+	// Sub-agents (spawn, workflow_run, send_message, /agents): only with a
+	// model endpoint configured and one of those tools switched on.
 	agentsCfg := cfg
-	if _, off := sel.Off("spawn"); off {
+	_, spawnOff := sel.Off("spawn")
+	_, workflowOff := sel.Off("workflow_run")
+	_, messageOff := sel.Off("send_message")
+	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
 	agents, closeAgents, err := newAgents(a.stopping, agentsCfg, a.reg, a.dataDir, a.log, red.String)
 	if err != nil {
 		return a, err
 	}
-	a.tools, err = Register(a.reg, Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk, Agents: agents}, sel)
+	var conv *agent.Conversations
+	if !messageOff {
+		if conv, err = newConversations(cfg, agents, a.reg, a.dataDir, a.log, red.String); err != nil {
+			closeAgents()
+			return a, err
+		}
+	}
+	a.tools, err = Register(a.reg, Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
+		Agents: agents, Conversations: conv}, sel)
 	if err != nil {
 		closeAgents()
 		return a, err

@@ -42,9 +42,12 @@ type Deps struct {
 	// is refused); the same loader serves GET /skills. Nil: Register
 	// builds it from Config (SKILLS_DISABLED).
 	Skills *skills.Loader
-	// Agents runs sub-agents for spawn; nil (no model endpoint configured)
-	// leaves spawn out.
+	// Agents runs sub-agents for spawn and workflow_run; nil (no model
+	// endpoint configured) leaves them out.
 	Agents *agent.Manager
+	// Conversations answers send_message (the voice-device conversation
+	// mode); nil leaves it out.
+	Conversations *agent.Conversations
 }
 
 // Tools is what Register built: the tools on, the tools off with the
@@ -215,7 +218,7 @@ func (b *builder) screenshot() (registry.Tool, string, error) {
 // spawn: only with a model endpoint behind it.
 func (b *builder) spawn() (registry.Tool, string, error) {
 	if b.Agents == nil {
-		return nil, "no model: set " + config.Prefix + "_LLM_BASE_URL and " + config.Prefix + "_LLM_MODEL", nil
+		return nil, noModel, nil
 	}
 	return tools.NewSpawn(b.Agents, b.Config.AgentTimeout, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
 }
@@ -231,6 +234,30 @@ func (b *builder) sendMedia() (registry.Tool, string, error) {
 	}
 	return tools.NewSendMedia(b.Workspace, m, b.Log.With().Str("component", "channels").Logger()), "", nil
 }
+
+// workflowRun: several sub-agents in a pipeline, graph or council; only
+// with a model endpoint behind them.
+func (b *builder) workflowRun() (registry.Tool, string, error) {
+	if b.Agents == nil {
+		return nil, noModel, nil
+	}
+	return tools.NewWorkflowRun(b.Agents, b.Config.AgentTimeout), "model " + b.Config.LLMModel, nil
+}
+
+// sendMessage: the voice-device conversation mode, on when asked for and a
+// model is configured.
+func (b *builder) sendMessage() (registry.Tool, string, error) {
+	switch {
+	case !b.Config.XiaozhiConversation:
+		return nil, config.Prefix + "_XIAOZHI_CONVERSATION is false", nil
+	case b.Conversations == nil:
+		return nil, noModel, nil
+	}
+	return tools.NewSendMessage(b.Conversations, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
+}
+
+// noModel is why the agent tools are off without a model endpoint.
+const noModel = "no model: set " + config.Prefix + "_LLM_BASE_URL and " + config.Prefix + "_LLM_MODEL"
 
 // exec: the command guard judges every script, the sandbox confines what
 // passes. A bad pattern or an unavailable sandbox mode that was asked for

@@ -16,7 +16,7 @@ const (
 	Shell    = "shell"    // exec
 	Web      = "web"      // web_fetch, screenshot
 	Memory   = "memory"   // memory
-	Agents   = "agents"   // spawn
+	Agents   = "agents"   // spawn, workflow_run, send_message
 	Channels = "channels" // send_media
 )
 
@@ -54,7 +54,7 @@ func toolsets() []toolsetDef {
 		{Shell, []toolDef{{"exec", (*builder).exec}}},
 		{Web, []toolDef{{"web_fetch", (*builder).webFetch}, {"screenshot", (*builder).screenshot}}},
 		{Memory, []toolDef{{"memory", (*builder).memory}}},
-		{Agents, []toolDef{{"spawn", (*builder).spawn}}},
+		{Agents, []toolDef{{"spawn", (*builder).spawn}, {"workflow_run", (*builder).workflowRun}, {"send_message", (*builder).sendMessage}}},
 		{Channels, []toolDef{{"send_media", (*builder).sendMedia}}},
 	}
 }

@@ -20,8 +20,8 @@ type dingtalkFake struct {
 	mu       sync.Mutex
 	tokens   int
 	valid    []string
-	limitNxt int // media uploads answered with errcode 90018
-	limit429 int // robot sends answered with HTTP 429 and a Retry-After
+	limitNxt int               // media uploads answered with errcode 90018
+	limit429 int               // robot sends answered with HTTP 429 and a Retry-After
 	uploads  map[string]string // media_id -> content
 	sends    []string          // path + body summary
 }

@@ -100,14 +100,16 @@ type Config struct {
 	ExecUser          string        `envconfig:"EXEC_USER" desc:"exec: when the service runs as root, run commands as this user (name or uid[:gid]); it needs write access to the workspace"`
 	ExecHome          string        `envconfig:"EXEC_HOME" desc:"exec: the commands' HOME, kept between calls for dotfiles and caches; empty: a private folder toolsvc-home-<uid> in the system temp folder"`
 
-	// Sub-agents (spawn): offered only when LLM_BASE_URL and LLM_MODEL are set.
-	LLMBaseURL         string        `envconfig:"LLM_BASE_URL" desc:"OpenAI-compatible API the sub-agents' model is reached at, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1; with LLM_MODEL it turns on the spawn tool and /agents"`
-	LLMAPIKey          Secret        `envconfig:"LLM_API_KEY" desc:"bearer key of the model API (optional for local servers); never logged, audited or passed to commands"`
-	LLMModel           string        `envconfig:"LLM_MODEL" desc:"model name sent to the model API, e.g. qwen2.5:7b or gpt-4o-mini"`
-	LLMTimeout         time.Duration `envconfig:"LLM_TIMEOUT" default:"2m" desc:"deadline of one request to the model API; 429 and 5xx replies are retried a few times within the sub-agent's own deadline"`
-	AgentMaxTurns      int           `envconfig:"AGENT_MAX_TURNS" default:"25" desc:"sub-agents: model replies one task may take before it is stopped and reported as over its turn limit"`
-	AgentTimeout       time.Duration `envconfig:"AGENT_TIMEOUT" default:"10m" desc:"sub-agents: the longest one task may run, model and tool calls included"`
-	AgentMaxConcurrent int           `envconfig:"AGENT_MAX_CONCURRENT" default:"2" desc:"sub-agents running at once; spawn beyond it returns a busy result"`
+	// Sub-agents (spawn, workflow_run, send_message): offered only when
+	// LLM_BASE_URL and LLM_MODEL are set.
+	LLMBaseURL          string        `envconfig:"LLM_BASE_URL" desc:"OpenAI-compatible API the sub-agents' model is reached at, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1; with LLM_MODEL it turns on the spawn and workflow_run tools and /agents"`
+	LLMAPIKey           Secret        `envconfig:"LLM_API_KEY" desc:"bearer key of the model API (optional for local servers); never logged, audited or passed to commands"`
+	LLMModel            string        `envconfig:"LLM_MODEL" desc:"model name sent to the model API, e.g. qwen2.5:7b or gpt-4o-mini"`
+	LLMTimeout          time.Duration `envconfig:"LLM_TIMEOUT" default:"2m" desc:"deadline of one request to the model API; 429 and 5xx replies are retried a few times within the sub-agent's own deadline"`
+	AgentMaxTurns       int           `envconfig:"AGENT_MAX_TURNS" default:"25" desc:"sub-agents: model replies one task may take before it is stopped and reported as over its turn limit"`
+	AgentTimeout        time.Duration `envconfig:"AGENT_TIMEOUT" default:"10m" desc:"sub-agents: the longest one task may run, model and tool calls included"`
+	AgentMaxConcurrent  int           `envconfig:"AGENT_MAX_CONCURRENT" default:"2" desc:"sub-agents running at once; spawn beyond it returns a busy result, workflow_run's agents wait for a free one; also the send_message replies prepared at once"`
+	XiaozhiConversation bool          `envconfig:"XIAOZHI_CONVERSATION" default:"false" desc:"voice-device (Xiaozhi) conversation mode: offer send_message, which passes the user's words to an agent with the service's tools and returns its reply (at most 120s), keeping each X-Session-ID's recent history in DATA_DIR/conversations; needs LLM_BASE_URL and LLM_MODEL"`
 
 	// Chat channels (send_media): offered when at least one is configured.
 	// Each account variable holds one value (the account "default") or
@@ -522,6 +524,9 @@ func (c Config) Validate() error {
 		bad("AGENT_MAX_CONCURRENT", "must be between 1 and 64")
 	}
 	c.validateChannels(bad)
+	if c.XiaozhiConversation && !c.AgentsEnabled() {
+		bad("XIAOZHI_CONVERSATION", "send_message needs a model: set TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL too")
+	}
 	return errors.Join(errs...)
 }
 

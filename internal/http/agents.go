@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -11,8 +12,9 @@ import (
 
 // AgentsRoutes returns the routes that follow sub-agents, for
 // Options.Routes: GET /agents lists the tasks, GET /agents/{id} shows one
-// with its tool calls and answer, DELETE /agents/{id} cancels it. A nil
-// manager (no model configured) adds none.
+// with its tool calls and answer, GET /agents/{id}/events streams its
+// progress, DELETE /agents/{id} cancels it. A nil manager (no model
+// configured) adds none.
 func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 	if m == nil {
 		return nil
@@ -31,6 +33,20 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
+		})
+		r.Get("/agents/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+			id := chi.URLParam(r, "id")
+			var sub *agent.Subscription
+			ok := agent.ValidID(id)
+			if ok {
+				sub, ok = m.Subscribe(id)
+			}
+			if !ok {
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				return
+			}
+			defer sub.Close()
+			streamAgent(w, r, m, id, sub)
 		})
 		r.Delete("/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
@@ -59,6 +75,91 @@ func JoinRoutes(fns ...func(chi.Router)) func(chi.Router) {
 			if f != nil {
 				f(r)
 			}
+		}
+	}
+}
+
+// Bounds of GET /agents/{id}/events.
+const (
+	agentStall     = 30 * time.Second // one write to the client
+	agentKeepAlive = 15 * time.Second // a comment line while nothing happens
+)
+
+// streamAgent writes a task's events as server-sent events: "turn" and
+// "tool_call" with the event as data, then "end" with the task as GET
+// /agents/{id} shows it. A task that has ended gets its "end" at once. The
+// task never waits for this client: events it reads too slowly are
+// dropped, and a "dropped" event says how many.
+func streamAgent(w http.ResponseWriter, r *http.Request, m *agent.Manager, id string, sub *agent.Subscription) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	rc := http.NewResponseController(w)
+	write := func(frame []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(agentStall))
+		if _, err := w.Write(frame); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	send := func(event string, v any) bool {
+		data, err := marshal(v)
+		if err != nil {
+			return false
+		}
+		return write(eventFrame(event, data))
+	}
+	end := func() {
+		t, _ := m.Get(id)
+		send("end", t)
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // the headers a GET would have, and no stream
+	}
+	if !write([]byte(": following " + id + "\n\n")) {
+		return
+	}
+	keep := time.NewTicker(agentKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case ev := <-sub.Events():
+			if n := sub.Dropped(); n > 0 && !send("dropped", struct {
+				Dropped int64 `json:"dropped"`
+			}{n}) {
+				return
+			}
+			if ev.Type == agent.EventEnd {
+				end()
+				return
+			}
+			if !send(ev.Type, ev) {
+				return
+			}
+		case <-sub.Done():
+			// The end event may still be queued behind others; the task's
+			// final state says all it would.
+			for {
+				select {
+				case ev := <-sub.Events():
+					if ev.Type != agent.EventEnd && !send(ev.Type, ev) {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			end()
+			return
+		case <-keep.C:
+			if !write([]byte(": keep-alive\n\n")) {
+				return
+			}
+		case <-r.Context().Done():
+			return
 		}
 	}
 }

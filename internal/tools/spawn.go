@@ -68,7 +68,13 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		return "", registry.Errorf(registry.CodeInvalidArguments, "task is empty. Next: describe the work for the sub-agent in task.")
 	}
 	label := strings.Join(strings.Fields(a.Label), " ")
-	task, err := t.agents.Start(a.Task, label)
+	// With wait, a streaming client (Accept: text/event-stream) follows the
+	// sub-agent's turns and tool calls as progress events.
+	var onEvent func(agent.Event)
+	if a.Wait && registry.Streaming(ctx) {
+		onEvent = func(ev agent.Event) { registry.Progress(ctx, "progress", ev.Text()+"\n") }
+	}
+	task, err := t.agents.StartWith(ctx, a.Task, agent.StartOptions{Label: label, OnEvent: onEvent})
 	switch {
 	case errors.Is(err, agent.ErrBusy):
 		return "", registry.Errorf(registry.CodeBusy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
@@ -82,9 +88,9 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		name = fmt.Sprintf("%s (%s)", task.ID, label)
 	}
 	if !a.Wait {
-		return fmt.Sprintf("Sub-agent %s started in the background. Its progress and final answer: GET /agents/%s; cancel it with DELETE /agents/%s. "+
+		return fmt.Sprintf("Sub-agent %s started in the background. Its progress and final answer: GET /agents/%s (live: GET /agents/%s/events); cancel it with DELETE /agents/%s. "+
 			"It may run for up to %s. Next: carry on with other work; call spawn with wait=true instead when you need the answer before going on.",
-			name, task.ID, task.ID, t.timeout), nil
+			name, task.ID, task.ID, task.ID, t.timeout), nil
 	}
 	done, _ := t.agents.Wait(ctx, task.ID)
 	switch done.Status {

@@ -1,0 +1,315 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// ConversationExcluded are the tools the conversation agent never gets:
+// itself, and the tools that start agents or reach the user's channels.
+var ConversationExcluded = []string{"send_message", "spawn", "workflow_run", "send_media"}
+
+// Conversation bounds.
+const (
+	// ConversationTimeout is how long send_message waits for the agent's
+	// reply, as CountBot's voice-device mode does.
+	ConversationTimeout = 120 * time.Second
+	maxHistoryMessages  = 20
+	maxHistoryBytes     = 32 << 10
+	maxConversations    = 1000 // session files kept; the least recent are removed at start
+)
+
+// ConversationPrompt is the system prompt of the conversation agent.
+func ConversationPrompt(maxTurns int) string {
+	return fmt.Sprintf(`You are the assistant behind a voice device: the user's words come from speech recognition, and your reply will be read aloud to them.
+The earlier messages are your conversation with this user so far; use them to understand follow-up questions.
+Use the tools you are given when the request needs them (file paths are relative to the workspace), in few steps: you have at most %d replies and about %d seconds.
+Then reply without any tool call: briefly, in plain spoken sentences without Markdown, lists or code, in the user's language.`, maxTurns, int(ConversationTimeout/time.Second))
+}
+
+// ConversationOptions configure Conversations.
+type ConversationOptions struct {
+	Dir           string // where the sessions' histories are kept; created if missing
+	Model         Chatter
+	Tools         Tools
+	MaxTurns      int
+	MaxConcurrent int
+	// Timeout is how long one message may take; default ConversationTimeout.
+	Timeout time.Duration
+	Redact  func(string) string
+	Log     zerolog.Logger
+	Now     func() time.Time
+}
+
+// Conversations passes a user's words to an agent with the service's tools
+// and returns its reply, keeping each session's recent history on disk so a
+// follow-up question has its context.
+type Conversations struct {
+	opts ConversationOptions
+	sem  chan struct{}
+
+	mu    sync.Mutex
+	locks map[string]*sessionLock
+}
+
+type sessionLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+// history is one session's file.
+type history struct {
+	SessionID string    `json:"session_id"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Messages  []Message `json:"messages"`
+}
+
+// NewConversations prepares the history folder, removing the least recently
+// used histories beyond maxConversations.
+func NewConversations(o ConversationOptions) (*Conversations, error) {
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 25
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = ConversationTimeout
+	}
+	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("conversations folder: %w", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(o.Dir, "*.json"))
+	if len(files) > maxConversations {
+		type aged struct {
+			path string
+			mod  time.Time
+		}
+		var all []aged
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				all = append(all, aged{f, fi.ModTime()})
+			}
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
+		for _, a := range all[min(len(all), maxConversations):] {
+			_ = os.Remove(a.path)
+		}
+	}
+	return &Conversations{opts: o, sem: make(chan struct{}, o.MaxConcurrent), locks: map[string]*sessionLock{}}, nil
+}
+
+// Tools returns the names of the tools the conversation agent may use now.
+func (c *Conversations) Tools() []string {
+	var out []string
+	for _, d := range c.opts.Tools.Definitions() {
+		if !slices.Contains(ConversationExcluded, d.Function.Name) {
+			out = append(out, d.Function.Name)
+		}
+	}
+	return out
+}
+
+// ErrConversationTimeout is returned when the agent did not reply in time.
+var ErrConversationTimeout = errors.New("no reply in time")
+
+// Send passes text to the agent in session's conversation and returns its
+// reply. An empty session has no history. Messages of one session are
+// answered one at a time, in the order they come.
+func (c *Conversations) Send(ctx context.Context, session, text string, onEvent func(Event)) (Outcome, error) {
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		return Outcome{}, ErrBusy
+	}
+	defer func() { <-c.sem }()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if session != "" {
+		unlock, err := c.lock(ctx, session)
+		if err != nil {
+			return Outcome{}, ErrConversationTimeout
+		}
+		defer unlock()
+	}
+	var h history
+	if session != "" {
+		h = c.load(session)
+	}
+	loop := &Loop{Model: c.opts.Model, Tools: c.opts.Tools, Allowed: c.Tools(), MaxTurns: c.opts.MaxTurns,
+		System: ConversationPrompt(c.opts.MaxTurns), Source: "send_message"}
+	id := session
+	if id == "" {
+		id = "send_message"
+	}
+	out := loop.Continue(ctx, id, h.Messages, text, eventObserver{id: id, fn: onEvent})
+	out.Answer = c.opts.Redact(out.Answer)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return out, ErrConversationTimeout
+	case ctx.Err() != nil:
+		return out, ctx.Err()
+	case out.Failure != nil:
+		return out, errors.New(c.opts.Redact(out.Failure.Message))
+	}
+	if session != "" {
+		h.SessionID = c.opts.Redact(session)
+		h.Messages = append(h.Messages, Message{Role: "user", Content: c.opts.Redact(text)}, Message{Role: "assistant", Content: out.Answer})
+		h.Messages = trimHistory(h.Messages)
+		h.UpdatedAt = c.opts.Now().UTC()
+		if err := c.save(session, h); err != nil {
+			c.opts.Log.Error().Err(err).Msg("send_message: saving the conversation")
+		}
+	}
+	return out, nil
+}
+
+// trimHistory keeps the most recent messages within maxHistoryMessages and
+// maxHistoryBytes, starting with a user message.
+func trimHistory(msgs []Message) []Message {
+	size := 0
+	start := len(msgs)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		size += len(msgs[i].Content)
+		if len(msgs)-i > maxHistoryMessages || size > maxHistoryBytes {
+			break
+		}
+		start = i
+	}
+	for start < len(msgs) && msgs[start].Role != "user" {
+		start++
+	}
+	return append([]Message(nil), msgs[start:]...)
+}
+
+func (c *Conversations) lock(ctx context.Context, session string) (func(), error) {
+	c.mu.Lock()
+	l := c.locks[session]
+	if l == nil {
+		l = &sessionLock{ch: make(chan struct{}, 1)}
+		c.locks[session] = l
+	}
+	l.refs++
+	c.mu.Unlock()
+	release := func() {
+		c.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.locks, session)
+		}
+		c.mu.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}
+
+// SessionFile is the file name a session's history is kept under: the
+// session ID's safe characters (at most 40), then a hash of the whole ID,
+// so that any ID gives a name inside the folder and distinct IDs distinct
+// names.
+func SessionFile(session string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return -1
+	}, session)
+	if len(safe) > 40 {
+		safe = safe[:40]
+	}
+	sum := sha256.Sum256([]byte(session))
+	return safe + "-" + hex.EncodeToString(sum[:8]) + ".json"
+}
+
+func (c *Conversations) load(session string) history {
+	var h history
+	data, err := os.ReadFile(filepath.Join(c.opts.Dir, SessionFile(session)))
+	if err != nil {
+		return h
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		c.opts.Log.Warn().Str("file", SessionFile(session)).Msg("send_message: a conversation file cannot be read; starting afresh")
+		return history{}
+	}
+	h.Messages = trimHistory(h.Messages)
+	return h
+}
+
+// save writes the history atomically: a temporary file, synced, renamed.
+func (c *Conversations) save(session string, h history) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(c.opts.Dir, SessionFile(session), data)
+}
+
+func writeAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-"+strings.TrimSuffix(name, ".json")+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// eventObserver turns a loop's progress into events for fn.
+type eventObserver struct {
+	id string
+	fn func(Event)
+}
+
+func (o eventObserver) Turn(n int) {
+	if o.fn != nil {
+		o.fn(Event{Type: EventTurn, Agent: o.id, Time: time.Now().UTC(), Turn: n})
+	}
+}
+
+func (o eventObserver) Called(name, args string, res registry.Result) {
+	if o.fn == nil {
+		return
+	}
+	rec := CallRecord{Name: name, Arguments: cut(args, maxArgsChars), Status: res.Status, CallID: res.CallID}
+	if res.Error != nil {
+		rec.ErrorCode = res.Error.Code
+	}
+	o.fn(Event{Type: EventToolCall, Agent: o.id, Time: time.Now().UTC(), Call: &rec})
+}

@@ -1,0 +1,178 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/agent/agenttest"
+)
+
+func conversations(t *testing.T, srv *agenttest.Server, dir string, mod func(*agent.ConversationOptions)) *agent.Conversations {
+	t.Helper()
+	reg, _, _ := newRegistry(t, "read_file", "exec", "spawn", "workflow_run", "send_message", "send_media")
+	o := agent.ConversationOptions{Dir: dir, Model: newClient(srv, nil), Tools: reg, MaxTurns: 5, MaxConcurrent: 2}
+	if mod != nil {
+		mod(&o)
+	}
+	c, err := agent.NewConversations(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// roles returns the messages of a model request as "role: content".
+func roles(t *testing.T, r agenttest.Request) []string {
+	var out []string
+	for _, raw := range r.Messages {
+		var m struct{ Role, Content string }
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Role != "system" {
+			out = append(out, m.Role+": "+m.Content)
+		}
+	}
+	return out
+}
+
+// TestConversationContinues: a second message in the same session is sent
+// to the model after the first exchange; another session starts afresh;
+// the agent has every tool but those that start agents or message users.
+func TestConversationContinues(t *testing.T) {
+	n := 0
+	var mu sync.Mutex
+	srv := agenttest.New(t, func(agenttest.Request) agenttest.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return agenttest.Final(fmt.Sprintf("reply %d", n))
+	})
+	dir := t.TempDir()
+	c := conversations(t, srv, dir, nil)
+	for _, m := range []struct{ session, text, want string }{
+		{"dev-1", "what is the weather", "reply 1"},
+		{"dev-1", "and tomorrow", "reply 2"},
+		{"dev-2", "hello", "reply 3"},
+	} {
+		out, err := c.Send(t.Context(), m.session, m.text, nil)
+		if err != nil || out.Answer != m.want {
+			t.Fatalf("Send(%s, %s) = %q, %v", m.session, m.text, out.Answer, err)
+		}
+	}
+	reqs := srv.Requests()
+	if got := roles(t, reqs[1]); !slices.Equal(got, []string{"user: what is the weather", "assistant: reply 1", "user: and tomorrow"}) {
+		t.Errorf("second message of dev-1 sent as %q", got)
+	}
+	if got := roles(t, reqs[2]); !slices.Equal(got, []string{"user: hello"}) {
+		t.Errorf("dev-2 sent as %q", got)
+	}
+	if got := reqs[0].ToolNames(); !slices.Equal(got, []string{"exec", "read_file"}) {
+		t.Errorf("conversation tools %v", got)
+	}
+	// A restart keeps the history: it is on disk.
+	c2 := conversations(t, srv, dir, nil)
+	if _, err := c2.Send(t.Context(), "dev-1", "thanks", nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs = srv.Requests()
+	if got := roles(t, reqs[3]); len(got) != 5 || got[3] != "assistant: reply 2" {
+		t.Errorf("after a restart dev-1 sent as %q", got)
+	}
+}
+
+// TestConversationHistoryBounds: only the most recent messages are kept
+// (20 messages, 32 KiB), the history always starts with a user message,
+// and any session ID names a file inside the folder.
+func TestConversationHistoryBounds(t *testing.T) {
+	srv := agenttest.New(t, agenttest.Reply(agenttest.Final("ok")))
+	dir := t.TempDir()
+	c := conversations(t, srv, dir, nil)
+	for i := range 15 {
+		if _, err := c.Send(t.Context(), "../../etc/passwd", fmt.Sprintf("message %d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	got := roles(t, reqs[len(reqs)-1])
+	if len(got) != 21 || got[0] != "user: message 4" || got[20] != "user: message 14" {
+		t.Errorf("last request: %d messages, first %q", len(got), got[0])
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "etcpasswd-") {
+		t.Fatalf("files %v", files)
+	}
+	if agent.SessionFile("a/b") == agent.SessionFile("ab") {
+		t.Errorf("two sessions share a file")
+	}
+	// Big messages: the history stays within 32 KiB.
+	big := strings.Repeat("x", 10<<10)
+	for range 5 {
+		if _, err := c.Send(t.Context(), "big", big, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs = srv.Requests()
+	size := 0
+	for _, m := range roles(t, reqs[len(reqs)-1]) {
+		size += len(m)
+	}
+	if size > 32<<10+len(big)+100 {
+		t.Errorf("last request carries %d bytes of history", size)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, agent.SessionFile("big")))
+	if err != nil || len(data) > 40<<10 {
+		t.Errorf("history file: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestConversationTimeout: a model that does not answer within the
+// conversation's time gives ErrConversationTimeout, and nothing is added
+// to the history.
+func TestConversationTimeout(t *testing.T) {
+	srv := agenttest.New(t, agenttest.Reply(agenttest.Response{Hang: true}))
+	dir := t.TempDir()
+	c := conversations(t, srv, dir, func(o *agent.ConversationOptions) { o.Timeout = 200 * time.Millisecond })
+	_, err := c.Send(context.Background(), "s", "hello", nil)
+	if !errors.Is(err, agent.ErrConversationTimeout) {
+		t.Fatalf("Send() = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, agent.SessionFile("s"))); !os.IsNotExist(err) {
+		t.Errorf("a failed exchange was kept: %v", err)
+	}
+}
+
+// TestConversationBusy: beyond MaxConcurrent messages being answered, one
+// more is refused at once with ErrBusy rather than queued.
+func TestConversationBusy(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := agenttest.New(t, func(agenttest.Request) agenttest.Response {
+		close(arrived)
+		<-release
+		return agenttest.Final("ok")
+	})
+	c := conversations(t, srv, t.TempDir(), func(o *agent.ConversationOptions) { o.MaxConcurrent = 1 })
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Send(context.Background(), "a", "one", nil)
+		first <- err
+	}()
+	<-arrived
+	if _, err := c.Send(context.Background(), "b", "two", nil); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("second message: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first message: %v", err)
+	}
+}

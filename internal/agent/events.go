@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event types of a task's progress.
+const (
+	EventTurn     = "turn"      // the model replied (Turn is its number)
+	EventToolCall = "tool_call" // a tool call ended (Call)
+	EventEnd      = "end"       // the task ended (Status, Answer, Error)
+)
+
+// maxEventChars bounds the answer an end event carries; the whole answer
+// is at GET /agents/{id}.
+const maxEventChars = 4000
+
+// subQueue is how many events wait for a slow follower before later ones
+// are dropped (and counted). A task never waits for a follower.
+const subQueue = 64
+
+// Event is one step of a task's progress.
+type Event struct {
+	Type   string      `json:"type"`
+	Agent  string      `json:"agent"`
+	Time   time.Time   `json:"time"`
+	Turn   int         `json:"turn,omitempty"`
+	Call   *CallRecord `json:"call,omitempty"`
+	Status string      `json:"status,omitempty"`
+	Answer string      `json:"answer,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// Text is the event in one line, for progress streams read by people and
+// models.
+func (e Event) Text() string {
+	switch e.Type {
+	case EventTurn:
+		return fmt.Sprintf("%s: model reply %d", e.Agent, e.Turn)
+	case EventToolCall:
+		s := fmt.Sprintf("%s: %s %s → %s", e.Agent, e.Call.Name, e.Call.Arguments, e.Call.Status)
+		if e.Call.ErrorCode != "" {
+			s += " (" + e.Call.ErrorCode + ")"
+		}
+		return s
+	case EventEnd:
+		s := fmt.Sprintf("%s: %s after %d turns", e.Agent, e.Status, e.Turn)
+		if e.Error != "" {
+			s += ": " + e.Error
+		}
+		return s
+	}
+	return e.Agent + ": " + e.Type
+}
+
+// Subscription follows one task's events.
+type Subscription struct {
+	ch      chan Event
+	done    <-chan struct{}
+	dropped atomic.Int64
+	once    sync.Once
+	stop    func()
+}
+
+// Events delivers the task's events as they happen; it is never closed.
+// The end event is delivered unless the queue was full; Done says the task
+// has ended in any case.
+func (s *Subscription) Events() <-chan Event { return s.ch }
+
+// Done is closed when the task has ended.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Dropped returns, and resets, how many events were dropped because the
+// follower read too slowly.
+func (s *Subscription) Dropped() int64 { return s.dropped.Swap(0) }
+
+// Close stops the subscription.
+func (s *Subscription) Close() { s.once.Do(s.stop) }
+
+// Subscribe follows a task. For a task that has ended, Done is closed at
+// once and no event comes: Get has the final state.
+func (m *Manager) Subscribe(id string) (*Subscription, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.tasks[id]
+	if !ok {
+		return nil, false
+	}
+	s := &Subscription{ch: make(chan Event, subQueue), done: e.done}
+	if e.cancel == nil { // ended (or loaded from disk)
+		s.stop = func() {}
+		return s, true
+	}
+	if e.subs == nil {
+		e.subs = map[*Subscription]struct{}{}
+	}
+	e.subs[s] = struct{}{}
+	s.stop = func() {
+		m.mu.Lock()
+		delete(e.subs, s)
+		m.mu.Unlock()
+	}
+	return s, true
+}
+
+// publishLocked hands ev to the task's hook and followers without waiting
+// for any of them. m.mu is held.
+func (m *Manager) publishLocked(e *entry, ev Event) {
+	if e.hook != nil {
+		e.hook(ev)
+	}
+	for s := range e.subs {
+		select {
+		case s.ch <- ev:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// SendMessage is the voice-device conversation mode's tool: it passes what
+// the user said to an agent with the service's tools and returns the
+// agent's reply. The conversation continues per session (X-Session-ID).
+// It is offered only with TOOLSVC_XIAOZHI_CONVERSATION=true and a model.
+type SendMessage struct {
+	conv          *agent.Conversations
+	maxConcurrent int
+}
+
+// NewSendMessage returns the send_message tool over c.
+func NewSendMessage(c *agent.Conversations, maxConcurrent int) *SendMessage {
+	return &SendMessage{conv: c, maxConcurrent: maxConcurrent}
+}
+
+const sendMessageSchema = `{
+  "type": "object",
+  "properties": {
+    "text": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "what the user said, as recognised from speech"}
+  },
+  "required": ["text"],
+  "additionalProperties": false
+}`
+
+type sendMessageArgs struct {
+	Text string `json:"text"`
+}
+
+func (t *SendMessage) Name() string { return "send_message" }
+
+func (t *SendMessage) Description() string {
+	return "Pass what the user said on the voice device to the assistant agent, which can use the service's tools, and return its spoken reply. " +
+		"The conversation continues within the session (X-Session-ID), so follow-up questions keep their context. Waits at most 120 seconds."
+}
+
+func (t *SendMessage) Parameters() json.RawMessage { return json.RawMessage(sendMessageSchema) }
+
+// Timeout leaves the agent its 120 seconds and a margin to say it ran out.
+func (t *SendMessage) Timeout() time.Duration { return agent.ConversationTimeout + 10*time.Second }
+
+func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	var a sendMessageArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Text) == "" {
+		return "", registry.Errorf(registry.CodeInvalidArguments, "text is empty. Next: pass what the user said in text.")
+	}
+	call, _ := registry.CallFrom(ctx)
+	out, err := t.conv.Send(ctx, call.SessionID, a.Text, func(ev agent.Event) {
+		registry.Progress(ctx, "progress", ev.Text()+"\n")
+	})
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		return "", registry.Errorf(registry.CodeBusy, "%d messages are already being answered. Next: try again in a moment.", t.maxConcurrent)
+	case errors.Is(err, agent.ErrConversationTimeout):
+		return "", registry.Errorf(registry.CodeTimeout, "the agent did not reply within %s. Next: tell the user it is taking too long, or ask something smaller.", agent.ConversationTimeout)
+	case errors.Is(err, context.Canceled):
+		return "", registry.Errorf(registry.CodeCanceled, "the message was canceled before the agent replied (the client went away or the service is shutting down).")
+	case err != nil:
+		return "", registry.Errorf(registry.CodeToolError, "the agent could not reply: %v. Next: try again, or tell the user the assistant is unavailable.", err)
+	}
+	if strings.TrimSpace(out.Answer) == "" {
+		return "(the agent gave no reply)", nil
+	}
+	return out.Answer, nil
+}
+
+var _ registry.Tool = (*SendMessage)(nil)
+var _ registry.Timeouter = (*SendMessage)(nil)

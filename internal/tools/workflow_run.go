@@ -1,0 +1,100 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// WorkflowRun runs several sub-agents toward one goal, in a pipeline, a
+// dependency graph or a council, and returns their outputs as one Markdown
+// report. It is offered only when a model endpoint is configured.
+type WorkflowRun struct {
+	runner  agent.Runner
+	timeout time.Duration
+}
+
+// workflowStages is how many sub-agent deadlines (TOOLSVC_AGENT_TIMEOUT)
+// one workflow call may last: enough for a few stages one after another,
+// while a longer pipeline is cut by the call's deadline and reports the
+// stages it did not reach.
+const workflowStages = 3
+
+// NewWorkflowRun returns the workflow_run tool over r (the sub-agent
+// manager). agentTimeout is one sub-agent's deadline.
+func NewWorkflowRun(r agent.Runner, agentTimeout time.Duration) *WorkflowRun {
+	return &WorkflowRun{runner: r, timeout: workflowStages*agentTimeout + 30*time.Second}
+}
+
+var workflowSchema = fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "goal": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "what the workflow as a whole should achieve; every agent is told it"},
+    "mode": {"type": "string", "enum": ["pipeline", "graph", "council"], "description": "pipeline (default): the agents run one after another in the order given, each seeing the earlier outputs; graph: each agent runs as soon as the agents in its depends_on have completed, independent ones in parallel; council: all run in parallel on the same question, each from its perspective, optionally followed by a cross-review round"},
+    "agents": {
+      "type": "array", "minItems": 1, "maxItems": %d,
+      "description": "the agents, each a sub-agent with the file tools, exec, web_fetch and memory, working alone",
+      "items": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string", "maxLength": 40, "description": "short unique id (letters, digits, . _ -), named in depends_on; default agent1, agent2..."},
+          "role": {"type": "string", "maxLength": 200, "description": "the agent's role, e.g. 'security reviewer'"},
+          "task": {"type": "string", "minLength": 1, "maxLength": 20000, "description": "what this agent should do, self-contained: it sees only the goal, its task and the outputs it is given"},
+          "depends_on": {"type": "array", "maxItems": %d, "items": {"type": "string"}, "description": "graph mode: ids of the agents whose outputs this one needs; ignored in the other modes"},
+          "perspective": {"type": "string", "maxLength": 1000, "description": "the point of view to take, e.g. 'the end user' (useful in council mode)"}
+        },
+        "required": ["task"],
+        "additionalProperties": false
+      }
+    },
+    "cross_review": {"type": "boolean", "description": "council mode: after the first round, each member reviews the others' answers and revises its own"}
+  },
+  "required": ["goal", "agents"],
+  "additionalProperties": false
+}`, agent.MaxWorkflowAgents, agent.MaxWorkflowAgents)
+
+func (t *WorkflowRun) Name() string { return "workflow_run" }
+
+func (t *WorkflowRun) Description() string {
+	return "Run several sub-agents toward one goal and get their outputs as one Markdown report. " +
+		"pipeline: stages in order, each building on the earlier outputs (e.g. research, then draft, then edit); " +
+		"graph: agents with depends_on, independent ones in parallel; " +
+		"council: the same question from several perspectives in parallel, with cross_review a round where each reviews the others. " +
+		"Each agent works alone with the file tools, exec, web_fetch and memory. Use it for large work that splits into parts; it takes minutes."
+}
+
+func (t *WorkflowRun) Parameters() json.RawMessage { return json.RawMessage(workflowSchema) }
+
+// Timeout lets a workflow last a few sub-agent deadlines; when it ends
+// first, the running agents are canceled and reported so.
+func (t *WorkflowRun) Timeout() time.Duration { return t.timeout }
+
+func (t *WorkflowRun) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
+	var w agent.Workflow
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return "", err
+	}
+	if err := w.Normalize(); err != nil {
+		var ve *agent.ValidationError
+		if errors.As(err, &ve) {
+			return "", registry.Errorf(registry.CodeInvalidArguments, "%s", ve.Msg)
+		}
+		return "", err
+	}
+	registry.Progress(ctx, "progress", fmt.Sprintf("workflow (%s) of %d agents started\n", w.Mode, len(w.Agents)))
+	rep := agent.RunWorkflow(ctx, t.runner, w, func(line string) {
+		registry.Progress(ctx, "progress", line+"\n")
+	})
+	if completed, _, _ := rep.Counts(); completed == 0 {
+		return "", registry.Errorf(registry.CodeToolError, "%s", rep.Markdown())
+	}
+	return rep.Markdown(), nil
+}
+
+var _ registry.Tool = (*WorkflowRun)(nil)
+var _ registry.Timeouter = (*WorkflowRun)(nil)
