@@ -198,7 +198,7 @@ func TestNewServesFromConfig(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Function.Name)
 	}
-	want := []string{"edit_file", "exec", "file_search", "list_dir", "memory", "read_file", "spawn", "web_fetch", "write_file"}
+	want := []string{"edit_file", "exec", "file_search", "list_dir", "memory", "read_file", "spawn", "web_fetch", "workflow_run", "write_file"}
 	if !slices.Equal(names, want) {
 		t.Errorf("GET /tools = %q, want %q", names, want)
 	}
