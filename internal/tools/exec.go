@@ -16,6 +16,7 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/shellguard"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -153,7 +154,7 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 		return "", err
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "the command is empty. Next: give the shell command to run.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "the command is empty. Next: give the shell command to run.")
 	}
 	dir, err := e.workingDir(a.WorkingDir)
 	if err != nil {
@@ -179,7 +180,7 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 		if ctx.Err() != nil {
 			return "", canceled(true)
 		}
-		return "", registry.Errorf(registry.CodeBusy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
+		return "", toolerr.Errorf(toolerr.Busy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
 	}
 	waited := time.Since(waitStart)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -210,7 +211,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
 	}
 	if err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "could not create a temporary folder for the command: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %v", err)
 	}
 	defer os.RemoveAll(tmp)
 
@@ -233,7 +234,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 	cmd.WaitDelay = 2 * time.Second
 	child, err := sb.Start(cmd, tmp)
 	if err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "could not start the shell: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not start the shell: %v", err)
 	}
 	if !e.track(child) {
 		child.Kill()
@@ -250,7 +251,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		if strings.TrimSpace(last) == "" {
 			last = "(no output)"
 		}
-		return "", registry.Errorf(registry.CodeTimeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
+		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
 	}
 	code := exitCode(cmd.ProcessState, err)
 	return e.format(stdout, stderr, code, true), nil
@@ -265,7 +266,7 @@ func killedText(contained bool) string {
 }
 
 func canceled(contained bool) error {
-	return registry.Errorf(registry.CodeCanceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); %s.", killedText(contained))
+	return toolerr.Errorf(toolerr.Canceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); %s.", killedText(contained))
 }
 
 // exitedByItself reports whether the shell exited rather than being killed,

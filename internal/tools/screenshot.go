@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -145,17 +146,17 @@ func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
 		return p, err
 	}
 	if p.Outside {
-		return p, registry.Errorf(registry.CodePathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.PathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
 	}
 	if p.Name == "." || !strings.EqualFold(path.Ext(p.Name), ".png") {
-		return p, registry.Errorf(registry.CodeInvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.InvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
 	}
 	return p, nil
 }
 
 func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
 	}
 	timeout := defaultScreenshotTimeout
 	if args.Timeout > 0 {
@@ -205,7 +206,7 @@ func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace
 
 func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL != "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
 	}
 	img, err := t.desktop.Capture(ctx, args.Monitor)
 	if err != nil {
@@ -214,7 +215,7 @@ func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out w
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "encoding the PNG failed: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "encoding the PNG failed: %v", err)
 	}
 	if err := t.ws.WriteFile(out, buf.Bytes(), false); err != nil {
 		return "", err

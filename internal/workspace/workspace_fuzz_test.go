@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // FuzzResolve resolves arbitrary paths in a restricted workspace that holds
@@ -61,7 +63,7 @@ func FuzzResolve(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string, write bool) {
 		got, err := w.Resolve(p)
 		if err != nil {
-			var e *Error
+			var e *toolerr.Error
 			if !errors.As(err, &e) || e.Code == "" {
 				t.Fatalf("Resolve(%q): error without a code: %v", p, err)
 			}
