@@ -364,11 +364,6 @@ func systemSecrets() []string {
 	return out
 }
 
-// within reports whether p is base or below it.
-func within(p, base string) bool {
-	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
-}
-
 // rlimitPrefix returns the shell commands that set per-process limits where
 // control groups do not enforce them, or "" when none are needed. The
 // option naming the process limit differs between shells (dash: -p, bash

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -260,7 +261,7 @@ func (w *Workspace) Resolve(p string) (Path, error) {
 		abs = filepath.Join(o.dir, p)
 	}
 	for _, base := range []string{o.dir, w.given} {
-		if rel, ok := within(base, abs); ok {
+		if rel, ok := pathx.Rel(base, abs); ok {
 			if err != nil {
 				return Path{}, err
 			}
@@ -289,21 +290,6 @@ func (w *Workspace) ResolveDir(p, next string) (Path, error) {
 		return path, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", path.Display, next)}
 	}
 	return path, nil
-}
-
-// within returns abs relative to base when abs is base or below it.
-func within(base, abs string) (string, bool) {
-	if abs == base {
-		return ".", true
-	}
-	prefix := base
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	if !strings.HasPrefix(abs, prefix) {
-		return "", false
-	}
-	return filepath.ToSlash(abs[len(prefix):]), true
 }
 
 func outside(p string) *toolerr.Error {
@@ -397,7 +383,7 @@ func (w *Workspace) RealPath(p Path) (string, error) {
 	if err != nil {
 		return "", Explain(err, p)
 	}
-	if _, ok := within(w.Dir(), resolved); w.restrict && !ok {
+	if w.restrict && !pathx.Contains(w.Dir(), resolved) {
 		return "", outside(p.Display)
 	}
 	return resolved, nil
