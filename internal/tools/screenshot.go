@@ -69,7 +69,7 @@ const screenshotSchema = `{
     "viewport_width": {"type": "integer", "minimum": 320, "maximum": 3840, "description": "web: browser viewport width in pixels (default 1280)"},
     "viewport_height": {"type": "integer", "minimum": 240, "maximum": 2160, "description": "web: browser viewport height in pixels (default 720)"},
     "wait_time": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "web: extra milliseconds to wait after the page has loaded, for scripts and animations (default 0)"},
-    "timeout": {"type": "integer", "minimum": 1000, "maximum": 300000, "description": "web: milliseconds allowed for the whole capture (default 30000; the service may cap it lower)"}
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 300, "description": "web: seconds allowed for the whole capture, like exec's timeout (default 30; the service may cap it lower)"}
   },
   "additionalProperties": false
 }`
@@ -154,16 +154,22 @@ func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
 	return p, nil
 }
 
+// captureTimeout is the time a web capture gets: the call's timeout
+// argument in seconds (0: the default), capped by the service's bound.
+func (t *Screenshot) captureTimeout(seconds int) time.Duration {
+	timeout := defaultScreenshotTimeout
+	if seconds > 0 {
+		timeout = time.Duration(seconds) * time.Second
+	}
+	return min(timeout, t.opts.Timeout)
+}
+
 func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL == "" {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
 	}
-	timeout := defaultScreenshotTimeout
-	if args.Timeout > 0 {
-		timeout = time.Duration(args.Timeout) * time.Millisecond
-	}
 	req := browser.Request{
-		Timeout:  min(timeout, t.opts.Timeout),
+		Timeout:  t.captureTimeout(args.Timeout),
 		URL:      args.URL,
 		Width:    orDefault(args.ViewportWidth, defaultViewportWidth),
 		Height:   orDefault(args.ViewportHeight, defaultViewportHeight),

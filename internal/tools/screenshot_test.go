@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -117,6 +118,7 @@ func TestScreenshotArguments(t *testing.T) {
 		{"viewport too small", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_width": 100}, toolerr.InvalidArguments, "viewport_width"},
 		{"viewport too tall", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_height": 5000}, toolerr.InvalidArguments, "viewport_height"},
 		{"wait too long", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "wait_time": 60000}, toolerr.InvalidArguments, "wait_time"},
+		{"timeout in milliseconds", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "timeout": 30000}, toolerr.InvalidArguments, "timeout must be <= 300"},
 		{"unknown type", map[string]any{"type": "window"}, toolerr.InvalidArguments, "type"},
 		{"unknown argument", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "selector": "#x"}, toolerr.InvalidArguments, "selector"},
 		{"file url", map[string]any{"url": "file:///etc/passwd"}, toolerr.PolicyDenied, "only http and https"},
@@ -140,6 +142,20 @@ func TestScreenshotArguments(t *testing.T) {
 	}
 	if e.b.Starts() != 0 {
 		t.Error("refused calls started the browser")
+	}
+}
+
+// TestScreenshotTimeoutSeconds: the timeout argument counts seconds, like
+// exec's, and the service's bound caps it.
+func TestScreenshotTimeoutSeconds(t *testing.T) {
+	s := NewScreenshot(nil, nil, nil, ScreenshotOptions{Timeout: 60 * time.Second})
+	for _, tc := range []struct {
+		arg  int
+		want time.Duration
+	}{{0, 30 * time.Second}, {1, time.Second}, {45, 45 * time.Second}, {300, 60 * time.Second}} {
+		if got := s.captureTimeout(tc.arg); got != tc.want {
+			t.Errorf("timeout %d: %s, want %s", tc.arg, got, tc.want)
+		}
 	}
 }
 
