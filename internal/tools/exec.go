@@ -14,6 +14,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/toolerr"
@@ -107,7 +108,10 @@ func (e *Exec) describe() string {
 	where := "The workspace is writable; the rest of the system is read-only"
 	net := "not restricted (no sandbox)"
 	if sb := e.opts.Sandbox; sb.Mode() != sandbox.None {
-		net = onOff(sb.Network(), "on", "off")
+		net = "off"
+		if sb.Network() {
+			net = "on"
+		}
 	} else {
 		where = "Work in the workspace"
 	}
@@ -118,13 +122,6 @@ func (e *Exec) describe() string {
 		"unless 'timeout' says otherwise (at most %d s). Output beyond %d characters is cut in the middle: "+
 		"send large output to a file and read it with read_file, or narrow it with grep, head or tail.",
 		net, int(e.opts.DefaultTimeout/time.Second), int(e.opts.MaxTimeout/time.Second), e.opts.MaxOutput)
-}
-
-func onOff(b bool, on, off string) string {
-	if b {
-		return on
-	}
-	return off
 }
 
 // Parameters implements registry.Tool.
@@ -385,7 +382,7 @@ func render(b *headtail.Buffer, budget int, name string) string {
 	if dropped == 0 && utf8.RuneCount(all) <= budget {
 		return strings.ToValidUTF8(string(all), "\uFFFD")
 	}
-	h := prefixRunes(all, budget/2)
+	h := len(runes.Prefix(string(all), budget/2))
 	start := suffixStart(all, budget-budget/2)
 	if start < h {
 		start = h
@@ -394,16 +391,6 @@ func render(b *headtail.Buffer, budget int, name string) string {
 	note := fmt.Sprintf("\n\n... [%d bytes of %s cut here (%d bytes in all); the first %d and last %d characters are shown. Next: send the output to a file (command > out.txt) and read it with read_file, or narrow it with grep, head or tail] ...\n\n",
 		cut, name, total, budget/2, budget-budget/2)
 	return strings.ToValidUTF8(string(all[:h]), "\uFFFD") + note + strings.ToValidUTF8(string(all[start:]), "\uFFFD")
-}
-
-// prefixRunes returns the length in bytes of the first n characters of b.
-func prefixRunes(b []byte, n int) int {
-	i := 0
-	for k := 0; k < n && i < len(b); k++ {
-		_, size := utf8.DecodeRune(b[i:])
-		i += size
-	}
-	return i
 }
 
 // suffixStart returns where the last n characters of b begin.
