@@ -250,9 +250,9 @@ func resolvePath(p string) (string, error) {
 	}
 	rest := ""
 	for {
-		real, err := filepath.EvalSymlinks(abs)
+		resolved, err := filepath.EvalSymlinks(abs)
 		if err == nil {
-			return filepath.Join(real, rest), nil
+			return filepath.Join(resolved, rest), nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return "", err

@@ -399,6 +399,6 @@ func (s *Sandbox) isLeader(pid int) bool {
 }
 
 // sweep is the package's sweep, with no command starting during a pass.
-func (s *Sandbox) sweep(mark string, leader int, max time.Duration) bool {
-	return sweep(mark, leader, s.isLeader, &s.launching, max)
+func (s *Sandbox) sweep(mark string, leader int, limit time.Duration) bool {
+	return sweep(mark, leader, s.isLeader, &s.launching, limit)
 }
