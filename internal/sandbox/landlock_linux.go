@@ -164,7 +164,7 @@ func (r *landlockRules) close() { _ = unix.Close(r.fd) }
 func (s *Sandbox) setupLandlock() error {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return fmt.Errorf("the kernel does not offer Landlock (%v)", err)
+		return fmt.Errorf("the kernel does not offer Landlock (%w)", err)
 	}
 	s.policy = buildPolicy(abi, s.ws, s.private, s.network)
 	s.mode = Landlock

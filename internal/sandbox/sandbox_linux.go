@@ -112,7 +112,7 @@ func New(opts Options) (*Sandbox, error) {
 		return s, nil
 	}
 	s.Close()
-	return nil, fmt.Errorf("%w (bubblewrap: %v; landlock: %v); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
+	return nil, fmt.Errorf("%w (bubblewrap: %w; landlock: %w); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
 }
 
 // setupCommon prepares what applies in every mode: the control groups, or
@@ -249,7 +249,7 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 		err = s.trial()
 	}
 	if err != nil {
-		return fmt.Errorf("trial run failed: %v", err)
+		return fmt.Errorf("trial run failed: %w", err)
 	}
 	s.subreaper = false
 	if s.mode != Bwrap && !s.pidns && (s.cg == nil || !s.cg.Kills()) {
@@ -339,7 +339,7 @@ func (s *Sandbox) trial() error {
 		return err
 	}
 	if err, _ := c.Wait(); err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

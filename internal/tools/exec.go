@@ -208,7 +208,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
 	}
 	if err != nil {
-		return "", toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 
@@ -231,7 +231,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 	cmd.WaitDelay = 2 * time.Second
 	child, err := sb.Start(cmd, tmp)
 	if err != nil {
-		return "", toolerr.Errorf(toolerr.ToolError, "could not start the shell: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not start the shell: %w", err)
 	}
 	if !e.track(child) {
 		child.Kill()

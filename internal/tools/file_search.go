@@ -169,7 +169,7 @@ func newSearchQuery(a fileSearchArgs) (*searchQuery, error) {
 	}
 	var err error
 	if q.pattern, err = walk.Compile(pat); err != nil {
-		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' is not valid (%v). Next: close every '[' with ']', and write '\\' before a literal *, ? or [.", a.Pattern, err)
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' is not valid (%w). Next: close every '[' with ']', and write '\\' before a literal *, ? or [.", a.Pattern, err)
 	}
 	for _, e := range a.Exclude {
 		if strings.Contains(e, "/") {
@@ -177,7 +177,7 @@ func newSearchQuery(a fileSearchArgs) (*searchQuery, error) {
 		}
 		ep, err := walk.Compile(e)
 		if err != nil {
-			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude pattern '%s' is not valid (%v). Next: close every '[' with ']'.", e, err)
+			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude pattern '%s' is not valid (%w). Next: close every '[' with ']'.", e, err)
 		}
 		q.exclude = append(q.exclude, ep)
 	}

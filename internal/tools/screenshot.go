@@ -221,7 +221,7 @@ func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out w
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {
-		return "", toolerr.Errorf(toolerr.ToolError, "encoding the PNG failed: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "encoding the PNG failed: %w", err)
 	}
 	if err := t.ws.WriteFile(out, buf.Bytes(), false); err != nil {
 		return "", err

@@ -76,7 +76,7 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 	case errors.Is(err, agent.ErrStopping):
 		return "", toolerr.Errorf(toolerr.Unavailable, "the service is shutting down and starts no sub-agent. Next: try again later.")
 	case err != nil:
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "%v. Next: shorten the task.", err)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "%w. Next: shorten the task.", err)
 	}
 	name := task.ID
 	if label != "" {
