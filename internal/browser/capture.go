@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -446,7 +447,7 @@ func (m *monitor) addLocked(raw, reason string) {
 		if i := strings.Index(reason, " Next:"); i > 0 {
 			reason = reason[:i]
 		}
-		m.blocked = append(m.blocked, shorten(raw, 200)+": "+reason)
+		m.blocked = append(m.blocked, runes.Shorten(raw, 200)+": "+reason)
 	}
 }
 
@@ -466,7 +467,7 @@ func (m *monitor) loadFailure(u *url.URL, errText string) error {
 		doc = u.String()
 	}
 	if reason, ok := denied[doc]; ok {
-		return errorf(toolerr.PolicyDenied, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", shorten(doc, 200), reason)
+		return errorf(toolerr.PolicyDenied, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), reason)
 	}
 	for _, reason := range denied {
 		// A redirect the monitor did not see as the latest document.
@@ -475,12 +476,12 @@ func (m *monitor) loadFailure(u *url.URL, errText string) error {
 	if du, err := url.Parse(doc); err == nil {
 		if r, ok := m.proxy.Refused(du.Hostname(), m.since); ok {
 			if r.Denied {
-				return errorf(toolerr.PolicyDenied, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", shorten(doc, 200), r.Reason)
+				return errorf(toolerr.PolicyDenied, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), r.Reason)
 			}
-			return errorf(toolerr.Unavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", shorten(doc, 200), r.Reason)
+			return errorf(toolerr.Unavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", runes.Shorten(doc, 200), r.Reason)
 		}
 	}
-	return errorf(toolerr.Unavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", shorten(doc, 200), errText)
+	return errorf(toolerr.Unavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", runes.Shorten(doc, 200), errText)
 }
 
 // header returns a response header's value, whatever its case.
@@ -493,13 +494,6 @@ func header(h network.Headers, name string) string {
 		}
 	}
 	return ""
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func clamp(v, lo, hi int) int {

@@ -221,7 +221,7 @@ func marshalResult(v any) (string, error) {
 func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || !u.IsAbs() {
-		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", runes.Shorten(raw, 200))
 	}
 	if err := t.guard.CheckURL(u); err != nil {
 		return fetchResult{}, err
@@ -232,7 +232,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, 200))
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 toolsvc-web_fetch")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5")
@@ -496,13 +496,6 @@ func certReason(err error) string {
 		return "rejected"
 	}
 	return "verification failed"
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return runes.Prefix(s, n) + "..."
 }
 
 var (
