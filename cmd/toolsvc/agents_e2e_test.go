@@ -14,6 +14,7 @@ import (
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/agent/agenttest"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 const llmKey = "sk-e2e-llm-key-0123456789abcdef"
@@ -184,7 +185,7 @@ func TestSpawnBackgroundCancelAndRestart(t *testing.T) {
 	if got := s.agentTask(t, id); got.Status != agent.StatusRunning || got.Task != "think hard" {
 		t.Errorf("running task: %+v", got)
 	}
-	mustFail(t, s.invoke(t, "spawn", map[string]any{"task": "more"}), registry.CodeBusy, "TOOLSVC_AGENT_MAX_CONCURRENT")
+	mustFail(t, s.invoke(t, "spawn", map[string]any{"task": "more"}), toolerr.Busy, "TOOLSVC_AGENT_MAX_CONCURRENT")
 
 	resp, body := s.do(t, "DELETE", "/agents/"+id, nil, nil)
 	var task agent.Task
@@ -217,7 +218,7 @@ func TestSpawnBackgroundCancelAndRestart(t *testing.T) {
 func TestSpawnTurnLimitEndToEnd(t *testing.T) {
 	llm := agenttest.New(t, agenttest.Reply(agenttest.Message(`{"role":"assistant","content":"still looking","tool_calls":[{"function":{"name":"list_dir","arguments":""}}]}`, "tool_calls")))
 	s := startServer(t, llmEnv(llm.URL, map[string]string{"AGENT_MAX_TURNS": "3"}))
-	msg := mustFail(t, s.invoke(t, "spawn", map[string]any{"task": "look around", "wait": true}), registry.CodeToolError,
+	msg := mustFail(t, s.invoke(t, "spawn", map[string]any{"task": "look around", "wait": true}), toolerr.ToolError,
 		"failed after 3 turns", "TOOLSVC_AGENT_MAX_TURNS", "still looking")
 	task := s.agentTask(t, agentID.FindString(msg))
 	// Three replies, three calls: the first runs, the repeats are answered

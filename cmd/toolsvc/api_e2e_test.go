@@ -12,6 +12,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -186,11 +187,11 @@ func TestMalformedArguments(t *testing.T) {
 		code       string
 		wants      []string
 	}{
-		{"read_file", `{"path": "a.txt"`, registry.CodeMalformedArguments, []string{"truncated or malformed", "regenerate the tool call"}},
-		{"write_file", `{"path": "a.txt", "content": "long text cut off here`, registry.CodeMalformedArguments, []string{"truncated or malformed", "mode=\"append\""}},
-		{"edit_file", `{"path": "a.txt", "old_str": 'x'}`, registry.CodeMalformedArguments, []string{"malformed", "regenerate"}},
-		{"list_dir", `[1, 2]`, registry.CodeInvalidArguments, []string{"must be a JSON object"}},
-		{"list_dir", `"just a string"`, registry.CodeInvalidArguments, []string{"must be a JSON object"}},
+		{"read_file", `{"path": "a.txt"`, toolerr.MalformedArguments, []string{"truncated or malformed", "regenerate the tool call"}},
+		{"write_file", `{"path": "a.txt", "content": "long text cut off here`, toolerr.MalformedArguments, []string{"truncated or malformed", "mode=\"append\""}},
+		{"edit_file", `{"path": "a.txt", "old_str": 'x'}`, toolerr.MalformedArguments, []string{"malformed", "regenerate"}},
+		{"list_dir", `[1, 2]`, toolerr.InvalidArguments, []string{"must be a JSON object"}},
+		{"list_dir", `"just a string"`, toolerr.InvalidArguments, []string{"must be a JSON object"}},
 	}
 	for _, c := range cases {
 		t.Run(c.tool+" "+c.body, func(t *testing.T) {
@@ -229,7 +230,7 @@ func TestValidationRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := s.invoke(t, c.tool, c.args)
-			mustFail(t, res, registry.CodeInvalidArguments, append([]string{"Invalid parameters for tool '" + c.tool + "': "}, c.wants...)...)
+			mustFail(t, res, toolerr.InvalidArguments, append([]string{"Invalid parameters for tool '" + c.tool + "': "}, c.wants...)...)
 		})
 	}
 }
@@ -279,9 +280,9 @@ func TestAuditFiles(t *testing.T) {
 	}
 
 	bad := s.invoke(t, "read_file", `{"path":"missing.txt"}`)
-	mustFail(t, bad, registry.CodeNotFound)
+	mustFail(t, bad, toolerr.NotFound)
 	rec = readAudit(t, s, bad.CallID)
-	if rec.Status != "error" || rec.ErrorCode != registry.CodeNotFound || !strings.HasPrefix(rec.Result, "Error:") {
+	if rec.Status != "error" || rec.ErrorCode != toolerr.NotFound || !strings.HasPrefix(rec.Result, "Error:") {
 		t.Errorf("error record: %+v", rec)
 	}
 

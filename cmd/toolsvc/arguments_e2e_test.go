@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // TestArgumentsAsModelsSendThem sends numbers the way models write them:
@@ -63,7 +64,7 @@ func TestArgumentErrorsHaveOneForm(t *testing.T) {
 			// Several times: problems come out of maps, the order must not.
 			for range 5 {
 				res := s.invoke(t, c.tool, c.args)
-				if res.Error == nil || res.Error.Code != registry.CodeInvalidArguments || res.Result != prefix(c.tool)+c.want {
+				if res.Error == nil || res.Error.Code != toolerr.InvalidArguments || res.Result != prefix(c.tool)+c.want {
 					t.Fatalf("got %+v\nwant %s%s", res, prefix(c.tool), c.want)
 				}
 				if strings.Contains(res.Result, "json:") || strings.Contains(res.Result, "Go ") {
@@ -79,7 +80,7 @@ func TestArgumentErrorsHaveOneForm(t *testing.T) {
 			args[fmt.Sprintf("%03d_%s", i, strings.Repeat("n", 300))] = i
 		}
 		res := s.invoke(t, "read_file", args)
-		mustFail(t, res, registry.CodeInvalidArguments, "unknown parameter \"000_nnn", "and 490 more problems")
+		mustFail(t, res, toolerr.InvalidArguments, "unknown parameter \"000_nnn", "and 490 more problems")
 		if len(res.Result) > 2200 {
 			t.Errorf("the message is %d bytes long", len(res.Result))
 		}
@@ -110,17 +111,17 @@ func TestBodiesThatAreNotAnObject(t *testing.T) {
 		name, body, code string
 		wants            []string
 	}{
-		{"spaces", "   ", registry.CodeMalformedArguments, []string{"only whitespace (3 bytes)", next}},
-		{"newlines and tabs", "\n\t\r\n", registry.CodeMalformedArguments, []string{"only whitespace", next}},
-		{"no-break space", "\u00a0", registry.CodeMalformedArguments, []string{"only whitespace", next}},
-		{"line separator", "\u2028\u2029", registry.CodeMalformedArguments, []string{"only whitespace", next}},
-		{"invalid UTF-8", "{\"path\":\"a\xff\"}", registry.CodeMalformedArguments, []string{"not valid UTF-8", "offset 10", next}},
-		{"array", `["a.txt"]`, registry.CodeInvalidArguments, []string{"must be a JSON object, not an array", next}},
-		{"string", `"a.txt"`, registry.CodeInvalidArguments, []string{"must be a JSON object, not a string", next}},
-		{"null", `null`, registry.CodeInvalidArguments, []string{"must be a JSON object, not null", next}},
-		{"number", `7`, registry.CodeInvalidArguments, []string{"must be a JSON object, not a number", next}},
-		{"object after a no-break space", "\u00a0{\"path\":\"a.txt\"}", registry.CodeMalformedArguments, []string{"byte 0 is U+00A0, which JSON does not allow outside strings"}},
-		{"object after a byte-order mark", "\ufeff{\"path\":\"a.txt\"}", registry.CodeMalformedArguments, []string{"byte 0 is U+FEFF"}},
+		{"spaces", "   ", toolerr.MalformedArguments, []string{"only whitespace (3 bytes)", next}},
+		{"newlines and tabs", "\n\t\r\n", toolerr.MalformedArguments, []string{"only whitespace", next}},
+		{"no-break space", "\u00a0", toolerr.MalformedArguments, []string{"only whitespace", next}},
+		{"line separator", "\u2028\u2029", toolerr.MalformedArguments, []string{"only whitespace", next}},
+		{"invalid UTF-8", "{\"path\":\"a\xff\"}", toolerr.MalformedArguments, []string{"not valid UTF-8", "offset 10", next}},
+		{"array", `["a.txt"]`, toolerr.InvalidArguments, []string{"must be a JSON object, not an array", next}},
+		{"string", `"a.txt"`, toolerr.InvalidArguments, []string{"must be a JSON object, not a string", next}},
+		{"null", `null`, toolerr.InvalidArguments, []string{"must be a JSON object, not null", next}},
+		{"number", `7`, toolerr.InvalidArguments, []string{"must be a JSON object, not a number", next}},
+		{"object after a no-break space", "\u00a0{\"path\":\"a.txt\"}", toolerr.MalformedArguments, []string{"byte 0 is U+00A0, which JSON does not allow outside strings"}},
+		{"object after a byte-order mark", "\ufeff{\"path\":\"a.txt\"}", toolerr.MalformedArguments, []string{"byte 0 is U+FEFF"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,5 +129,5 @@ func TestBodiesThatAreNotAnObject(t *testing.T) {
 		})
 	}
 	// The memory example names its required parameter.
-	mustFail(t, s.invoke(t, "memory", "[]"), registry.CodeInvalidArguments, `such as {"action": "write"}`)
+	mustFail(t, s.invoke(t, "memory", "[]"), toolerr.InvalidArguments, `such as {"action": "write"}`)
 }

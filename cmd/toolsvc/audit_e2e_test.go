@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // TestAuditFailClosed breaks the audit log under a running service and
@@ -82,7 +83,7 @@ func TestAuditFailClosed(t *testing.T) {
 					res := s.invoke(t, "write_file", map[string]any{"path": name, "content": "x"})
 					_, statErr := os.Stat(filepath.Join(s.Workspace, name))
 					if required {
-						if res.Error != nil && res.Error.Code == registry.CodeAuditFailed {
+						if res.Error != nil && res.Error.Code == toolerr.AuditFailed {
 							// On the full disk the journal's last page still
 							// takes a few start lines while no record fits:
 							// these calls ran and say so.
@@ -95,7 +96,7 @@ func TestAuditFailClosed(t *testing.T) {
 							time.Sleep(50 * time.Millisecond)
 							continue
 						}
-						mustFail(t, res, registry.CodeAuditUnavailable, "the call was not run", "Next:")
+						mustFail(t, res, toolerr.AuditUnavailable, "the call was not run", "Next:")
 						if !os.IsNotExist(statErr) {
 							t.Errorf("the refused call wrote %s: %v", name, statErr)
 						}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // snapshot records every file and folder outside the workspace that the
@@ -117,7 +118,7 @@ func TestConfinement(t *testing.T) {
 					}
 				} else if res.Status != registry.StatusError {
 					t.Errorf("not refused: %s", res.Result)
-				} else if c := res.Error.Code; c != registry.CodePathDenied && c != registry.CodeNotFound {
+				} else if c := res.Error.Code; c != toolerr.PathDenied && c != toolerr.NotFound {
 					t.Errorf("code %s: %s", c, res.Result)
 				}
 				if strings.Contains(res.Result, secret) || strings.Contains(res.Result, "root:x:") {
@@ -153,10 +154,10 @@ func TestConfinement(t *testing.T) {
 func TestConfinementMessages(t *testing.T) {
 	s := startServer(t, nil)
 	os.Symlink("/etc", filepath.Join(s.Workspace, "etc"))
-	mustFail(t, s.invoke(t, "read_file", `{"path":"../x"}`), registry.CodePathDenied, "outside the workspace", "Next: use a path relative to the workspace")
-	mustFail(t, s.invoke(t, "read_file", `{"path":"/etc/passwd"}`), registry.CodePathDenied, "'/etc/passwd' is outside the workspace")
-	mustFail(t, s.invoke(t, "read_file", `{"path":"etc/passwd"}`), registry.CodePathDenied, "leads outside the workspace", "symbolic link")
-	mustFail(t, s.invoke(t, "write_file", `{"path":"etc","content":"x"}`), registry.CodePathDenied, "symbolic link that leads outside")
+	mustFail(t, s.invoke(t, "read_file", `{"path":"../x"}`), toolerr.PathDenied, "outside the workspace", "Next: use a path relative to the workspace")
+	mustFail(t, s.invoke(t, "read_file", `{"path":"/etc/passwd"}`), toolerr.PathDenied, "'/etc/passwd' is outside the workspace")
+	mustFail(t, s.invoke(t, "read_file", `{"path":"etc/passwd"}`), toolerr.PathDenied, "leads outside the workspace", "symbolic link")
+	mustFail(t, s.invoke(t, "write_file", `{"path":"etc","content":"x"}`), toolerr.PathDenied, "symbolic link that leads outside")
 }
 
 // TestUnrestrictedWorkspace checks that with the restriction off, absolute
@@ -172,5 +173,5 @@ func TestUnrestrictedWorkspace(t *testing.T) {
 	mustSucceed(t, s.invoke(t, "write_file", `{"path":"in.txt","content":"x"}`))
 	assertFile(t, filepath.Join(s.Workspace, "in.txt"), "x")
 	body, _ := json.Marshal(map[string]string{"path": "x\x00y"})
-	mustFail(t, s.invoke(t, "read_file", body), registry.CodePathDenied, "NUL")
+	mustFail(t, s.invoke(t, "read_file", body), toolerr.PathDenied, "NUL")
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 func TestReadFile(t *testing.T) {
@@ -63,15 +63,15 @@ func TestReadFile(t *testing.T) {
 		name, args, code string
 		wants            []string
 	}{
-		{"missing", `{"path":"nope.txt"}`, registry.CodeNotFound, []string{"'nope.txt' does not exist", "Next:"}},
-		{"folder", `{"path":"src"}`, registry.CodeInvalidArguments, []string{"is a folder", "list_dir"}},
-		{"binary", `{"path":"bin.dat"}`, registry.CodeInvalidArguments, []string{"binary file"}},
-		{"not utf-8", `{"path":"gbk.txt"}`, registry.CodeInvalidArguments, []string{"not UTF-8", "iconv"}},
-		{"start beyond end", `{"path":"small.txt","start_line":10}`, registry.CodeInvalidArguments, []string{"start_line 10 is beyond the end", "has 3 lines"}},
-		{"start after end", `{"path":"small.txt","start_line":3,"end_line":2}`, registry.CodeInvalidArguments, []string{"start_line must be <= end_line, but 3 > 2"}},
-		{"neither path nor paths", `{}`, registry.CodeInvalidArguments, []string{"missing required path or paths (exactly one of them)"}},
-		{"both path and paths", `{"path":"a","paths":["b"]}`, registry.CodeInvalidArguments, []string{"path and paths must not both be given"}},
-		{"named pipe does not hang", `{"path":"pipe"}`, registry.CodeInvalidArguments, []string{"not a regular file"}},
+		{"missing", `{"path":"nope.txt"}`, toolerr.NotFound, []string{"'nope.txt' does not exist", "Next:"}},
+		{"folder", `{"path":"src"}`, toolerr.InvalidArguments, []string{"is a folder", "list_dir"}},
+		{"binary", `{"path":"bin.dat"}`, toolerr.InvalidArguments, []string{"binary file"}},
+		{"not utf-8", `{"path":"gbk.txt"}`, toolerr.InvalidArguments, []string{"not UTF-8", "iconv"}},
+		{"start beyond end", `{"path":"small.txt","start_line":10}`, toolerr.InvalidArguments, []string{"start_line 10 is beyond the end", "has 3 lines"}},
+		{"start after end", `{"path":"small.txt","start_line":3,"end_line":2}`, toolerr.InvalidArguments, []string{"start_line must be <= end_line, but 3 > 2"}},
+		{"neither path nor paths", `{}`, toolerr.InvalidArguments, []string{"missing required path or paths (exactly one of them)"}},
+		{"both path and paths", `{"path":"a","paths":["b"]}`, toolerr.InvalidArguments, []string{"path and paths must not both be given"}},
+		{"named pipe does not hang", `{"path":"pipe"}`, toolerr.InvalidArguments, []string{"not a regular file"}},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,9 +117,9 @@ func TestWriteFile(t *testing.T) {
 		t.Error("the in-workspace symlink was replaced by a file")
 	}
 
-	mustFail(t, s.invoke(t, "write_file", `{"path":"deep","content":"x"}`), registry.CodeInvalidArguments, "is a folder")
-	mustFail(t, s.invoke(t, "write_file", `{"path":".","content":"x"}`), registry.CodeInvalidArguments, "must name a file")
-	mustFail(t, s.invoke(t, "write_file", `{"path":"real.txt/child","content":"x"}`), registry.CodeInvalidArguments, "is a file, not a folder")
+	mustFail(t, s.invoke(t, "write_file", `{"path":"deep","content":"x"}`), toolerr.InvalidArguments, "is a folder")
+	mustFail(t, s.invoke(t, "write_file", `{"path":".","content":"x"}`), toolerr.InvalidArguments, "must name a file")
+	mustFail(t, s.invoke(t, "write_file", `{"path":"real.txt/child","content":"x"}`), toolerr.InvalidArguments, "is a file, not a folder")
 	// No temporary files are left behind.
 	filepath.Walk(s.Workspace, func(p string, fi os.FileInfo, err error) error {
 		if strings.Contains(p, ".tmp-") {
@@ -140,7 +140,7 @@ func TestEditFile(t *testing.T) {
 	assertFile(t, p, "def f():\n    return 2\n\ndef g():\n    return 1\n")
 
 	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"return","new_str":"yield"}`),
-		registry.CodeInvalidArguments, "occurs 2 times", "lines 2, 5", "more surrounding lines", "replace_all=true")
+		toolerr.InvalidArguments, "occurs 2 times", "lines 2, 5", "more surrounding lines", "replace_all=true")
 	assertFile(t, p, "def f():\n    return 2\n\ndef g():\n    return 1\n")
 
 	out = mustSucceed(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"return","new_str":"yield","replace_all":true}`))
@@ -148,12 +148,12 @@ func TestEditFile(t *testing.T) {
 		t.Errorf("result %q", out)
 	}
 	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"def  g():","new_str":"x"}`),
-		registry.CodeNotFound, "not found in 'main.py'", "apart from whitespace starts at line 4", "read_file")
-	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"nothing like it","new_str":"x"}`), registry.CodeNotFound, "read the file")
-	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"a","new_str":"a"}`), registry.CodeInvalidArguments, "change nothing")
-	mustFail(t, s.invoke(t, "edit_file", `{"path":"nope.py","old_str":"a","new_str":"b"}`), registry.CodeNotFound, "does not exist")
+		toolerr.NotFound, "not found in 'main.py'", "apart from whitespace starts at line 4", "read_file")
+	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"nothing like it","new_str":"x"}`), toolerr.NotFound, "read the file")
+	mustFail(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"a","new_str":"a"}`), toolerr.InvalidArguments, "change nothing")
+	mustFail(t, s.invoke(t, "edit_file", `{"path":"nope.py","old_str":"a","new_str":"b"}`), toolerr.NotFound, "does not exist")
 	s.writeWS(t, "bin", "\x00\x01")
-	mustFail(t, s.invoke(t, "edit_file", `{"path":"bin","old_str":"a","new_str":"b"}`), registry.CodeInvalidArguments, "not UTF-8")
+	mustFail(t, s.invoke(t, "edit_file", `{"path":"bin","old_str":"a","new_str":"b"}`), toolerr.InvalidArguments, "not UTF-8")
 }
 
 func TestListDir(t *testing.T) {
@@ -185,8 +185,8 @@ func TestListDir(t *testing.T) {
 	if out := mustSucceed(t, s.invoke(t, "list_dir", `{"path":"void"}`)); !strings.Contains(out, "(empty folder)") {
 		t.Errorf("empty: %s", out)
 	}
-	mustFail(t, s.invoke(t, "list_dir", `{"path":"missing"}`), registry.CodeNotFound, "'missing' does not exist", "Next:")
-	mustFail(t, s.invoke(t, "list_dir", `{"path":"b.txt"}`), registry.CodeInvalidArguments, "is a file", "read_file")
+	mustFail(t, s.invoke(t, "list_dir", `{"path":"missing"}`), toolerr.NotFound, "'missing' does not exist", "Next:")
+	mustFail(t, s.invoke(t, "list_dir", `{"path":"b.txt"}`), toolerr.InvalidArguments, "is a file", "read_file")
 	// The link out of the workspace is listed but not entered, even recursively.
 	out = mustSucceed(t, s.invoke(t, "list_dir", `{"recursive":true}`))
 	if strings.Contains(out, "passwd") || strings.Contains(out, "link/") {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -123,7 +123,7 @@ func TestWorkspaceDeletedAndRecreated(t *testing.T) {
 		{"memory", `{"action":"search","keywords":"fact"}`},
 		{"memory", `{"action":"write","content":"another fact"}`},
 	} {
-		out := mustFail(t, s.invoke(t, c.tool, c.args), registry.CodeUnavailable, "workspace folder is unavailable", "Next:")
+		out := mustFail(t, s.invoke(t, c.tool, c.args), toolerr.Unavailable, "workspace folder is unavailable", "Next:")
 		if strings.Contains(out, "empty") && !strings.Contains(out, "Do not assume it is empty") {
 			t.Errorf("%s %s while the workspace is missing: %s", c.tool, c.args, out)
 		}
@@ -220,7 +220,7 @@ func TestMemoryWriteOnFullDisk(t *testing.T) {
 	// This one needs a page more than is left: part of it is written,
 	// then the kernel reports ENOSPC.
 	big, _ := json.Marshal(map[string]string{"action": "write", "content": strings.Repeat("a long fact ", 330)})
-	mustFail(t, s.invoke(t, "memory", big), registry.CodeToolError, "is full, so the entry was not saved", "Next:")
+	mustFail(t, s.invoke(t, "memory", big), toolerr.ToolError, "is full, so the entry was not saved", "Next:")
 	after, err := os.ReadFile(filepath.Join(dir, "MEMORY.md"))
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("the memory file changed: %d bytes, had %d (%v)", len(after), len(before), err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // memoryFile returns the memory file's content.
@@ -79,13 +80,13 @@ func TestMemoryWrite(t *testing.T) {
 		code string
 		msg  string
 	}{
-		{"no content", map[string]any{"action": "write"}, registry.CodeInvalidArguments, "needs content"},
-		{"empty content", map[string]any{"action": "write", "content": ""}, registry.CodeInvalidArguments, "content"},
-		{"blank content", map[string]any{"action": "write", "content": " \n\t\r "}, registry.CodeInvalidArguments, "content must not be blank (action=write needs content)"},
-		{"too long", map[string]any{"action": "write", "content": strings.Repeat("長", 4001)}, registry.CodeInvalidArguments, "content"},
-		{"unknown action", map[string]any{"action": "delete"}, registry.CodeInvalidArguments, "action"},
-		{"no action", map[string]any{"content": "x"}, registry.CodeInvalidArguments, "action"},
-		{"unknown parameter", map[string]any{"action": "write", "content": "x", "date": "2020-01-01"}, registry.CodeInvalidArguments, "date"},
+		{"no content", map[string]any{"action": "write"}, toolerr.InvalidArguments, "needs content"},
+		{"empty content", map[string]any{"action": "write", "content": ""}, toolerr.InvalidArguments, "content"},
+		{"blank content", map[string]any{"action": "write", "content": " \n\t\r "}, toolerr.InvalidArguments, "content must not be blank (action=write needs content)"},
+		{"too long", map[string]any{"action": "write", "content": strings.Repeat("長", 4001)}, toolerr.InvalidArguments, "content"},
+		{"unknown action", map[string]any{"action": "delete"}, toolerr.InvalidArguments, "action"},
+		{"no action", map[string]any{"content": "x"}, toolerr.InvalidArguments, "action"},
+		{"unknown parameter", map[string]any{"action": "write", "content": "x", "date": "2020-01-01"}, toolerr.InvalidArguments, "date"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mustFail(t, s.invoke(t, "memory", c.args), c.code, c.msg)
@@ -170,7 +171,7 @@ func TestMemorySearch(t *testing.T) {
 		{"too many keywords", map[string]any{"action": "search", "keywords": strings.Repeat("k ", 21)}, "at most 20"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mustFail(t, s.invoke(t, "memory", c.args), registry.CodeInvalidArguments, c.msg)
+			mustFail(t, s.invoke(t, "memory", c.args), toolerr.InvalidArguments, c.msg)
 		})
 	}
 }
@@ -236,7 +237,7 @@ func TestMemoryRead(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.args["action"] = "read"
-			mustFail(t, s.invoke(t, "memory", c.args), registry.CodeInvalidArguments, c.msg)
+			mustFail(t, s.invoke(t, "memory", c.args), toolerr.InvalidArguments, c.msg)
 		})
 	}
 }
@@ -334,8 +335,8 @@ func TestMemoryConfinement(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(s.Workspace, "memory")); err != nil {
 			t.Fatal(err)
 		}
-		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "search", "keywords": "secret"}), registry.CodePathDenied, "outside the workspace")
-		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "x"}), registry.CodePathDenied)
+		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "search", "keywords": "secret"}), toolerr.PathDenied, "outside the workspace")
+		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "x"}), toolerr.PathDenied)
 		if b, _ := os.ReadFile(filepath.Join(outside, "MEMORY.md")); string(b) != "2026-01-01|web|host secret\n" {
 			t.Errorf("outside file changed: %q", b)
 		}
@@ -345,7 +346,7 @@ func TestMemoryConfinement(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "made-by-toolsvc")
 		os.MkdirAll(filepath.Join(s.Workspace, "memory"), 0o755)
 		os.Symlink(target, filepath.Join(s.Workspace, "memory", ".MEMORY.md.lock"))
-		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "x"}), registry.CodePathDenied, "memory/.MEMORY.md.lock is a symbolic link")
+		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "x"}), toolerr.PathDenied, "memory/.MEMORY.md.lock is a symbolic link")
 		if _, err := os.Lstat(target); !os.IsNotExist(err) {
 			t.Errorf("a file was created outside the workspace")
 		}
@@ -353,7 +354,7 @@ func TestMemoryConfinement(t *testing.T) {
 	t.Run("memory file is a folder", func(t *testing.T) {
 		s := startServer(t, nil)
 		os.MkdirAll(filepath.Join(s.Workspace, "memory", "MEMORY.md"), 0o755)
-		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "read"}), registry.CodeToolError, "not a regular file")
+		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "read"}), toolerr.ToolError, "not a regular file")
 	})
 }
 

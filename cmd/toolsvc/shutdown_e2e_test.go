@@ -11,6 +11,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // waitFor polls cond until it holds or the deadline passes; it observes
@@ -82,14 +83,14 @@ func TestShutdownDuringCall(t *testing.T) {
 	if a.err != nil || a.code != 200 {
 		t.Fatalf("the running call got no answer: %v (HTTP %d)", a.err, a.code)
 	}
-	if a.res.Status != registry.StatusError || a.res.Error == nil || a.res.Error.Code != registry.CodeCanceled {
+	if a.res.Status != registry.StatusError || a.res.Error == nil || a.res.Error.Code != toolerr.Canceled {
 		t.Errorf("result of the cut-off call: %+v", a.res)
 	}
 	if stopped > 20*time.Second {
 		t.Errorf("shutdown took %v: the running command was not stopped", stopped)
 	}
 	rec := readAudit(t, s, callID)
-	if rec.Status != registry.StatusError || rec.ErrorCode != registry.CodeCanceled {
+	if rec.Status != registry.StatusError || rec.ErrorCode != toolerr.Canceled {
 		t.Errorf("audit record of the cut-off call: %+v", rec)
 	}
 	// New calls are refused once the service has stopped.

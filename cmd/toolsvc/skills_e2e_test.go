@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // skillsWorkspace writes the skills the tests use: one usable, one whose
@@ -33,14 +33,14 @@ func TestSkillsThroughReadFile(t *testing.T) {
 
 	t.Run("disabled", func(t *testing.T) {
 		res := s.invoke(t, "read_file", map[string]any{"path": "skills/off/SKILL.md"})
-		mustFail(t, res, registry.CodePolicyDenied)
+		mustFail(t, res, toolerr.PolicyDenied)
 		if res.Result != "Error: Skill 'off' is disabled. Enable it first." {
 			t.Errorf("result %q", res.Result)
 		}
 	})
 	t.Run("disabled through another spelling of the path", func(t *testing.T) {
 		for _, p := range []string{"./skills/off/SKILL.md", "skills/x/../off/SKILL.md", filepath.Join(s.Workspace, "skills/off/SKILL.md")} {
-			mustFail(t, s.invoke(t, "read_file", map[string]any{"path": p}), registry.CodePolicyDenied, "Skill 'off' is disabled")
+			mustFail(t, s.invoke(t, "read_file", map[string]any{"path": p}), toolerr.PolicyDenied, "Skill 'off' is disabled")
 		}
 	})
 	t.Run("disabled in a batch", func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestSkillsThroughReadFile(t *testing.T) {
 		}
 	})
 	t.Run("missing skill", func(t *testing.T) {
-		mustFail(t, s.invoke(t, "read_file", map[string]any{"path": "skills/nope/SKILL.md"}), registry.CodeNotFound)
+		mustFail(t, s.invoke(t, "read_file", map[string]any{"path": "skills/nope/SKILL.md"}), toolerr.NotFound)
 	})
 }
 

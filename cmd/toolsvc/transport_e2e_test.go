@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // rawConn opens a plain TCP connection to the server, for clients that
@@ -286,11 +287,11 @@ func TestStreamClientThatStopsReading(t *testing.T) {
 		execTimeout  int
 		code         string
 	}{
-		{"write timeout first", "1s", 600, registry.CodeCanceled},
+		{"write timeout first", "1s", 600, toolerr.Canceled},
 		// The output fills the socket buffers (a few MB at exec's streaming
 		// rate) well before 25s, so the result write blocks when the call
 		// ends; the slot must not wait for it.
-		{"call timeout first", "10m", 25, registry.CodeTimeout},
+		{"call timeout first", "10m", 25, toolerr.Timeout},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

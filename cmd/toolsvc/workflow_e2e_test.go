@@ -18,6 +18,7 @@ import (
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/agent/agenttest"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // userTask returns the first user message of a model request.
@@ -146,11 +147,11 @@ func TestWorkflowRunEndToEnd(t *testing.T) {
 		mustFail(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "mode": "graph", "agents": []map[string]any{
 			{"id": "a", "task": "t", "depends_on": []string{"b"}},
 			{"id": "b", "task": "t", "depends_on": []string{"a"}},
-		}}), registry.CodeInvalidArguments, "cycle: a → b → a", "Next:")
+		}}), toolerr.InvalidArguments, "cycle: a → b → a", "Next:")
 		mustFail(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "mode": "graph", "agents": []map[string]any{
 			{"id": "a", "task": "t", "depends_on": []string{"ghost"}},
-		}}), registry.CodeInvalidArguments, `depends on "ghost", which is not an agent`)
-		mustFail(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "agents": make([]map[string]any, 11)}), registry.CodeInvalidArguments, "agents")
+		}}), toolerr.InvalidArguments, `depends on "ghost", which is not an agent`)
+		mustFail(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "agents": make([]map[string]any, 11)}), toolerr.InvalidArguments, "agents")
 		if n := len(llm.Requests()) - from; n != 0 {
 			t.Errorf("%d model requests for refused workflows", n)
 		}

@@ -283,7 +283,7 @@ type wireReply struct {
 func parseReply(data []byte) (Reply, error) {
 	var w wireReply
 	if err := json.Unmarshal(data, &w); err != nil {
-		return Reply{}, fmt.Errorf("the model's reply is not chat-completions JSON: %v: %s", err, snippet(data))
+		return Reply{}, fmt.Errorf("the model's reply is not chat-completions JSON: %w: %s", err, snippet(data))
 	}
 	if w.Error != nil && len(w.Choices) == 0 {
 		return Reply{}, fmt.Errorf("model API error: %s", w.Error.Message)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // SubagentTools are the tools a sub-agent may use, those of them that are
@@ -146,21 +147,18 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 			}
 			name, args := tc.Function.Name, tc.Function.Arguments
 			key := name + "\x00" + compact(args)
-			var content string
+			var res registry.Result
 			switch {
 			case !slices.Contains(names, name):
-				content = fmt.Sprintf("Error: tool '%s' is not available to a sub-agent. Next: use only these tools: %s.", name, strings.Join(names, ", "))
-				obs.Called(name, args, registry.Result{Tool: name, Status: registry.StatusError, Error: &registry.ErrorBody{Code: registry.CodeUnknownTool}})
+				res = registry.Failed(name, toolerr.UnknownTool, registry.UnknownToolMessage(name, names...))
 			case key == prevKey:
-				content = fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name)
-				obs.Called(name, args, registry.Result{Tool: name, Status: registry.StatusError, Error: &registry.ErrorBody{Code: "duplicate_call"}})
+				res = registry.Failed(name, toolerr.DuplicateCall, fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name))
 			default:
-				res := l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source})
-				content = res.Result
-				obs.Called(name, args, res)
+				res = l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source})
 			}
+			obs.Called(name, args, res)
 			prevKey = key
-			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: content})
+			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: res.Result})
 		}
 	}
 	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,

@@ -190,7 +190,8 @@ func TestLoopRefusesAndSuppresses(t *testing.T) {
 			toolMsgs = append(toolMsgs, m.Content)
 		}
 	}
-	if !strings.Contains(toolMsgs[0], "not available to a sub-agent") || !strings.Contains(toolMsgs[2], "exactly these arguments") {
+	if !strings.HasPrefix(toolMsgs[0], "Error: Tool 'spawn' not found. Please use only the tools provided in the tool definitions: ") ||
+		!strings.HasPrefix(toolMsgs[2], "Error: You just called list_dir with exactly these arguments") {
 		t.Errorf("tool messages %q", toolMsgs)
 	}
 }

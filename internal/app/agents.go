@@ -14,8 +14,8 @@ import (
 // newAgents builds the sub-agent manager when a model endpoint is
 // configured (TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL), and nil
 // otherwise. Its tasks are kept in DATA_DIR/agents/. Running sub-agents
-// stop when stopping is done; close waits for them to record it.
-func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (m *agent.Manager, close func(), err error) {
+// stop when stopping is done; wait waits for them to record it.
+func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}

@@ -20,32 +20,14 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/rs/zerolog"
 )
 
-// Error codes, matching the registry's.
-const (
-	CodeInvalid     = "invalid_arguments"
-	CodePolicy      = "policy_denied"
-	CodeTimeout     = "timeout"
-	CodeBusy        = "busy"
-	CodeUnavailable = "unavailable"
-	CodeToolError   = "tool_error"
-)
-
-// Error is a failure a model can act on. It carries a registry error code.
-type Error struct {
-	Code string
-	Msg  string
-	Err  error
-}
-
-func (e *Error) Error() string     { return e.Msg }
-func (e *Error) ErrorCode() string { return e.Code }
-func (e *Error) Unwrap() error     { return e.Err }
-
-func errorf(code string, err error, format string, args ...any) *Error {
-	return &Error{Code: code, Err: err, Msg: fmt.Sprintf(format, args...)}
+// errorf returns a *toolerr.Error with code, the underlying error err (may
+// be nil) and a message for the model.
+func errorf(code string, err error, format string, args ...any) error {
+	return &toolerr.Error{Code: code, Err: err, Message: fmt.Sprintf(format, args...)}
 }
 
 // Defaults for Options left at zero.
@@ -111,7 +93,7 @@ func FindChrome(path string) (string, error) {
 	if path != "" {
 		p, err := exec.LookPath(path)
 		if err != nil {
-			return "", errorf(CodeUnavailable, err, "the configured browser TOOLSVC_CHROME_PATH=%q cannot be run (%v). Next: the operator must install Chromium (Debian: apt-get install chromium) or point TOOLSVC_CHROME_PATH at a Chromium or Chrome binary.", path, errors.Unwrap(err))
+			return "", errorf(toolerr.Unavailable, err, "the configured browser TOOLSVC_CHROME_PATH=%q cannot be run (%v). Next: the operator must install Chromium (Debian: apt-get install chromium) or point TOOLSVC_CHROME_PATH at a Chromium or Chrome binary.", path, errors.Unwrap(err))
 		}
 		return p, nil
 	}
@@ -120,7 +102,7 @@ func FindChrome(path string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errorf(CodeUnavailable, exec.ErrNotFound, "web screenshots need Chromium, and none was found on PATH (looked for %s). Next: the operator must install Chromium (Debian/Ubuntu: apt-get install chromium) or set TOOLSVC_CHROME_PATH to a Chromium or Chrome binary; desktop screenshots (type=desktop) do not need it.", strings.Join(chromeNames, ", "))
+	return "", errorf(toolerr.Unavailable, exec.ErrNotFound, "web screenshots need Chromium, and none was found on PATH (looked for %s). Next: the operator must install Chromium (Debian/Ubuntu: apt-get install chromium) or set TOOLSVC_CHROME_PATH to a Chromium or Chrome binary; desktop screenshots (type=desktop) do not need it.", strings.Join(chromeNames, ", "))
 }
 
 // Starts returns how many times the browser process has been started.
@@ -163,7 +145,7 @@ func (b *Browser) acquire(ctx context.Context) error {
 	case b.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return errorf(CodeBusy, ctx.Err(), "all %d browser pages stayed busy with other screenshots until this call's time ran out. Next: retry in a moment, or give a longer timeout.", cap(b.sem))
+		return errorf(toolerr.Busy, ctx.Err(), "all %d browser pages stayed busy with other screenshots until this call's time ran out. Next: retry in a moment, or give a longer timeout.", cap(b.sem))
 	}
 }
 
@@ -175,7 +157,7 @@ func (b *Browser) ensure(ctx context.Context) (context.Context, *Proxy, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, nil, errorf(CodeUnavailable, nil, "the browser is shut down because the service is stopping.")
+		return nil, nil, errorf(toolerr.Unavailable, nil, "the browser is shut down because the service is stopping.")
 	}
 	if b.ctx != nil && b.ctx.Err() == nil {
 		return b.ctx, b.proxy, nil
@@ -190,12 +172,12 @@ func (b *Browser) ensure(ctx context.Context) (context.Context, *Proxy, error) {
 	}
 	if b.proxy == nil {
 		if b.proxy, err = StartProxy(b.opts.Guard, b.opts.Log); err != nil {
-			return nil, nil, errorf(CodeUnavailable, err, "the browser's network proxy could not start: %v", err)
+			return nil, nil, errorf(toolerr.Unavailable, err, "the browser's network proxy could not start: %v", err)
 		}
 	}
 	home, err := os.MkdirTemp("", "toolsvc-chromium-")
 	if err != nil {
-		return nil, nil, errorf(CodeUnavailable, err, "cannot create the browser's temporary folder: %v", err)
+		return nil, nil, errorf(toolerr.Unavailable, err, "cannot create the browser's temporary folder: %v", err)
 	}
 	out := &tailBuffer{max: 4096}
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), b.allocatorOptions(path, home, out)...)
@@ -224,13 +206,13 @@ func (b *Browser) ensure(ctx context.Context) (context.Context, *Proxy, error) {
 		allocCancel()
 		os.RemoveAll(home)
 		if ctx.Err() != nil {
-			return nil, nil, errorf(CodeTimeout, err, "the call ended while the browser was starting. Next: retry with a longer timeout; the first web screenshot starts the browser.")
+			return nil, nil, errorf(toolerr.Timeout, err, "the call ended while the browser was starting. Next: retry with a longer timeout; the first web screenshot starts the browser.")
 		}
 		msg := strings.TrimSpace(out.String())
 		if msg != "" {
 			msg = " Browser output: " + msg
 		}
-		return nil, nil, errorf(CodeUnavailable, err, "Chromium (%s) did not start: %v.%s Next: the operator should check that '%s --headless --no-sandbox --version' runs, or set TOOLSVC_CHROME_PATH to a working Chromium.", path, err, oneLine(msg), path)
+		return nil, nil, errorf(toolerr.Unavailable, err, "Chromium (%s) did not start: %v.%s Next: the operator should check that '%s --headless --no-sandbox --version' runs, or set TOOLSVC_CHROME_PATH to a working Chromium.", path, err, oneLine(msg), path)
 	}
 	b.ctx, b.cancel, b.alloc, b.home, b.lastOut = bctx, bcancel, allocCancel, home, out
 	b.starts++

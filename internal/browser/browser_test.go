@@ -3,7 +3,6 @@ package browser
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -21,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // The tests run real pages in real Chromium. Every address is on loopback:
@@ -191,14 +191,6 @@ func wantColour(t testing.TB, img image.Image, x, y int, want color.RGBA) {
 	}
 }
 
-func codeOf(err error) string {
-	var c interface{ ErrorCode() string }
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	return ""
-}
-
 var (
 	red   = color.RGBA{255, 0, 0, 255}
 	green = color.RGBA{0, 255, 0, 255}
@@ -273,32 +265,32 @@ func TestCapture(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: site + tc.path, Width: 320, Height: 240, Wait: 300 * time.Millisecond})
-			if err != nil && codeOf(err) != CodePolicy {
+			if err != nil && toolerr.ErrorCode(err) != toolerr.PolicyDenied {
 				t.Errorf("want success or policy_denied, got %v", err)
 			}
 		})
 	}
 
 	for _, tc := range []struct{ name, url, code string }{
-		{"redirect to a name", site + "/redirect-name", CodePolicy},
-		{"redirect to an address", site + "/redirect-literal", CodePolicy},
-		{"page by address", "http://127.0.0.2:" + bad.port + "/", CodePolicy},
-		{"page by name", "http://evil.test:" + bad.port + "/", CodePolicy},
-		{"page by decimal address", "http://2130706434:" + bad.port + "/", CodePolicy},
-		{"https page by name", "https://evil.test:" + bad.port + "/", CodePolicy},
-		{"metadata", "http://169.254.169.254/latest/meta-data/", CodePolicy},
-		{"file", "file:///etc/passwd", CodePolicy},
-		{"chrome", "chrome://version", CodePolicy},
-		{"data", "data:text/html,<h1>x</h1>", CodePolicy},
-		{"javascript", "javascript:alert(1)", CodePolicy},
-		{"about", "about:blank", CodePolicy},
-		{"view-source", "view-source:" + site + "/red", CodePolicy},
-		{"no scheme", "example.com", CodeInvalid},
-		{"credentials", "http://user:pw@127.0.0.1:" + port + "/red", CodeInvalid},
+		{"redirect to a name", site + "/redirect-name", toolerr.PolicyDenied},
+		{"redirect to an address", site + "/redirect-literal", toolerr.PolicyDenied},
+		{"page by address", "http://127.0.0.2:" + bad.port + "/", toolerr.PolicyDenied},
+		{"page by name", "http://evil.test:" + bad.port + "/", toolerr.PolicyDenied},
+		{"page by decimal address", "http://2130706434:" + bad.port + "/", toolerr.PolicyDenied},
+		{"https page by name", "https://evil.test:" + bad.port + "/", toolerr.PolicyDenied},
+		{"metadata", "http://169.254.169.254/latest/meta-data/", toolerr.PolicyDenied},
+		{"file", "file:///etc/passwd", toolerr.PolicyDenied},
+		{"chrome", "chrome://version", toolerr.PolicyDenied},
+		{"data", "data:text/html,<h1>x</h1>", toolerr.PolicyDenied},
+		{"javascript", "javascript:alert(1)", toolerr.PolicyDenied},
+		{"about", "about:blank", toolerr.PolicyDenied},
+		{"view-source", "view-source:" + site + "/red", toolerr.PolicyDenied},
+		{"no scheme", "example.com", toolerr.InvalidArguments},
+		{"credentials", "http://user:pw@127.0.0.1:" + port + "/red", toolerr.InvalidArguments},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: tc.url, Width: 320, Height: 240})
-			if got := codeOf(err); got != tc.code {
+			if got := toolerr.ErrorCode(err); got != tc.code {
 				t.Fatalf("want %s, got %q: %v", tc.code, got, err)
 			}
 			if !strings.Contains(err.Error(), "Next:") {
@@ -328,7 +320,7 @@ func TestCapture(t *testing.T) {
 		}()
 		<-gates.arrived // the first call holds the page now
 		_, err := b.Capture(callCtx(t, 500*time.Millisecond), Request{URL: site + "/red", Width: 320, Height: 240})
-		if codeOf(err) != CodeBusy {
+		if toolerr.ErrorCode(err) != toolerr.Busy {
 			t.Errorf("second call while the only page is held: want busy, got %v", err)
 		}
 		close(gates.held)
@@ -419,7 +411,7 @@ func TestNoChromium(t *testing.T) {
 			b := New(Options{ExecPath: tc.path, Guard: testGuard(t), Log: zerolog.Nop()})
 			defer b.Close()
 			_, err := b.Capture(callCtx(t, 10*time.Second), Request{URL: "http://127.0.0.1:1/", Width: 320, Height: 240})
-			if codeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), tc.want) {
+			if toolerr.ErrorCode(err) != toolerr.Unavailable || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want unavailable naming %q, got %v", tc.want, err)
 			}
 		})

@@ -18,6 +18,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Bounds of a capture.
@@ -63,20 +65,20 @@ type Shot struct {
 func (b *Browser) CheckPageURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return nil, errorf(CodeInvalid, err, "'%s' is not a valid URL (%v). Next: give a full http:// or https:// address.", raw, errors.Unwrap(err))
+		return nil, errorf(toolerr.InvalidArguments, err, "'%s' is not a valid URL (%v). Next: give a full http:// or https:// address.", raw, errors.Unwrap(err))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	case "":
-		return nil, errorf(CodeInvalid, nil, "'%s' has no scheme. Next: give a full address such as https://%s.", raw, raw)
+		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no scheme. Next: give a full address such as https://%s.", raw, raw)
 	default:
-		return nil, errorf(CodePolicy, nil, "the %s: scheme is refused: only http and https pages can be captured (no file://, chrome://, data:, javascript: or other schemes). Next: give an http:// or https:// address.", u.Scheme)
+		return nil, errorf(toolerr.PolicyDenied, nil, "the %s: scheme is refused: only http and https pages can be captured (no file://, chrome://, data:, javascript: or other schemes). Next: give an http:// or https:// address.", u.Scheme)
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, errorf(CodeInvalid, nil, "'%s' has no host name. Next: give a full address such as https://example.com/page.", raw)
+		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no host name. Next: give a full address such as https://example.com/page.", raw)
 	}
 	if u.User != nil {
-		return nil, errorf(CodeInvalid, nil, "URLs with a user name or password are not accepted. Next: give the address without 'user:password@'.")
+		return nil, errorf(toolerr.InvalidArguments, nil, "URLs with a user name or password are not accepted. Next: give the address without 'user:password@'.")
 	}
 	if err := b.opts.Guard.CheckURL(u); err != nil {
 		return nil, err
@@ -138,23 +140,23 @@ func (b *Browser) Capture(ctx context.Context, req Request) (*Shot, error) {
 		}
 		b.opts.Log.Warn().Err(err).Msg("browser died during a capture")
 		if attempt > 0 {
-			return nil, errorf(CodeUnavailable, err, "the browser crashed twice while loading this page. Next: try another page; the browser restarts by itself on the next call.")
+			return nil, errorf(toolerr.Unavailable, err, "the browser crashed twice while loading this page. Next: try another page; the browser restarts by itself on the next call.")
 		}
 	}
 }
 
 // explain turns a low-level failure into a coded error.
 func (b *Browser) explain(ctx context.Context, err error) error {
-	var coded interface{ ErrorCode() string }
+	var coded *toolerr.Error
 	switch {
 	case errors.As(err, &coded):
 		return err
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return errorf(CodeTimeout, err, "the screenshot did not finish in time. Next: give a larger timeout, or a page that loads faster.")
+		return errorf(toolerr.Timeout, err, "the screenshot did not finish in time. Next: give a larger timeout, or a page that loads faster.")
 	case ctx.Err() != nil:
-		return errorf("canceled", err, "the screenshot was canceled.")
+		return errorf(toolerr.Canceled, err, "the screenshot was canceled.")
 	}
-	return errorf(CodeToolError, err, "the browser failed: %v", err)
+	return errorf(toolerr.ToolError, err, "the browser failed: %v", err)
 }
 
 // capture runs one page in the tab of tabCtx, which the caller closes.
@@ -200,15 +202,15 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 		if resp != nil {
 			shot.Status = resp.Status
 			if reason := header(resp.Headers, headerDenied); reason != "" {
-				return nil, errorf(CodePolicy, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", resp.URL, reason)
+				return nil, errorf(toolerr.PolicyDenied, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", resp.URL, reason)
 			}
 			if reason := header(resp.Headers, headerUnreachable); reason != "" {
-				return nil, errorf(CodeUnavailable, nil, "the page %s could not be reached: %s. Next: check the address.", resp.URL, reason)
+				return nil, errorf(toolerr.Unavailable, nil, "the page %s could not be reached: %s. Next: check the address.", resp.URL, reason)
 			}
 		}
 	case runCtx.Err() == nil && errors.Is(navErr, context.DeadlineExceeded):
 		if !mon.committed() {
-			return nil, errorf(CodeTimeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", u, time.Since(start).Round(time.Second))
+			return nil, errorf(toolerr.Timeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", u, time.Since(start).Round(time.Second))
 		}
 		// The document is there but something on it never finishes
 		// loading; take what is shown.
@@ -445,7 +447,7 @@ func (m *monitor) addLocked(raw, reason string) {
 		if i := strings.Index(reason, " Next:"); i > 0 {
 			reason = reason[:i]
 		}
-		m.blocked = append(m.blocked, shorten(raw, 200)+": "+reason)
+		m.blocked = append(m.blocked, runes.Shorten(raw, 200)+": "+reason)
 	}
 }
 
@@ -465,21 +467,21 @@ func (m *monitor) loadFailure(u *url.URL, errText string) error {
 		doc = u.String()
 	}
 	if reason, ok := denied[doc]; ok {
-		return errorf(CodePolicy, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", shorten(doc, 200), reason)
+		return errorf(toolerr.PolicyDenied, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), reason)
 	}
 	for _, reason := range denied {
 		// A redirect the monitor did not see as the latest document.
-		return errorf(CodePolicy, nil, "loading %s was refused: %s. Next: use a public http(s) address.", u, reason)
+		return errorf(toolerr.PolicyDenied, nil, "loading %s was refused: %s. Next: use a public http(s) address.", u, reason)
 	}
 	if du, err := url.Parse(doc); err == nil {
 		if r, ok := m.proxy.Refused(du.Hostname(), m.since); ok {
 			if r.Denied {
-				return errorf(CodePolicy, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", shorten(doc, 200), r.Reason)
+				return errorf(toolerr.PolicyDenied, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), r.Reason)
 			}
-			return errorf(CodeUnavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", shorten(doc, 200), r.Reason)
+			return errorf(toolerr.Unavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", runes.Shorten(doc, 200), r.Reason)
 		}
 	}
-	return errorf(CodeUnavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", shorten(doc, 200), errText)
+	return errorf(toolerr.Unavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", runes.Shorten(doc, 200), errText)
 }
 
 // header returns a response header's value, whatever its case.
@@ -492,13 +494,6 @@ func header(h network.Headers, name string) string {
 		}
 	}
 	return ""
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func clamp(v, lo, hi int) int {

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // The tests here try the ways a page could send packets past the proxy.
@@ -564,7 +565,7 @@ func TestSiteNeverGetsTheSecret(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			shot, err := b.Capture(callCtx(t, 60*time.Second), Request{URL: site.URL + path, Width: 320, Height: 240})
 			t.Logf("shot %v, err %v", shot != nil, err)
-			if err != nil && codeOf(err) == CodeTimeout {
+			if err != nil && toolerr.ErrorCode(err) == toolerr.Timeout {
 				t.Fatalf("the capture hung on the prompt: %v", err)
 			}
 		})

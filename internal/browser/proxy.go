@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/rs/zerolog"
 )
 
@@ -220,8 +221,7 @@ func (p *Proxy) refuse(host string, err error) Refusal {
 
 // isDenied reports whether err is the guard's policy refusal.
 func isDenied(err error) bool {
-	var c interface{ ErrorCode() string }
-	return errors.As(err, &c) && c.ErrorCode() == "policy_denied"
+	return toolerr.ErrorCode(err) == toolerr.PolicyDenied
 }
 
 // dial connects through the guard with a bounded time.

@@ -22,6 +22,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/redact"
 )
 
@@ -342,9 +343,9 @@ func (c Config) CheckFolders() error {
 	switch {
 	case ws == data:
 		how = "is the workspace"
-	case within(data, ws):
+	case pathx.Contains(ws, data):
 		how = "is inside the workspace"
-	case within(ws, data):
+	case pathx.Contains(data, ws):
 		how = "contains the workspace"
 	default:
 		return nil
@@ -361,9 +362,9 @@ func resolvePath(p string) (string, error) {
 	}
 	rest := ""
 	for {
-		real, err := filepath.EvalSymlinks(abs)
+		resolved, err := filepath.EvalSymlinks(abs)
 		if err == nil {
-			return filepath.Join(real, rest), nil
+			return filepath.Join(resolved, rest), nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return "", err
@@ -375,12 +376,6 @@ func resolvePath(p string) (string, error) {
 		rest = filepath.Join(filepath.Base(abs), rest)
 		abs = parent
 	}
-}
-
-// within reports whether path p lies strictly below dir.
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // Validate checks values that parse but make no sense.

@@ -4,32 +4,16 @@ package desktop
 
 import (
 	"context"
-	"fmt"
 	"image"
 	"io"
 	"log"
 	"os"
 	"sync"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/jezek/xgb"
 	"github.com/kbinani/screenshot"
 )
-
-// Error codes, matching the registry's.
-const (
-	CodeInvalid     = "invalid_arguments"
-	CodeUnavailable = "unavailable"
-	CodeToolError   = "tool_error"
-)
-
-// Error is a failure a model can act on. It carries a registry error code.
-type Error struct {
-	Code string
-	Msg  string
-}
-
-func (e *Error) Error() string     { return e.Msg }
-func (e *Error) ErrorCode() string { return e.Code }
 
 // MaxPixels bounds a capture (8K by 8K), so a huge virtual screen cannot
 // exhaust memory.
@@ -59,7 +43,7 @@ func (c *Capturer) Displays() ([]image.Rectangle, error) {
 	}
 	n := screenshot.NumActiveDisplays()
 	if n <= 0 {
-		return nil, &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("the X display %s reports no screens (its Xinerama/RandR extension gave none). Next: the operator should check the X server.", os.Getenv("DISPLAY"))}
+		return nil, toolerr.Errorf(toolerr.Unavailable, "the X display %s reports no screens (its Xinerama/RandR extension gave none). Next: the operator should check the X server.", os.Getenv("DISPLAY"))
 	}
 	out := make([]image.Rectangle, n)
 	for i := range out {
@@ -79,7 +63,7 @@ func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error
 		return nil, err
 	}
 	if monitor < 0 || monitor > len(displays) {
-		return nil, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("monitor %d does not exist: this desktop has %d display(s). Next: use monitor 0 for all displays, or 1 to %d for one.", monitor, len(displays), len(displays))}
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "monitor %d does not exist: this desktop has %d display(s). Next: use monitor 0 for all displays, or 1 to %d for one.", monitor, len(displays), len(displays))
 	}
 	var rect image.Rectangle
 	if monitor == 0 {
@@ -90,10 +74,10 @@ func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error
 		rect = displays[monitor-1]
 	}
 	if rect.Empty() {
-		return nil, &Error{Code: CodeUnavailable, Msg: "the display has no size. Next: the operator should check the X server."}
+		return nil, &toolerr.Error{Code: toolerr.Unavailable, Message: "the display has no size. Next: the operator should check the X server."}
 	}
 	if rect.Dx()*rect.Dy() > MaxPixels {
-		return nil, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("the desktop is %dx%d pixels, more than this tool captures at once. Next: capture one display with monitor=1..%d.", rect.Dx(), rect.Dy(), len(displays))}
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "the desktop is %dx%d pixels, more than this tool captures at once. Next: capture one display with monitor=1..%d.", rect.Dx(), rect.Dy(), len(displays))
 	}
 	type result struct {
 		img *image.RGBA
@@ -107,7 +91,7 @@ func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, &Error{Code: CodeToolError, Msg: fmt.Sprintf("capturing the X display %s failed: %v", os.Getenv("DISPLAY"), r.err)}
+			return nil, toolerr.Errorf(toolerr.ToolError, "capturing the X display %s failed: %w", os.Getenv("DISPLAY"), r.err)
 		}
 		return r.img, nil
 	case <-ctx.Done():
@@ -119,14 +103,14 @@ func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error
 func probe() error {
 	display := os.Getenv("DISPLAY")
 	if display == "" {
-		return &Error{Code: CodeUnavailable, Msg: "desktop screenshots need an X11 display, and DISPLAY is not set (the service runs without a screen). " +
+		return &toolerr.Error{Code: toolerr.Unavailable, Message: "desktop screenshots need an X11 display, and DISPLAY is not set (the service runs without a screen). " +
 			"Next: the operator must start toolsvc with DISPLAY set to an X server (for example DISPLAY=:0), or under a virtual one " +
 			"(Xvfb :99 & then DISPLAY=:99, or xvfb-run); web pages can still be captured with type=web."}
 	}
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
-		return &Error{Code: CodeUnavailable, Msg: fmt.Sprintf("cannot connect to the X display DISPLAY=%s (%v). "+
-			"Next: the operator must check that the X server (or Xvfb) runs and that toolsvc may use it (xauth), or unset DISPLAY and run under xvfb-run.", display, err)}
+		return toolerr.Errorf(toolerr.Unavailable, "cannot connect to the X display DISPLAY=%s (%w). "+
+			"Next: the operator must check that the X server (or Xvfb) runs and that toolsvc may use it (xauth), or unset DISPLAY and run under xvfb-run.", display, err)
 	}
 	conn.Close()
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/desktop/desktoptest"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 func TestNoDisplay(t *testing.T) {
@@ -17,13 +18,13 @@ func TestNoDisplay(t *testing.T) {
 			t.Setenv("DISPLAY", display)
 			var c Capturer
 			_, err := c.Capture(context.Background(), 0)
-			var de *Error
-			if !errors.As(err, &de) || de.Code != CodeUnavailable {
+			var de *toolerr.Error
+			if !errors.As(err, &de) || de.Code != toolerr.Unavailable {
 				t.Fatalf("want an unavailable error, got %v", err)
 			}
 			for _, want := range []string{"DISPLAY", "Xvfb"} {
-				if !strings.Contains(de.Msg, want) {
-					t.Errorf("message lacks %q: %s", want, de.Msg)
+				if !strings.Contains(de.Message, want) {
+					t.Errorf("message lacks %q: %s", want, de.Message)
 				}
 			}
 		})
@@ -61,8 +62,8 @@ func TestCaptureXvfb(t *testing.T) {
 		})
 	}
 	_, err := c.Capture(context.Background(), 3)
-	var de *Error
-	if !errors.As(err, &de) || de.Code != CodeInvalid {
+	var de *toolerr.Error
+	if !errors.As(err, &de) || de.Code != toolerr.InvalidArguments {
 		t.Fatalf("monitor 3 of 2: want invalid_arguments, got %v", err)
 	}
 }

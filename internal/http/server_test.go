@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 type blockTool struct {
@@ -111,7 +112,7 @@ func TestStoppingCancelsAndRefuses(t *testing.T) {
 	}()
 	<-bt.started
 	stop()
-	if r := <-res; r.Error == nil || r.Error.Code != registry.CodeCanceled {
+	if r := <-res; r.Error == nil || r.Error.Code != toolerr.Canceled {
 		t.Errorf("running call after stop: %+v", r)
 	}
 	resp, _ := http.Post(srv.URL+"/tools/block/invoke", "application/json", nil)

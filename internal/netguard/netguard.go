@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"golang.org/x/net/idna"
 )
 
@@ -52,21 +53,15 @@ type Guard struct {
 	dialer     net.Dialer
 }
 
-// Error is a refusal by the guard. Its message is written for a model: what
-// was refused, why, and what to do next.
-type Error struct {
-	msg string
-}
-
-func (e *Error) Error() string { return e.msg }
-
-// ErrorCode implements the registry's Coded interface.
-func (e *Error) ErrorCode() string { return "policy_denied" }
+// ErrRefused matches (with errors.Is) every refusal by the guard. A refusal
+// is a *toolerr.Error with code policy_denied whose message is written for a
+// model: what was refused, why, and what to do next.
+var ErrRefused = errors.New("refused by the network guard")
 
 const nextStep = "Next: fetch a public http(s) URL instead; if this internal site is meant to be reachable, an operator can open it with TOOLSVC_NET_ALLOW_HOSTS (host names) or TOOLSVC_NET_ALLOW_CIDRS (address ranges)."
 
 func deny(format string, args ...any) error {
-	return &Error{msg: fmt.Sprintf(format, args...)}
+	return &toolerr.Error{Code: toolerr.PolicyDenied, Message: fmt.Sprintf(format, args...), Err: ErrRefused}
 }
 
 // New builds a Guard. A bad CIDR or host pattern is an error naming the
@@ -397,9 +392,9 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		if err == nil {
 			return c, nil
 		}
-		var ge *Error
-		if errors.As(err, &ge) {
-			return nil, ge
+		var refused *toolerr.Error
+		if errors.Is(err, ErrRefused) && errors.As(err, &refused) {
+			return nil, refused
 		}
 		if firstErr == nil {
 			firstErr = err
@@ -454,10 +449,10 @@ func (g *Guard) Client(timeout time.Duration, maxRedirects int) *http.Client {
 		Timeout:   timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
-				return &Error{msg: fmt.Sprintf("Refused: more than %d redirects. Next: fetch the final URL directly if you know it.", maxRedirects)}
+				return deny("Refused: more than %d redirects. Next: fetch the final URL directly if you know it.", maxRedirects)
 			}
 			if err := g.CheckURL(req.URL); err != nil {
-				return &Error{msg: "Redirect to " + redactURL(req.URL) + " refused. " + err.Error()}
+				return deny("Redirect to %s refused. %s", redactURL(req.URL), err)
 			}
 			return nil
 		},

@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"errors"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"golang.org/x/net/idna"
 )
 
@@ -96,7 +98,7 @@ func FuzzCheckURL(f *testing.F) {
 			return
 		}
 		if err := g.CheckURL(u); err != nil {
-			if _, ok := err.(*Error); !ok {
+			if _, ok := err.(*toolerr.Error); !ok || !errors.Is(err, ErrRefused) {
 				t.Fatalf("CheckURL(%q) returned %T: %v", raw, err, err)
 			}
 			return

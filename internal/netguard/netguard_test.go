@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // stubResolver answers from a map and counts lookups; it never sends a
@@ -47,12 +49,11 @@ func newGuard(t *testing.T, opts Options) *Guard {
 
 func wantDenied(t *testing.T, err error, substr ...string) {
 	t.Helper()
-	var ge *Error
-	if !errors.As(err, &ge) {
+	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("want a guard refusal, got %v", err)
 	}
-	if ge.ErrorCode() != "policy_denied" {
-		t.Fatalf("code %q", ge.ErrorCode())
+	if code := toolerr.ErrorCode(err); code != toolerr.PolicyDenied {
+		t.Fatalf("code %q", code)
 	}
 	for _, s := range substr {
 		if !strings.Contains(err.Error(), s) {

@@ -22,6 +22,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Tool is one capability offered to a model.
@@ -32,8 +33,8 @@ type Tool interface {
 	// Parameters is a JSON Schema with "type": "object".
 	Parameters() json.RawMessage
 	// Execute runs the tool on arguments that have passed the schema. A
-	// returned error becomes an error result; an error carrying a code
-	// (see Coded) keeps its code and message.
+	// returned error becomes an error result; a *toolerr.Error in its
+	// chain gives the result its code and message.
 	Execute(ctx context.Context, args json.RawMessage) (string, error)
 }
 
@@ -311,10 +312,9 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Bool("ran", r.opts.AuditFailOpen).
 			Msg("audit log cannot record the call's start")
 		if !r.opts.AuditFailOpen {
-			return Result{CallID: call.ID, Tool: name, Status: StatusError,
-				Result: "Error: " + auditUnavailableMsg,
-				Error:  &ErrorBody{Code: CodeAuditUnavailable, Message: auditUnavailableMsg},
-			}
+			res := Failed(name, toolerr.AuditUnavailable, auditUnavailableMsg)
+			res.CallID = call.ID
+			return res
 		}
 	}
 
@@ -333,9 +333,9 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		if !r.opts.AuditFailOpen {
 			// The tool has run: its result goes back, so nothing it did is
 			// hidden, but as an error, so nobody takes the call for audited.
-			res.Status = StatusError
-			res.Error = &ErrorBody{Code: CodeAuditFailed, Message: auditFailedMsg}
-			res.Result = "Error: " + auditFailedMsg + "\n\n" + res.Result
+			failed := Failed(name, toolerr.AuditFailed, auditFailedMsg)
+			res.Status, res.Error = failed.Status, failed.Error
+			res.Result = failed.Result + "\n\n" + res.Result
 		}
 	}
 	return res
@@ -349,18 +349,16 @@ const (
 func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
-		msg = r.opts.Redact(msg)
-		res.Status = StatusError
-		res.Result = "Error: " + strings.TrimPrefix(msg, "Error: ")
-		res.Error = &ErrorBody{Code: code, Message: strings.TrimPrefix(msg, "Error: ")}
-		return res
+		failed := Failed(call.Tool, code, r.opts.Redact(msg))
+		failed.CallID = call.ID
+		return failed
 	}
 
 	r.mu.RLock()
 	e, ok := r.tools[call.Tool]
 	r.mu.RUnlock()
 	if !ok {
-		return fail(CodeUnknownTool, UnknownToolMessage(call.Tool))
+		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
 	}
 
 	args, code, msg := checkArguments(e, call.Tool, args)
@@ -398,20 +396,21 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 	}
 	var ae *argumentsError
 	if errors.As(err, &ae) {
-		return fail(CodeInvalidArguments, formatProblems(call.Tool, ae.problems, 0))
+		return fail(toolerr.InvalidArguments, formatProblems(call.Tool, ae.problems, 0))
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.
-	if code, ok := CodeOf(err); ok && (code != CodeToolError || ctx.Err() == nil) {
-		return fail(code, err.Error())
+	var te *toolerr.Error
+	if errors.As(err, &te) && (te.Code != toolerr.ToolError || ctx.Err() == nil) {
+		return fail(te.Code, err.Error())
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fail(CodeTimeout, fmt.Sprintf("Tool '%s' did not finish within %s and was stopped. Next: try a smaller piece of work.", call.Tool, timeout))
+		return fail(toolerr.Timeout, fmt.Sprintf("Tool '%s' did not finish within %s and was stopped. Next: try a smaller piece of work.", call.Tool, timeout))
 	case ctx.Err() != nil:
-		return fail(CodeCanceled, fmt.Sprintf("Tool '%s' was canceled before it finished (the client went away or the service is shutting down).", call.Tool))
+		return fail(toolerr.Canceled, fmt.Sprintf("Tool '%s' was canceled before it finished (the client went away or the service is shutting down).", call.Tool))
 	}
-	return fail(CodeToolError, fmt.Sprintf("Error executing %s: %v", call.Tool, err))
+	return fail(toolerr.ToolError, fmt.Sprintf("Error executing %s: %v", call.Tool, err))
 }
 
 // execute runs the tool, turning a panic into an error.
@@ -421,14 +420,26 @@ func (r *Registry) execute(ctx context.Context, t Tool, args []byte) (out string
 			call, _ := CallFrom(ctx)
 			r.opts.Log.Error().Str("tool", t.Name()).Str("call_id", call.ID).
 				Str("panic", fmt.Sprint(p)).Msg("tool panicked")
-			out, err = "", Errorf(CodeToolError, "Error executing %s: internal failure in the tool (call %s). Next: try again or use another approach; the operator can find the details in the service log.", t.Name(), call.ID)
+			out, err = "", toolerr.Errorf(toolerr.ToolError, "Error executing %s: internal failure in the tool (call %s). Next: try again or use another approach; the operator can find the details in the service log.", t.Name(), call.ID)
 		}
 	}()
 	return t.Execute(ctx, args)
 }
 
+// Failed is the Result of a call of tool that failed with code and msg. It
+// is the one place an error result's text gets its "Error: " prefix; msg,
+// like every toolerr message, has none.
+func Failed(tool, code, msg string) Result {
+	return Result{Tool: tool, Status: StatusError, Result: "Error: " + msg, Error: &ErrorBody{Code: code, Message: msg}}
+}
+
 // UnknownToolMessage is what a caller is told when it names a tool that is
-// not registered, whether in a call (a Result) or over HTTP (a 404).
-func UnknownToolMessage(name string) string {
-	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", name)
+// not registered, whether in a call (a Result) or over HTTP (a 404), or one
+// it may not use (a sub-agent). Given the names of the tools the caller may
+// use, it lists them.
+func UnknownToolMessage(name string, available ...string) string {
+	if len(available) == 0 {
+		return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", name)
+	}
+	return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions: %s.", name, strings.Join(available, ", "))
 }

@@ -3,9 +3,12 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // richArgs is the typed form of richSchema, as a tool declares it.
@@ -25,12 +28,6 @@ type richArgs struct {
 	Items []struct {
 		ID int `json:"id"`
 	} `json:"items"`
-}
-
-var knownCodes = map[string]bool{
-	CodeUnknownTool: true, CodeMalformedArguments: true, CodeInvalidArguments: true,
-	CodeToolError: true, CodeNotFound: true, CodePathDenied: true, CodePolicyDenied: true,
-	CodeTimeout: true, CodeCanceled: true, CodeBusy: true, CodeUnavailable: true, CodeInternal: true,
 }
 
 // FuzzInvokeArguments sends arbitrary argument bytes through Invoke to a tool
@@ -74,7 +71,7 @@ func FuzzInvokeArguments(f *testing.F) {
 				t.Fatalf("success result malformed: %+v", res)
 			}
 		case StatusError:
-			if res.Error == nil || !knownCodes[res.Error.Code] || !strings.HasPrefix(res.Result, "Error: ") || res.Error.Message == "" {
+			if res.Error == nil || !slices.Contains(toolerr.Codes(), res.Error.Code) || !strings.HasPrefix(res.Result, "Error: ") || res.Error.Message == "" {
 				t.Fatalf("error result malformed: %+v", res)
 			}
 		default:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // fakeTool is a tool whose schema and behaviour a test chooses.
@@ -127,7 +128,7 @@ func TestValidationMessages(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := r.Invoke(context.Background(), "rich", []byte(c.args), Meta{})
-			if res.Status != StatusError || res.Error.Code != CodeInvalidArguments {
+			if res.Status != StatusError || res.Error.Code != toolerr.InvalidArguments {
 				t.Fatalf("got %+v", res)
 			}
 			if !strings.HasPrefix(res.Result, "Error: Invalid parameters for tool 'rich': ") {
@@ -206,7 +207,7 @@ func TestInvokeOutcomes(t *testing.T) {
 		return "", errors.New("disk on fire")
 	}}
 	coded := &fakeTool{name: "coded", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
-		return "", Errorf(CodeBusy, "Error: too busy. Next: retry.")
+		return "", toolerr.Errorf(toolerr.Busy, "too busy. Next: retry.")
 	}}
 	secret := &fakeTool{name: "secret", schema: `{"type":"object"}`, run: func(context.Context, json.RawMessage) (string, error) {
 		return "the key is sk-0123456789", nil
@@ -221,11 +222,11 @@ func TestInvokeOutcomes(t *testing.T) {
 	cases := []struct {
 		tool, code, want string
 	}{
-		{"panicky", CodeToolError, "internal failure in the tool"},
-		{"slow", CodeTimeout, "did not finish within 20ms"},
-		{"failing", CodeToolError, "Error executing failing: disk on fire"},
-		{"coded", CodeBusy, "Error: too busy. Next: retry."},
-		{"missing", CodeUnknownTool, "Tool 'missing' not found"},
+		{"panicky", toolerr.ToolError, "internal failure in the tool"},
+		{"slow", toolerr.Timeout, "did not finish within 20ms"},
+		{"failing", toolerr.ToolError, "Error executing failing: disk on fire"},
+		{"coded", toolerr.Busy, "Error: too busy. Next: retry."},
+		{"missing", toolerr.UnknownTool, "Tool 'missing' not found"},
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
@@ -233,8 +234,9 @@ func TestInvokeOutcomes(t *testing.T) {
 			if res.Status != StatusError || res.Error.Code != c.code || !strings.Contains(res.Result, c.want) {
 				t.Errorf("got %+v", res)
 			}
-			if strings.HasPrefix(res.Result, "Error: Error:") {
-				t.Errorf("doubled prefix: %s", res.Result)
+			// The prefix is the result text's, once; the message has none.
+			if res.Result != "Error: "+res.Error.Message || strings.HasPrefix(res.Error.Message, "Error: ") {
+				t.Errorf("result %q, message %q", res.Result, res.Error.Message)
 			}
 		})
 	}
@@ -244,7 +246,7 @@ func TestInvokeOutcomes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res := r.Invoke(ctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != CodeCanceled {
+	if res := r.Invoke(ctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != toolerr.Canceled {
 		t.Errorf("canceled call: %+v", res)
 	}
 	// Every call leaves a start and a final record with the same call ID.
@@ -298,8 +300,7 @@ func TestDecodeIntegralNumbers(t *testing.T) {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
 	_, err = Decode[args](json.RawMessage(`{"n":1e30}`))
-	var e Coded
-	if !errors.As(err, &e) || e.ErrorCode() != CodeInvalidArguments || !strings.Contains(err.Error(), "n must be <= 9223372036854775807") {
+	if toolerr.ErrorCode(err) != toolerr.InvalidArguments || !strings.Contains(err.Error(), "n must be <= 9223372036854775807") {
 		t.Fatalf("Decode of 1e30 into int: %v", err)
 	}
 }
@@ -318,8 +319,8 @@ func TestAuditFaults(t *testing.T) {
 		wantStatus, code    string
 		wantResult          []string
 	}{
-		{"start fails", false, full, nil, 0, StatusError, CodeAuditUnavailable, []string{"Error: the call was not run", "Next:"}},
-		{"final record fails", false, nil, full, 1, StatusError, CodeAuditFailed, []string{"Error: the call ran", "do not repeat", "\n\nran {\"x\":1}"}},
+		{"start fails", false, full, nil, 0, StatusError, toolerr.AuditUnavailable, []string{"Error: the call was not run", "Next:"}},
+		{"final record fails", false, nil, full, 1, StatusError, toolerr.AuditFailed, []string{"Error: the call ran", "do not repeat", "\n\nran {\"x\":1}"}},
 		{"start fails, fail open", true, full, nil, 1, StatusSuccess, "", []string{"ran {\"x\":1}"}},
 		{"final record fails, fail open", true, nil, full, 1, StatusSuccess, "", []string{"ran {\"x\":1}"}},
 	}

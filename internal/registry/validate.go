@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/xeipuuv/gojsonschema"
 )
 
@@ -63,11 +64,11 @@ func compileSchema(raw json.RawMessage) (*gojsonschema.Schema, error) {
 // found (schema and cross-field rules) is listed, in a stable order.
 func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string) {
 	if !utf8.Valid(args) {
-		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' are not valid UTF-8 (the first bad byte is at offset %d). Next: %s",
+		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' are not valid UTF-8 (the first bad byte is at offset %d). Next: %s",
 			tool, firstInvalidUTF8(args), whatToSend(e))
 	}
 	if len(bytes.TrimFunc(args, unicode.IsSpace)) == 0 {
-		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' hold only whitespace (%d bytes), no JSON object. Next: %s",
+		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' hold only whitespace (%d bytes), no JSON object. Next: %s",
 			tool, len(args), whatToSend(e))
 	}
 	if !json.Valid(args) {
@@ -76,24 +77,24 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		if h, ok := e.tool.(MalformedHinter); ok {
 			msg += " " + h.MalformedHint()
 		}
-		return nil, CodeMalformedArguments, msg
+		return nil, toolerr.MalformedArguments, msg
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, CodeInvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, not %s. Next: %s", tool, jsonKind(v), whatToSend(e))
+		return nil, toolerr.InvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, not %s. Next: %s", tool, jsonKind(v), whatToSend(e))
 	}
 
 	var nums problemList
 	changed := normalizeNumbers(obj, "", &nums)
 	if len(nums.list) > 0 {
 		// Refused before the schema library sees the numbers.
-		return nil, CodeInvalidArguments, formatProblems(tool, nums.list, nums.dropped)
+		return nil, toolerr.InvalidArguments, formatProblems(tool, nums.list, nums.dropped)
 	}
 	var problems []problem
 	if changed {
@@ -101,7 +102,7 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(obj); err != nil {
-			return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 		}
 		args = bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 	}
@@ -110,7 +111,7 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 	// would decode a second time.
 	res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
 	if err != nil {
-		return nil, CodeMalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 	}
 	for _, re := range res.Errors() {
 		problems = append(problems, describe(re))
@@ -119,7 +120,7 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		problems = append(problems, rule.check(obj)...)
 	}
 	if len(problems) > 0 {
-		return nil, CodeInvalidArguments, formatProblems(tool, problems, 0)
+		return nil, toolerr.InvalidArguments, formatProblems(tool, problems, 0)
 	}
 	return args, "", ""
 }
@@ -282,8 +283,8 @@ func normalizeNumber(n json.Number, path string, problems *problemList) (json.Nu
 	return json.Number(strconv.FormatInt(r.Num().Int64(), 10)), true
 }
 
-// argumentsError is what Decode returns: problems in the schema's form, so
-// that Invoke reports them exactly like schema problems.
+// argumentsError is the cause of the error Decode returns: problems in the
+// schema's form, so that Invoke reports them exactly like schema problems.
 type argumentsError struct{ problems []problem }
 
 func (e *argumentsError) Error() string {
@@ -293,8 +294,6 @@ func (e *argumentsError) Error() string {
 	}
 	return "Invalid parameters: " + strings.Join(texts, "; ")
 }
-
-func (e *argumentsError) ErrorCode() string { return CodeInvalidArguments }
 
 // Decode unmarshals validated arguments into a tool's typed struct. A value
 // the schema allows but the struct cannot hold (an integer beyond 64 bits)
@@ -321,10 +320,11 @@ func Decode[T any](args json.RawMessage) (T, error) {
 			}
 		}
 	}
-	return v, decodeError(err)
+	ae := decodeError(err)
+	return v, &toolerr.Error{Code: toolerr.InvalidArguments, Message: ae.Error(), Err: ae}
 }
 
-func decodeError(err error) error {
+func decodeError(err error) *argumentsError {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return &argumentsError{[]problem{{"", "arguments could not be read as this tool's parameters"}}}

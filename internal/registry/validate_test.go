@@ -2,10 +2,12 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/xeipuuv/gojsonschema"
 )
 
@@ -60,11 +62,11 @@ func TestDecodeErrorsInSchemaForm(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := Decode[args](json.RawMessage(c.in))
-		ae, ok := err.(*argumentsError)
-		if !ok || len(ae.problems) != 1 || ae.problems[0].text != c.want {
+		var ae *argumentsError
+		if !errors.As(err, &ae) || len(ae.problems) != 1 || ae.problems[0].text != c.want {
 			t.Errorf("%s: %v, want %q", c.in, err, c.want)
 		}
-		if code, _ := CodeOf(err); code != CodeInvalidArguments {
+		if code := toolerr.ErrorCode(err); code != toolerr.InvalidArguments {
 			t.Errorf("%s: code %q", c.in, code)
 		}
 	}

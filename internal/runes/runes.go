@@ -20,3 +20,12 @@ func Prefix(s string, n int) string {
 	}
 	return s
 }
+
+// Shorten returns s when it has at most n characters, and else its first n
+// characters followed by "...", for quoting a long name or URL in a message.
+func Shorten(s string, n int) string {
+	if p := Prefix(s, n); len(p) < len(s) {
+		return p + "..."
+	}
+	return s
+}

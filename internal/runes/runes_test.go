@@ -22,3 +22,22 @@ func TestPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestShorten(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello", 3, "hel..."},
+		{"hello", 5, "hello"},
+		{"你好世界", 4, "你好世界"},   // 12 bytes, 4 characters: nothing cut
+		{"你好世界", 3, "你好世..."}, // never half a character
+		{"", 3, ""},
+	}
+	for _, c := range cases {
+		if got := Shorten(c.in, c.n); got != c.want {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

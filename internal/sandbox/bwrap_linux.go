@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/pathx"
 )
 
 // hiddenByDefault are folders replaced by an empty tmpfs under bubblewrap:
@@ -80,7 +82,7 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 			// nor could the command get there.
 			continue
 		}
-		if within(p, s.ws) {
+		if pathx.Contains(s.ws, p) {
 			inside = append(inside, p)
 			continue
 		}

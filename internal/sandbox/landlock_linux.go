@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -47,7 +48,7 @@ func buildPolicy(abi int, ws string, private []string, network bool) policy {
 	// private paths inside it are taken out.
 	var inside []string
 	for _, p := range private {
-		if p != ws && within(p, ws) {
+		if p != ws && pathx.Contains(ws, p) {
 			inside = append(inside, p)
 		}
 	}
@@ -73,10 +74,10 @@ func buildPolicy(abi int, ws string, private []string, network bool) policy {
 func grantExcept(dir string, private []string) (dirs, files []string) {
 	split := false
 	for _, p := range private {
-		if within(dir, p) {
+		if pathx.Contains(p, dir) {
 			return nil, nil
 		}
-		if within(p, dir) {
+		if pathx.Contains(dir, p) {
 			split = true
 		}
 	}
@@ -105,7 +106,7 @@ func grantExcept(dir string, private []string) (dirs, files []string) {
 
 func isPrivate(p string, private []string) bool {
 	for _, q := range private {
-		if within(p, q) {
+		if pathx.Contains(q, p) {
 			return true
 		}
 	}
@@ -163,7 +164,7 @@ func (r *landlockRules) close() { _ = unix.Close(r.fd) }
 func (s *Sandbox) setupLandlock() error {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return fmt.Errorf("the kernel does not offer Landlock (%v)", err)
+		return fmt.Errorf("the kernel does not offer Landlock (%w)", err)
 	}
 	s.policy = buildPolicy(abi, s.ws, s.private, s.network)
 	s.mode = Landlock

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
+	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
@@ -234,7 +235,7 @@ func privateMounts(keep []string) error {
 
 func holdsAny(dir string, paths []string) bool {
 	for _, p := range paths {
-		if within(p, dir) {
+		if pathx.Contains(dir, p) {
 			return true
 		}
 	}

@@ -47,11 +47,11 @@ func newMark() string {
 // a process another part of the service started and waits for (the
 // browser) loses only its exit status, which nothing reads. It goes on
 // until two passes in a row find no process carrying the mark, at most
-// max, and reports whether that point was reached.
+// limit, and reports whether that point was reached.
 // Each pass holds pause, so that no command starts while it reaps.
-func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, max time.Duration) bool {
+func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, limit time.Duration) bool {
 	needle := []byte(markVar + "=" + mark + "\x00")
-	deadline := time.Now().Add(max)
+	deadline := time.Now().Add(limit)
 	clean := 0
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		found := false
@@ -78,7 +78,7 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 		} else if clean++; clean >= 2 {
 			return true
 		}
-		if max > 0 && time.Now().After(deadline) || max == 0 && !found {
+		if limit > 0 && time.Now().After(deadline) || limit == 0 && !found {
 			return !found
 		}
 		time.Sleep(wait)

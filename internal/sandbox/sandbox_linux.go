@@ -112,7 +112,7 @@ func New(opts Options) (*Sandbox, error) {
 		return s, nil
 	}
 	s.Close()
-	return nil, fmt.Errorf("%w (bubblewrap: %v; landlock: %v); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
+	return nil, fmt.Errorf("%w (bubblewrap: %w; landlock: %w); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
 }
 
 // setupCommon prepares what applies in every mode: the control groups, or
@@ -249,7 +249,7 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 		err = s.trial()
 	}
 	if err != nil {
-		return fmt.Errorf("trial run failed: %v", err)
+		return fmt.Errorf("trial run failed: %w", err)
 	}
 	s.subreaper = false
 	if s.mode != Bwrap && !s.pidns && (s.cg == nil || !s.cg.Kills()) {
@@ -339,7 +339,7 @@ func (s *Sandbox) trial() error {
 		return err
 	}
 	if err, _ := c.Wait(); err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }
@@ -362,11 +362,6 @@ func systemSecrets() []string {
 		}
 	}
 	return out
-}
-
-// within reports whether p is base or below it.
-func within(p, base string) bool {
-	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
 }
 
 // rlimitPrefix returns the shell commands that set per-process limits where
@@ -404,6 +399,6 @@ func (s *Sandbox) isLeader(pid int) bool {
 }
 
 // sweep is the package's sweep, with no command starting during a pass.
-func (s *Sandbox) sweep(mark string, leader int, max time.Duration) bool {
-	return sweep(mark, leader, s.isLeader, &s.launching, max)
+func (s *Sandbox) sweep(mark string, leader int, limit time.Duration) bool {
+	return sweep(mark, leader, s.isLeader, &s.launching, limit)
 }

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"unsafe"
+
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
-	"unsafe"
 )
 
 // privileged are system calls no command needs and an attacker wants:

@@ -51,6 +51,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Bounds on the work one Check may do.
@@ -129,9 +131,17 @@ func New(opts Options) (*Guard, error) {
 // AllowlistMode reports whether allow patterns are configured.
 func (g *Guard) AllowlistMode() bool { return len(g.allow) > 0 }
 
-// Check returns nil when script may run, and a *Blocked naming the refused
-// command and the reason otherwise.
+// Check returns nil when script may run. Otherwise it returns a
+// *toolerr.Error with code policy_denied whose cause is a *Blocked naming
+// the refused command and the reason.
 func (g *Guard) Check(script string) error {
+	if b := g.check(script); b != nil {
+		return &toolerr.Error{Code: toolerr.PolicyDenied, Message: b.Error(), Err: b}
+	}
+	return nil
+}
+
+func (g *Guard) check(script string) *Blocked {
 	if strings.TrimSpace(script) == "" {
 		return &Blocked{Reason: reasonEmpty}
 	}
@@ -185,7 +195,7 @@ func nestingDepth(s string) int {
 	return deepest
 }
 
-// Blocked is the error Check returns for a refused script.
+// Blocked is the cause of the error Check returns for a refused script.
 type Blocked struct {
 	// Command is the normalised text of the refused command (empty when the
 	// whole script is refused, e.g. for being empty or too long).
@@ -201,9 +211,6 @@ func (b *Blocked) Error() string {
 	}
 	return "Command blocked by safety guard (" + b.Reason + ": `" + shown(b.Command) + "`)"
 }
-
-// ErrorCode is the registry error code of a refusal.
-func (b *Blocked) ErrorCode() string { return "policy_denied" }
 
 // shown makes a command printable on one line and bounded.
 func shown(s string) string {

@@ -1,9 +1,11 @@
 package shellguard
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -33,8 +35,9 @@ func FuzzCheckRmRfRoot(f *testing.F) {
 		for _, script := range []string{before + after, before + "\nrm -rf /\n" + after} {
 			err := g.Check(script)
 			if err != nil {
-				if _, ok := err.(*Blocked); !ok {
-					t.Fatalf("Check(%q) returned %T, not *Blocked: %v", script, err, err)
+				var b *Blocked
+				if !errors.As(err, &b) || toolerr.ErrorCode(err) != toolerr.PolicyDenied {
+					t.Fatalf("Check(%q) returned %T, not a refusal with a *Blocked: %v", script, err, err)
 				}
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -589,8 +590,7 @@ func TestBlockedMessage(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
-	var coded interface{ ErrorCode() string }
-	if !errors.As(err, &coded) || coded.ErrorCode() != "policy_denied" {
+	if toolerr.ErrorCode(err) != toolerr.PolicyDenied {
 		t.Fatalf("error code: %v", err)
 	}
 	if got := (&Blocked{Reason: reasonEmpty}).Error(); got != "Command blocked by safety guard (empty command)" {

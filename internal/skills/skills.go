@@ -26,9 +26,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/countbot/toolsvc/internal/registry"
 )
 
 // Dir is the skills folder, relative to the workspace.
@@ -186,7 +185,7 @@ func (l *Loader) Disabled(name string) bool {
 // whose front matter is broken, gets a notice put before its text.
 func (l *Loader) CheckSkill(name string) (notice string, err error) {
 	if l.Disabled(name) {
-		return "", registry.Errorf(registry.CodePolicyDenied, "Skill '%s' is disabled. Enable it first.", name)
+		return "", toolerr.Errorf(toolerr.PolicyDenied, "Skill '%s' is disabled. Enable it first.", name)
 	}
 	s, ok := l.Load(name)
 	switch {

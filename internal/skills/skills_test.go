@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // newLoader returns a loader over a workspace holding files (path ->
@@ -169,8 +169,8 @@ func TestCheckSkill(t *testing.T) {
 		absent             []string
 	}{
 		{name: "ok"},
-		{name: "off", code: registry.CodePolicyDenied},
-		{name: "OFF", code: registry.CodePolicyDenied},
+		{name: "off", code: toolerr.PolicyDenied},
+		{name: "OFF", code: toolerr.PolicyDenied},
 		{name: "needs", notice: "programs not found on PATH: ffmpeg; environment variables not set: OPENAI_API_KEY", absent: []string{"git", "API_TOKEN", "secret-value"}},
 		{name: "envonly", notice: "[Skill 'envonly' is not available here: environment variables not set: NOPE."},
 		{name: "broken", notice: "could not be read"},
@@ -181,8 +181,7 @@ func TestCheckSkill(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			notice, err := l.CheckSkill(c.name)
 			if c.code != "" {
-				var coded registry.Coded
-				if !errors.As(err, &coded) || coded.ErrorCode() != c.code || err.Error() != "Skill '"+c.name+"' is disabled. Enable it first." {
+				if toolerr.ErrorCode(err) != c.code || err.Error() != "Skill '"+c.name+"' is disabled. Enable it first." {
 					t.Fatalf("err %v, want %s", err, c.code)
 				}
 				return

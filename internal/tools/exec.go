@@ -14,8 +14,10 @@ import (
 
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/shellguard"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -109,7 +111,10 @@ func (e *Exec) describe() string {
 	where := "The workspace is writable; the rest of the system is read-only"
 	net := "not restricted (no sandbox)"
 	if sb := e.opts.Sandbox; sb.Mode() != sandbox.None {
-		net = onOff(sb.Network(), "on", "off")
+		net = "off"
+		if sb.Network() {
+			net = "on"
+		}
 	} else {
 		where = "Work in the workspace"
 	}
@@ -120,13 +125,6 @@ func (e *Exec) describe() string {
 		"unless 'timeout' says otherwise (at most %d s). Output beyond %d characters is cut in the middle: "+
 		"send large output to a file and read it with read_file, or narrow it with grep, head or tail.",
 		net, int(e.opts.DefaultTimeout/time.Second), int(e.opts.MaxTimeout/time.Second), e.opts.MaxOutput)
-}
-
-func onOff(b bool, on, off string) string {
-	if b {
-		return on
-	}
-	return off
 }
 
 // Parameters implements registry.Tool.
@@ -156,7 +154,7 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 		return "", err
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "the command is empty. Next: give the shell command to run.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "the command is empty. Next: give the shell command to run.")
 	}
 	dir, err := e.workingDir(a.WorkingDir)
 	if err != nil {
@@ -182,7 +180,7 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 		if ctx.Err() != nil {
 			return "", canceled(true)
 		}
-		return "", registry.Errorf(registry.CodeBusy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
+		return "", toolerr.Errorf(toolerr.Busy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
 	}
 	waited := time.Since(waitStart)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -213,7 +211,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
 	}
 	if err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "could not create a temporary folder for the command: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 
@@ -236,7 +234,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 	cmd.WaitDelay = 2 * time.Second
 	child, err := sb.Start(cmd, tmp)
 	if err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "could not start the shell: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "could not start the shell: %w", err)
 	}
 	if !e.track(child) {
 		child.Kill()
@@ -253,7 +251,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		if strings.TrimSpace(last) == "" {
 			last = "(no output)"
 		}
-		return "", registry.Errorf(registry.CodeTimeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
+		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
 	}
 	code := exitCode(cmd.ProcessState, err)
 	return e.format(stdout, stderr, code, true), nil
@@ -268,7 +266,7 @@ func killedText(contained bool) string {
 }
 
 func canceled(contained bool) error {
-	return registry.Errorf(registry.CodeCanceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); %s.", killedText(contained))
+	return toolerr.Errorf(toolerr.Canceled, "the command was stopped because the call was canceled (the client went away or the service is shutting down); %s.", killedText(contained))
 }
 
 // exitedByItself reports whether the shell exited rather than being killed,
@@ -387,7 +385,7 @@ func render(b *headtail.Buffer, budget int, name string) string {
 	if dropped == 0 && utf8.RuneCount(all) <= budget {
 		return strings.ToValidUTF8(string(all), "\uFFFD")
 	}
-	h := prefixRunes(all, budget/2)
+	h := len(runes.Prefix(string(all), budget/2))
 	start := suffixStart(all, budget-budget/2)
 	if start < h {
 		start = h
@@ -396,16 +394,6 @@ func render(b *headtail.Buffer, budget int, name string) string {
 	note := fmt.Sprintf("\n\n... [%d bytes of %s cut here (%d bytes in all); the first %d and last %d characters are shown. Next: send the output to a file (command > out.txt) and read it with read_file, or narrow it with grep, head or tail] ...\n\n",
 		cut, name, total, budget/2, budget-budget/2)
 	return strings.ToValidUTF8(string(all[:h]), "\uFFFD") + note + strings.ToValidUTF8(string(all[start:]), "\uFFFD")
-}
-
-// prefixRunes returns the length in bytes of the first n characters of b.
-func prefixRunes(b []byte, n int) int {
-	i := 0
-	for k := 0; k < n && i < len(b); k++ {
-		_, size := utf8.DecodeRune(b[i:])
-		i += size
-	}
-	return i
 }
 
 // suffixStart returns where the last n characters of b begin.

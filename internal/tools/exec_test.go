@@ -16,6 +16,7 @@ import (
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -27,7 +28,7 @@ type execFakeGuard []string
 func (g execFakeGuard) Check(script string) error {
 	for _, w := range g {
 		if strings.Contains(script, w) {
-			return registry.Errorf(registry.CodePolicyDenied, "Command blocked by safety guard (%s)", w)
+			return toolerr.Errorf(toolerr.PolicyDenied, "Command blocked by safety guard (%s)", w)
 		}
 	}
 	return nil
@@ -67,9 +68,9 @@ func runExec(t *testing.T, ctx context.Context, e *Exec, args map[string]any) (s
 }
 
 func errCode(err error) string {
-	var c registry.Coded
-	if errors.As(err, &c) {
-		return c.ErrorCode()
+	var e *toolerr.Error
+	if errors.As(err, &e) {
+		return e.Code
 	}
 	return ""
 }
@@ -101,13 +102,13 @@ func TestExecResults(t *testing.T) {
 		{name: "working dir", args: map[string]any{"command": "pwd", "working_dir": "sub"}, want: []string{"/sub\n"}},
 		{name: "home is workspace", args: map[string]any{"command": `test "$HOME" = "$PWD" && echo same`}, exact: "same\n"},
 		{name: "private tmpdir", args: map[string]any{"command": `case "$TMPDIR" in */toolsvc-exec-*) echo ok;; esac`}, exact: "ok\n"},
-		{name: "empty command", args: map[string]any{"command": "   "}, code: registry.CodeInvalidArguments},
-		{name: "working dir outside", args: map[string]any{"command": "pwd", "working_dir": "../"}, code: registry.CodePathDenied},
-		{name: "working dir absolute outside", args: map[string]any{"command": "pwd", "working_dir": "/etc"}, code: registry.CodePathDenied},
-		{name: "working dir home", args: map[string]any{"command": "pwd", "working_dir": "~/x"}, code: registry.CodePathDenied},
-		{name: "working dir file", args: map[string]any{"command": "pwd", "working_dir": "f.txt"}, code: registry.CodeInvalidArguments},
-		{name: "working dir missing", args: map[string]any{"command": "pwd", "working_dir": "nope"}, code: registry.CodeNotFound},
-		{name: "guard", args: map[string]any{"command": "mkfs /dev/sda"}, code: registry.CodePolicyDenied,
+		{name: "empty command", args: map[string]any{"command": "   "}, code: toolerr.InvalidArguments},
+		{name: "working dir outside", args: map[string]any{"command": "pwd", "working_dir": "../"}, code: toolerr.PathDenied},
+		{name: "working dir absolute outside", args: map[string]any{"command": "pwd", "working_dir": "/etc"}, code: toolerr.PathDenied},
+		{name: "working dir home", args: map[string]any{"command": "pwd", "working_dir": "~/x"}, code: toolerr.PathDenied},
+		{name: "working dir file", args: map[string]any{"command": "pwd", "working_dir": "f.txt"}, code: toolerr.InvalidArguments},
+		{name: "working dir missing", args: map[string]any{"command": "pwd", "working_dir": "nope"}, code: toolerr.NotFound},
+		{name: "guard", args: map[string]any{"command": "mkfs /dev/sda"}, code: toolerr.PolicyDenied,
 			want: []string{"Command blocked by safety guard (mkfs)"}},
 	}
 	for _, tc := range tests {
@@ -140,7 +141,7 @@ func TestExecSymlinkWorkingDirEscape(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := runExec(t, context.Background(), e, map[string]any{"command": "pwd", "working_dir": "link"})
-	if errCode(err) != registry.CodePathDenied {
+	if errCode(err) != toolerr.PathDenied {
 		t.Fatalf("symlink out of the workspace accepted as working_dir: %v", err)
 	}
 }
@@ -213,7 +214,7 @@ const spawnScript = `m=1000.$(od -An -N3 -tu4 /dev/urandom | tr -d ' '); sleep $
 func TestExecTimeoutKillsGroup(t *testing.T) {
 	e, ws := newTestExec(t, ExecOptions{})
 	out, err := runExec(t, context.Background(), e, map[string]any{"command": spawnScript + "wait", "timeout": 1})
-	if errCode(err) != registry.CodeTimeout {
+	if errCode(err) != toolerr.Timeout {
 		t.Fatalf("err = %v, out %q", err, out)
 	}
 	for _, w := range []string{"timed out after 1s", "Last output captured:\nstarted"} {
@@ -244,7 +245,7 @@ func TestExecCancelKillsGroup(t *testing.T) {
 	}()
 	waitFile(t, ids)
 	cancel()
-	if err := <-done; errCode(err) != registry.CodeCanceled {
+	if err := <-done; errCode(err) != toolerr.Canceled {
 		t.Fatalf("err = %v", err)
 	}
 	assertGroupGone(t, ids)
@@ -292,7 +293,7 @@ func TestExecBusy(t *testing.T) {
 	}()
 	waitFile(t, ids)
 	_, err := runExec(t, context.Background(), e, map[string]any{"command": "echo second", "timeout": 1})
-	if errCode(err) != registry.CodeBusy || !strings.Contains(err.Error(), "TOOLSVC_EXEC_MAX_CONCURRENT") {
+	if errCode(err) != toolerr.Busy || !strings.Contains(err.Error(), "TOOLSVC_EXEC_MAX_CONCURRENT") {
 		t.Fatalf("err = %v", err)
 	}
 	cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/countbot/toolsvc/internal/memory"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -125,7 +126,7 @@ func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
 func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 	kws := strings.Fields(a.Keywords)
 	if len(kws) > memoryMaxKeywords {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': %d keywords given; at most %d are allowed. Next: keep the most specific ones.", len(kws), memoryMaxKeywords)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "Invalid parameters for tool 'memory': %d keywords given; at most %d are allowed. Next: keep the most specific ones.", len(kws), memoryMaxKeywords)
 	}
 	all := a.MatchMode == "and"
 	maxResults := a.MaxResults
@@ -220,7 +221,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path) + unterminatedNote(st), nil
 	}
 	if ranged && start > st.Lines {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "start_line %d is beyond the end of %s, which has %d lines. Next: use a start_line between 1 and %d, or omit the range to see the newest entries.",
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of %s, which has %d lines. Next: use a start_line between 1 and %d, or omit the range to see the newest entries.",
 			start, memory.Path, st.Lines, max(st.Lines, 1))
 	}
 
@@ -301,24 +302,24 @@ func memoryError(err error) error {
 		tooLarge *memory.TooLargeError
 		notReg   memory.NotRegularError
 		pe       *os.PathError
-		coded    registry.Coded
+		coded    *toolerr.Error
 	)
 	switch {
 	case errors.As(err, &coded), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, memory.ErrEmpty):
-		return registry.Errorf(registry.CodeInvalidArguments, "Invalid parameters for tool 'memory': content is empty once line breaks and control characters are removed. Next: give the fact to remember as text.")
+		return toolerr.Errorf(toolerr.InvalidArguments, "Invalid parameters for tool 'memory': content is empty once line breaks and control characters are removed. Next: give the fact to remember as text.")
 	case errors.Is(err, memory.ErrBusy):
-		return registry.Errorf(registry.CodeBusy, "%s is locked by another writer and stayed locked too long. Next: retry the write shortly.", memory.Path)
+		return toolerr.Errorf(toolerr.Busy, "%s is locked by another writer and stayed locked too long. Next: retry the write shortly.", memory.Path)
 	case errors.As(err, &tooLarge):
-		return registry.Errorf(registry.CodeUnavailable, "%s is %s, more than the %s memory loads for search and read. Next: move older entries to another file (for example memory/archive.md) and search again; writes still work.",
+		return toolerr.Errorf(toolerr.Unavailable, "%s is %s, more than the %s memory loads for search and read. Next: move older entries to another file (for example memory/archive.md) and search again; writes still work.",
 			memory.Path, humanSize(tooLarge.Size), humanSize(tooLarge.Max))
 	case errors.Is(err, syscall.ELOOP) && errors.As(err, &pe) && pe.Path == memory.Dir+"/"+memory.LockFile:
-		return registry.Errorf(registry.CodePathDenied, "%s is a symbolic link; the memory lock file must be a plain file, and a link is never followed. Next: ask the user to remove it.", pe.Path)
+		return toolerr.Errorf(toolerr.PathDenied, "%s is a symbolic link; the memory lock file must be a plain file, and a link is never followed. Next: ask the user to remove it.", pe.Path)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return registry.Errorf(registry.CodeToolError, "the disk holding %s is full, so the entry was not saved (the file is as it was). Next: tell the user that disk space is needed; retry the write after it is freed.", memory.Path)
+		return toolerr.Errorf(toolerr.ToolError, "the disk holding %s is full, so the entry was not saved (the file is as it was). Next: tell the user that disk space is needed; retry the write after it is freed.", memory.Path)
 	case errors.As(err, &notReg):
-		return registry.Errorf(registry.CodeToolError, "%s is not a regular file (a folder, pipe or device). Next: ask the user to move it aside; memory cannot be used until then.", memory.Path)
+		return toolerr.Errorf(toolerr.ToolError, "%s is not a regular file (a folder, pipe or device). Next: ask the user to move it aside; memory cannot be used until then.", memory.Path)
 	}
 	display := memory.Path
 	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, memory.Dir) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -117,7 +118,7 @@ func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 			if ctx.Err() != nil {
 				return "", ctx.Err()
 			}
-			fmt.Fprintf(&b, "[File: %s] Error: %s", p, strings.TrimPrefix(err.Error(), "Error: "))
+			fmt.Fprintf(&b, "[File: %s] Error: %s", p, err)
 			failed++
 			continue
 		}
@@ -161,10 +162,10 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		return "", 0, workspace.Explain(err, p)
 	}
 	if fi.IsDir() {
-		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is a folder, not a file. Next: use list_dir to see what it holds.", p.Display)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder, not a file. Next: use list_dir to see what it holds.", p.Display)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
 	}
 	src := upToSize(f, fi.Size())
 	pool, size := &t.readers, readBufSize
@@ -194,7 +195,7 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		fmt.Fprintf(&b, "[File: %s | Lines: 0]\n(empty file)", p.Display)
 		return b.String(), 0, nil
 	case o.start > sec.lastSeen:
-		return "", 0, registry.Errorf(registry.CodeInvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, p.Display, sec.lastSeen, sec.lastSeen)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, p.Display, sec.lastSeen, sec.lastSeen)
 	}
 	lines := fmt.Sprintf("%d", sec.total)
 	if !sec.complete {
@@ -242,9 +243,9 @@ var (
 func fileError(err error, display string) error {
 	switch {
 	case errors.Is(err, errBinary):
-		return registry.Errorf(registry.CodeInvalidArguments, "'%s' looks like a binary file (it contains NUL bytes) and cannot be shown as text. Next: use exec with a tool such as 'file' or 'xxd | head' if you need to inspect it.", display)
+		return toolerr.Errorf(toolerr.InvalidArguments, "'%s' looks like a binary file (it contains NUL bytes) and cannot be shown as text. Next: use exec with a tool such as 'file' or 'xxd | head' if you need to inspect it.", display)
 	case errors.Is(err, errNotUTF8):
-		return registry.Errorf(registry.CodeInvalidArguments, "'%s' is not UTF-8 text (binary data or another encoding) and cannot be shown. Next: convert it, e.g. exec 'iconv -f GBK -t UTF-8 %s'.", display, display)
+		return toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not UTF-8 text (binary data or another encoding) and cannot be shown. Next: convert it, e.g. exec 'iconv -f GBK -t UTF-8 %s'.", display, display)
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -68,7 +69,7 @@ const screenshotSchema = `{
     "viewport_width": {"type": "integer", "minimum": 320, "maximum": 3840, "description": "web: browser viewport width in pixels (default 1280)"},
     "viewport_height": {"type": "integer", "minimum": 240, "maximum": 2160, "description": "web: browser viewport height in pixels (default 720)"},
     "wait_time": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "web: extra milliseconds to wait after the page has loaded, for scripts and animations (default 0)"},
-    "timeout": {"type": "integer", "minimum": 1000, "maximum": 300000, "description": "web: milliseconds allowed for the whole capture (default 30000; the service may cap it lower)"}
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 300, "description": "web: seconds allowed for the whole capture, like exec's timeout (default 30; the service may cap it lower)"}
   },
   "additionalProperties": false
 }`
@@ -145,24 +146,30 @@ func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
 		return p, err
 	}
 	if p.Outside {
-		return p, registry.Errorf(registry.CodePathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.PathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
 	}
 	if p.Name == "." || !strings.EqualFold(path.Ext(p.Name), ".png") {
-		return p, registry.Errorf(registry.CodeInvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.InvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
 	}
 	return p, nil
 }
 
+// captureTimeout is the time a web capture gets: the call's timeout
+// argument in seconds (0: the default), capped by the service's bound.
+func (t *Screenshot) captureTimeout(seconds int) time.Duration {
+	timeout := defaultScreenshotTimeout
+	if seconds > 0 {
+		timeout = time.Duration(seconds) * time.Second
+	}
+	return min(timeout, t.opts.Timeout)
+}
+
 func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
-	}
-	timeout := defaultScreenshotTimeout
-	if args.Timeout > 0 {
-		timeout = time.Duration(args.Timeout) * time.Millisecond
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
 	}
 	req := browser.Request{
-		Timeout:  min(timeout, t.opts.Timeout),
+		Timeout:  t.captureTimeout(args.Timeout),
 		URL:      args.URL,
 		Width:    orDefault(args.ViewportWidth, defaultViewportWidth),
 		Height:   orDefault(args.ViewportHeight, defaultViewportHeight),
@@ -205,7 +212,7 @@ func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace
 
 func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL != "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
 	}
 	img, err := t.desktop.Capture(ctx, args.Monitor)
 	if err != nil {
@@ -214,7 +221,7 @@ func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out w
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "encoding the PNG failed: %v", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "encoding the PNG failed: %w", err)
 	}
 	if err := t.ws.WriteFile(out, buf.Bytes(), false); err != nil {
 		return "", err

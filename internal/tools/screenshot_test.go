@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/countbot/toolsvc/internal/desktop/desktoptest"
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -107,21 +109,22 @@ func TestScreenshotArguments(t *testing.T) {
 		code string
 		want string
 	}{
-		{"absolute output outside", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": outside}, registry.CodePathDenied, "outside the workspace"},
-		{"dotdot output", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": "../../x.png"}, registry.CodePathDenied, "outside"},
-		{"home output", map[string]any{"type": "desktop", "output_path": "~/x.png"}, registry.CodePathDenied, "~"},
-		{"not png", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": "shot.jpg"}, registry.CodeInvalidArguments, ".png"},
-		{"web without url", map[string]any{"type": "web"}, registry.CodeInvalidArguments, "needs url"},
-		{"desktop with url", map[string]any{"type": "desktop", "url": "http://127.0.0.1:1/"}, registry.CodeInvalidArguments, "type=web"},
-		{"viewport too small", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_width": 100}, registry.CodeInvalidArguments, "viewport_width"},
-		{"viewport too tall", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_height": 5000}, registry.CodeInvalidArguments, "viewport_height"},
-		{"wait too long", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "wait_time": 60000}, registry.CodeInvalidArguments, "wait_time"},
-		{"unknown type", map[string]any{"type": "window"}, registry.CodeInvalidArguments, "type"},
-		{"unknown argument", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "selector": "#x"}, registry.CodeInvalidArguments, "selector"},
-		{"file url", map[string]any{"url": "file:///etc/passwd"}, registry.CodePolicyDenied, "only http and https"},
-		{"chrome url", map[string]any{"type": "web", "url": "chrome://settings"}, registry.CodePolicyDenied, "only http and https"},
-		{"metadata", map[string]any{"type": "web", "url": "http://169.254.169.254/latest/meta-data/"}, registry.CodePolicyDenied, "not a public address"},
-		{"private", map[string]any{"type": "web", "url": "http://10.0.0.1/"}, registry.CodePolicyDenied, "not a public address"},
+		{"absolute output outside", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": outside}, toolerr.PathDenied, "outside the workspace"},
+		{"dotdot output", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": "../../x.png"}, toolerr.PathDenied, "outside"},
+		{"home output", map[string]any{"type": "desktop", "output_path": "~/x.png"}, toolerr.PathDenied, "~"},
+		{"not png", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "output_path": "shot.jpg"}, toolerr.InvalidArguments, ".png"},
+		{"web without url", map[string]any{"type": "web"}, toolerr.InvalidArguments, "needs url"},
+		{"desktop with url", map[string]any{"type": "desktop", "url": "http://127.0.0.1:1/"}, toolerr.InvalidArguments, "type=web"},
+		{"viewport too small", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_width": 100}, toolerr.InvalidArguments, "viewport_width"},
+		{"viewport too tall", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "viewport_height": 5000}, toolerr.InvalidArguments, "viewport_height"},
+		{"wait too long", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "wait_time": 60000}, toolerr.InvalidArguments, "wait_time"},
+		{"timeout in milliseconds", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "timeout": 30000}, toolerr.InvalidArguments, "timeout must be <= 300"},
+		{"unknown type", map[string]any{"type": "window"}, toolerr.InvalidArguments, "type"},
+		{"unknown argument", map[string]any{"type": "web", "url": "http://127.0.0.1:1/", "selector": "#x"}, toolerr.InvalidArguments, "selector"},
+		{"file url", map[string]any{"url": "file:///etc/passwd"}, toolerr.PolicyDenied, "only http and https"},
+		{"chrome url", map[string]any{"type": "web", "url": "chrome://settings"}, toolerr.PolicyDenied, "only http and https"},
+		{"metadata", map[string]any{"type": "web", "url": "http://169.254.169.254/latest/meta-data/"}, toolerr.PolicyDenied, "not a public address"},
+		{"private", map[string]any{"type": "web", "url": "http://10.0.0.1/"}, toolerr.PolicyDenied, "not a public address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +142,20 @@ func TestScreenshotArguments(t *testing.T) {
 	}
 	if e.b.Starts() != 0 {
 		t.Error("refused calls started the browser")
+	}
+}
+
+// TestScreenshotTimeoutSeconds: the timeout argument counts seconds, like
+// exec's, and the service's bound caps it.
+func TestScreenshotTimeoutSeconds(t *testing.T) {
+	s := NewScreenshot(nil, nil, nil, ScreenshotOptions{Timeout: 60 * time.Second})
+	for _, tc := range []struct {
+		arg  int
+		want time.Duration
+	}{{0, 30 * time.Second}, {1, time.Second}, {45, 45 * time.Second}, {300, 60 * time.Second}} {
+		if got := s.captureTimeout(tc.arg); got != tc.want {
+			t.Errorf("timeout %d: %s, want %s", tc.arg, got, tc.want)
+		}
 	}
 }
 
@@ -177,7 +194,7 @@ func TestScreenshotWeb(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := e.call(t, map[string]any{"url": srv.URL, "output_path": "link.png", "viewport_width": 320, "viewport_height": 240})
-		if res.Status != registry.StatusError || res.Error.Code != registry.CodePathDenied {
+		if res.Status != registry.StatusError || res.Error.Code != toolerr.PathDenied {
 			t.Fatalf("want path_denied, got %s: %s", res.Status, res.Result)
 		}
 		if _, err := os.Stat(target); err == nil {
@@ -191,7 +208,7 @@ func TestScreenshotDesktop(t *testing.T) {
 		t.Setenv("DISPLAY", "")
 		e := newShotEnv(t)
 		res := e.call(t, map[string]any{"type": "desktop"})
-		if res.Status != registry.StatusError || res.Error.Code != registry.CodeUnavailable || !strings.Contains(res.Result, "DISPLAY") {
+		if res.Status != registry.StatusError || res.Error.Code != toolerr.Unavailable || !strings.Contains(res.Result, "DISPLAY") {
 			t.Fatalf("want unavailable naming DISPLAY, got %s", res.Result)
 		}
 	})
@@ -208,7 +225,7 @@ func TestScreenshotDesktop(t *testing.T) {
 		}
 		savedPNG(t, e.ws, e.call(t, map[string]any{"type": "desktop", "monitor": 1, "output_path": "desk.png"}), 800, 600)
 		res = e.call(t, map[string]any{"type": "desktop", "monitor": 2})
-		if res.Status != registry.StatusError || res.Error.Code != registry.CodeInvalidArguments {
+		if res.Status != registry.StatusError || res.Error.Code != toolerr.InvalidArguments {
 			t.Errorf("monitor 2 of 1: want invalid_arguments, got %s", res.Result)
 		}
 	})

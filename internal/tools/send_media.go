@@ -12,6 +12,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -75,7 +76,7 @@ type fileLine struct {
 func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
 	var args sendMediaArgs
 	if err := json.Unmarshal(raw, &args); err != nil {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "cannot read the arguments: %v", err)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "cannot read the arguments: %v", err)
 	}
 	call, _ := registry.CallFrom(ctx)
 	target, err := channels.ParseTarget(call.SessionID, call.Channel, call.ChatID, t.channels.Accounts)
@@ -90,14 +91,14 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		return msg, nil
 	}
 	if err != nil {
-		return "", registry.Errorf(registry.CodeToolError, "cannot tell which chat to send to: %v. Next: give the user the file paths in your reply instead.", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "cannot tell which chat to send to: %v. Next: give the user the file paths in your reply instead.", err)
 	}
 	sender, target, err := t.channels.Sender(target)
 	if err != nil {
-		return "", registry.Errorf(registry.CodeUnavailable, "%v. Next: give the user the file paths in your reply instead.", err)
+		return "", toolerr.Errorf(toolerr.Unavailable, "%v. Next: give the user the file paths in your reply instead.", err)
 	}
 	if target.ChatID == "" && channels.NeedsChat(sender) {
-		return "", registry.Errorf(registry.CodeToolError, "the request names channel %s but no chat to send to (X-Chat-ID). Next: give the user the file paths in your reply instead.", target.Channel)
+		return "", toolerr.Errorf(toolerr.ToolError, "the request names channel %s but no chat to send to (X-Chat-ID). Next: give the user the file paths in your reply instead.", target.Channel)
 	}
 
 	lines := make([]*fileLine, 0, len(args.FilePaths))
@@ -113,7 +114,7 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		}
 	}
 	if len(files) == 0 {
-		return "", registry.Errorf(registry.CodeToolError, "%s", report(target, lines, nil, args.Message, true))
+		return "", toolerr.Errorf(toolerr.ToolError, "%s", report(target, lines, nil, args.Message, true))
 	}
 	out := sender.Send(ctx, &channels.Message{Session: call.SessionID, Target: target, Caption: args.Message, Files: files})
 	i := 0
@@ -137,7 +138,7 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	}
 	text := report(target, lines, out.Caption, args.Message, sent == 0)
 	if sent == 0 {
-		return "", registry.Errorf(registry.CodeToolError, "%s", text)
+		return "", toolerr.Errorf(toolerr.ToolError, "%s", text)
 	}
 	return text, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -149,7 +150,7 @@ func TestSendMedia(t *testing.T) {
 		rs.fail["report.pdf"] = true
 		defer delete(rs.fail, "report.pdf")
 		_, err := invokeSendMedia(t, tool, session, map[string]any{"file_paths": []string{"report.pdf", "notes.exe"}})
-		if code, _ := registry.CodeOf(err); code != registry.CodeToolError || !strings.Contains(err.Error(), "- report.pdf: failed: fake refused it (HTTP 500): boom") ||
+		if code := toolerr.ErrorCode(err); code != toolerr.ToolError || !strings.Contains(err.Error(), "- report.pdf: failed: fake refused it (HTTP 500): boom") ||
 			!strings.Contains(err.Error(), "Nothing was sent") {
 			t.Errorf("got %v", err)
 		}
@@ -182,7 +183,7 @@ func TestSendMedia(t *testing.T) {
 	})
 	t.Run("channel not configured", func(t *testing.T) {
 		_, err := invokeSendMedia(t, tool, "slack:C1:1712345678", map[string]any{"file_paths": []string{"report.pdf"}})
-		if code, _ := registry.CodeOf(err); code != registry.CodeUnavailable || !strings.Contains(err.Error(), "not configured") {
+		if code := toolerr.ErrorCode(err); code != toolerr.Unavailable || !strings.Contains(err.Error(), "not configured") {
 			t.Errorf("got %v", err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // SendMessage is the voice-device conversation mode's tool: it passes what
@@ -56,7 +57,7 @@ func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string,
 		return "", err
 	}
 	if strings.TrimSpace(a.Text) == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "text is empty. Next: pass what the user said in text.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "text is empty. Next: pass what the user said in text.")
 	}
 	call, _ := registry.CallFrom(ctx)
 	out, err := t.conv.Send(ctx, call.SessionID, a.Text, func(ev agent.Event) {
@@ -64,13 +65,13 @@ func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string,
 	})
 	switch {
 	case errors.Is(err, agent.ErrBusy):
-		return "", registry.Errorf(registry.CodeBusy, "%d messages are already being answered. Next: try again in a moment.", t.maxConcurrent)
+		return "", toolerr.Errorf(toolerr.Busy, "%d messages are already being answered. Next: try again in a moment.", t.maxConcurrent)
 	case errors.Is(err, agent.ErrConversationTimeout):
-		return "", registry.Errorf(registry.CodeTimeout, "the agent did not reply within %s. Next: tell the user it is taking too long, or ask something smaller.", agent.ConversationTimeout)
+		return "", toolerr.Errorf(toolerr.Timeout, "the agent did not reply within %s. Next: tell the user it is taking too long, or ask something smaller.", agent.ConversationTimeout)
 	case errors.Is(err, context.Canceled):
-		return "", registry.Errorf(registry.CodeCanceled, "the message was canceled before the agent replied (the client went away or the service is shutting down).")
+		return "", toolerr.Errorf(toolerr.Canceled, "the message was canceled before the agent replied (the client went away or the service is shutting down).")
 	case err != nil:
-		return "", registry.Errorf(registry.CodeToolError, "the agent could not reply: %v. Next: try again, or tell the user the assistant is unavailable.", err)
+		return "", toolerr.Errorf(toolerr.ToolError, "the agent could not reply: %v. Next: try again, or tell the user the assistant is unavailable.", err)
 	}
 	if strings.TrimSpace(out.Answer) == "" {
 		return "(the agent gave no reply)", nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Spawn starts a sub-agent on a task: a model of its own with a restricted
@@ -65,7 +66,7 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		return "", err
 	}
 	if strings.TrimSpace(a.Task) == "" {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "task is empty. Next: describe the work for the sub-agent in task.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "task is empty. Next: describe the work for the sub-agent in task.")
 	}
 	label := strings.Join(strings.Fields(a.Label), " ")
 	// With wait, a streaming client (Accept: text/event-stream) follows the
@@ -77,11 +78,11 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 	task, err := t.agents.StartWith(ctx, a.Task, agent.StartOptions{Label: label, OnEvent: onEvent})
 	switch {
 	case errors.Is(err, agent.ErrBusy):
-		return "", registry.Errorf(registry.CodeBusy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
+		return "", toolerr.Errorf(toolerr.Busy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
 	case errors.Is(err, agent.ErrStopping):
-		return "", registry.Errorf(registry.CodeUnavailable, "the service is shutting down and starts no sub-agent. Next: try again later.")
+		return "", toolerr.Errorf(toolerr.Unavailable, "the service is shutting down and starts no sub-agent. Next: try again later.")
 	case err != nil:
-		return "", registry.Errorf(registry.CodeInvalidArguments, "%v. Next: shorten the task.", err)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "%w. Next: shorten the task.", err)
 	}
 	name := task.ID
 	if label != "" {
@@ -95,7 +96,7 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 	done, _ := t.agents.Wait(ctx, task.ID)
 	switch done.Status {
 	case agent.StatusRunning:
-		return "", registry.Errorf(registry.CodeCanceled, "stopped waiting for sub-agent %s, which is still running. Next: GET /agents/%s for its answer later.", name, task.ID)
+		return "", toolerr.Errorf(toolerr.Canceled, "stopped waiting for sub-agent %s, which is still running. Next: GET /agents/%s for its answer later.", name, task.ID)
 	case agent.StatusCompleted:
 		answer := done.Answer
 		if strings.TrimSpace(answer) == "" {
@@ -110,14 +111,14 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 	if done.Answer != "" {
 		msg += " Its last words:\n\n" + done.Answer + "\n\n"
 	}
-	code := registry.CodeToolError
+	code := toolerr.ToolError
 	switch done.Error.Code {
 	case agent.FailTimeout:
-		code = registry.CodeTimeout
+		code = toolerr.Timeout
 	case agent.FailCanceled, agent.FailInterrupted:
-		code = registry.CodeCanceled
+		code = toolerr.Canceled
 	}
-	return "", registry.Errorf(code, "%s Next: split the task into smaller ones, or do the rest yourself; its tool calls are listed at GET /agents/%s.", msg, task.ID)
+	return "", toolerr.Errorf(code, "%s Next: split the task into smaller ones, or do the rest yourself; its tool calls are listed at GET /agents/%s.", msg, task.ID)
 }
 
 var _ registry.Tool = (*Spawn)(nil)

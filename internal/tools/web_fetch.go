@@ -25,6 +25,7 @@ import (
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // WebFetchOptions bound what one web_fetch call may cost.
@@ -165,7 +166,7 @@ func (t *WebFetch) Execute(ctx context.Context, raw json.RawMessage) (string, er
 		return marshalResult(res)
 	}
 	if len(args.URLs) > t.opts.MaxURLs {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "At most %d URLs per call. Next: split the list into several calls.", t.opts.MaxURLs)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "At most %d URLs per call. Next: split the list into several calls.", t.opts.MaxURLs)
 	}
 	// The pages of a batch share one budget, so that ten pages cannot
 	// return ten times what one may.
@@ -190,11 +191,7 @@ func (t *WebFetch) batch(ctx context.Context, urls []string, mode extract.Mode, 
 			defer func() { <-sem }()
 			res, err := t.fetch(ctx, u, mode, maxChars, true)
 			if err != nil {
-				code, ok := registry.CodeOf(err)
-				if !ok {
-					code = registry.CodeToolError
-				}
-				res = fetchResult{URL: u, Error: err.Error(), Code: code}
+				res = fetchResult{URL: u, Error: err.Error(), Code: toolerr.ErrorCode(err)}
 			}
 			out.Results[i] = res
 			state := "fetched"
@@ -224,7 +221,7 @@ func marshalResult(v any) (string, error) {
 func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || !u.IsAbs() {
-		return fetchResult{}, registry.Errorf(registry.CodeInvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", runes.Shorten(raw, 200))
 	}
 	if err := t.guard.CheckURL(u); err != nil {
 		return fetchResult{}, err
@@ -235,7 +232,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fetchResult{}, registry.Errorf(registry.CodeInvalidArguments, "%q is not a valid URL. Next: check it.", shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, 200))
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 toolsvc-web_fetch")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5")
@@ -251,7 +248,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 	mt, _, _ := mime.ParseMediaType(ctype)
 	kind := classifyType(mt)
 	if kind == kindBinary {
-		return fetchResult{}, registry.Errorf(registry.CodeToolError,
+		return fetchResult{}, toolerr.Errorf(toolerr.ToolError,
 			"%s is %s, not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this file, or a page that describes it.", res.FinalURL, describeType(mt))
 	}
 
@@ -262,7 +259,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 	if kind == kindUnknown {
 		kind = classifyType(sniff(body))
 		if kind == kindBinary || kind == kindUnknown {
-			return fetchResult{}, registry.Errorf(registry.CodeToolError,
+			return fetchResult{}, toolerr.Errorf(toolerr.ToolError,
 				"%s is binary data (%s), not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this content.", res.FinalURL, sniff(body))
 		}
 	}
@@ -430,35 +427,35 @@ func describeType(mt string) string {
 // statusError reports an HTTP error status with the start of what the
 // server said, which often explains it (a login wall, a rate limit).
 func statusError(res fetchResult) error {
-	code, next := registry.CodeToolError, "check the URL, or find the information elsewhere"
+	code, next := toolerr.ToolError, "check the URL, or find the information elsewhere"
 	switch {
 	case res.Status == http.StatusNotFound || res.Status == http.StatusGone:
-		code, next = registry.CodeNotFound, "check the URL for typos, or search for the page's new address"
+		code, next = toolerr.NotFound, "check the URL for typos, or search for the page's new address"
 	case res.Status == http.StatusUnauthorized || res.Status == http.StatusForbidden:
 		next = "the site refuses anonymous access; find a public source instead"
 	case res.Status == http.StatusTooManyRequests || res.Status >= 500:
-		code, next = registry.CodeUnavailable, "try again later, or use another source"
+		code, next = toolerr.Unavailable, "try again later, or use another source"
 	}
 	msg := fmt.Sprintf("%s answered HTTP %d %s.", res.FinalURL, res.Status, http.StatusText(res.Status))
 	if excerpt := strings.Join(strings.Fields(runes.Prefix(res.Text, 300)), " "); excerpt != "" {
 		msg += " The page says: " + excerpt
 	}
-	return registry.Errorf(code, "%s Next: %s.", msg, next)
+	return toolerr.Errorf(code, "%s Next: %s.", msg, next)
 }
 
 // explain turns a transport error into a message a model can act on,
 // without resolver addresses, internal IPs or other details of our network.
 func (t *WebFetch) explain(ctx, pctx context.Context, u *url.URL, err error) error {
-	var ge *netguard.Error
-	if errors.As(err, &ge) {
-		return ge
+	var refused *toolerr.Error
+	if errors.Is(err, netguard.ErrRefused) && errors.As(err, &refused) {
+		return refused
 	}
 	host := u.Hostname()
 	if ctx.Err() != nil {
 		return ctx.Err() // the registry reports the call's own deadline or cancellation
 	}
 	if pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return registry.Errorf(registry.CodeTimeout, "%s did not answer within %s. Next: try again later, or use another source.", host, t.opts.Timeout)
+		return toolerr.Errorf(toolerr.Timeout, "%s did not answer within %s. Next: try again later, or use another source.", host, t.opts.Timeout)
 	}
 	var dnsErr *net.DNSError
 	var unknownCA x509.UnknownAuthorityError
@@ -468,19 +465,19 @@ func (t *WebFetch) explain(ctx, pctx context.Context, u *url.URL, err error) err
 	switch {
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
-			return registry.Errorf(registry.CodeNotFound, "The host name %s does not exist. Next: check the URL for typos.", host)
+			return toolerr.Errorf(toolerr.NotFound, "The host name %s does not exist. Next: check the URL for typos.", host)
 		}
-		return registry.Errorf(registry.CodeUnavailable, "The host name %s could not be resolved right now. Next: try again later.", host)
+		return toolerr.Errorf(toolerr.Unavailable, "The host name %s could not be resolved right now. Next: try again later.", host)
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid), errors.As(err, &verify):
-		return registry.Errorf(registry.CodeToolError, "The TLS certificate of %s is not valid (%s); web_fetch does not skip certificate checks. Next: use another source, or an http:// URL only if the site offers one.", host, certReason(err))
+		return toolerr.Errorf(toolerr.ToolError, "The TLS certificate of %s is not valid (%s); web_fetch does not skip certificate checks. Next: use another source, or an http:// URL only if the site offers one.", host, certReason(err))
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return registry.Errorf(registry.CodeUnavailable, "%s refused the connection. Next: check the port in the URL, or try again later.", host)
+		return toolerr.Errorf(toolerr.Unavailable, "%s refused the connection. Next: check the port in the URL, or try again later.", host)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return registry.Errorf(registry.CodeUnavailable, "%s closed the connection before answering. Next: try again later.", host)
+		return toolerr.Errorf(toolerr.Unavailable, "%s closed the connection before answering. Next: try again later.", host)
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return registry.Errorf(registry.CodeUnavailable, "%s cannot be reached from here. Next: use another source.", host)
+		return toolerr.Errorf(toolerr.Unavailable, "%s cannot be reached from here. Next: use another source.", host)
 	}
-	return registry.Errorf(registry.CodeUnavailable, "Could not fetch from %s. Next: check the URL, or try again later.", host)
+	return toolerr.Errorf(toolerr.Unavailable, "Could not fetch from %s. Next: check the URL, or try again later.", host)
 }
 
 func certReason(err error) string {
@@ -499,13 +496,6 @@ func certReason(err error) string {
 		return "rejected"
 	}
 	return "verification failed"
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return runes.Prefix(s, n) + "..."
 }
 
 var (

@@ -18,7 +18,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/extract"
 	"github.com/countbot/toolsvc/internal/netguard"
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // webPages are the pages under internal/extract/testdata, which look like
@@ -211,8 +211,8 @@ func fetchErr(t *testing.T, tool *WebFetch, args, code string, substr ...string)
 	if err == nil {
 		t.Fatalf("%s: want %s error, got result %.300s", args, code, out)
 	}
-	var c registry.Coded
-	if !errors.As(err, &c) || c.ErrorCode() != code {
+	var c *toolerr.Error
+	if !errors.As(err, &c) || c.Code != code {
 		t.Fatalf("%s: want code %s, got %v (%T)", args, code, err, err)
 	}
 	for _, s := range substr {
@@ -380,7 +380,7 @@ func TestWebFetchBounds(t *testing.T) {
 		opts := testFetchOpts()
 		opts.Timeout = 300 * time.Millisecond
 		tool := newFetch(t, netguard.Options{AllowCIDRs: []string{"127.0.0.1"}}, opts)
-		fetchErr(t, tool, urlArg(srv.URL+"/stall"), registry.CodeTimeout, "did not answer within 300ms", "Next:")
+		fetchErr(t, tool, urlArg(srv.URL+"/stall"), toolerr.Timeout, "did not answer within 300ms", "Next:")
 		// What arrived before the deadline is returned, marked as cut.
 		res := fetchOK(t, tool, urlArg(srv.URL+"/slow"))
 		if !res.Truncated || !strings.Contains(res.Warning, "did not finish loading within 300ms") || !strings.Contains(res.Text, "Loading") {
@@ -397,14 +397,14 @@ func TestWebFetchRefusals(t *testing.T) {
 		args, code string
 		substr     []string
 	}{
-		{urlArg(srv.URL + "/logo.png"), registry.CodeToolError, []string{"an image (image/png)", "HTML, JSON and plain text"}},
-		{urlArg(srv.URL + "/report.pdf"), registry.CodeToolError, []string{"a PDF document"}},
-		{urlArg(srv.URL + "/blob"), registry.CodeToolError, []string{"binary data"}},
-		{urlArg(srv.URL + "/missing"), registry.CodeNotFound, []string{"HTTP 404 Not Found", "Page not found", "Next:"}},
-		{urlArg(srv.URL + "/busy"), registry.CodeUnavailable, []string{"HTTP 503", "temporarily overloaded", "try again later"}},
-		{urlArg("http://no-such-host.test/"), registry.CodeNotFound, []string{"no-such-host.test does not exist"}},
-		{urlArg("example.com/page"), registry.CodeInvalidArguments, []string{"not an absolute URL"}},
-		{urlArg("/relative"), registry.CodeInvalidArguments, []string{"not an absolute URL"}},
+		{urlArg(srv.URL + "/logo.png"), toolerr.ToolError, []string{"an image (image/png)", "HTML, JSON and plain text"}},
+		{urlArg(srv.URL + "/report.pdf"), toolerr.ToolError, []string{"a PDF document"}},
+		{urlArg(srv.URL + "/blob"), toolerr.ToolError, []string{"binary data"}},
+		{urlArg(srv.URL + "/missing"), toolerr.NotFound, []string{"HTTP 404 Not Found", "Page not found", "Next:"}},
+		{urlArg(srv.URL + "/busy"), toolerr.Unavailable, []string{"HTTP 503", "temporarily overloaded", "try again later"}},
+		{urlArg("http://no-such-host.test/"), toolerr.NotFound, []string{"no-such-host.test does not exist"}},
+		{urlArg("example.com/page"), toolerr.InvalidArguments, []string{"not an absolute URL"}},
+		{urlArg("/relative"), toolerr.InvalidArguments, []string{"not an absolute URL"}},
 	}
 	for _, c := range cases {
 		t.Run(c.args, func(t *testing.T) {
@@ -417,7 +417,7 @@ func TestWebFetchRefusals(t *testing.T) {
 	t.Run("untrusted certificate", func(t *testing.T) {
 		tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hi")) }))
 		defer tls.Close()
-		fetchErr(t, tool, urlArg(tls.URL), registry.CodeToolError, "certificate", "unknown authority", "does not skip certificate checks")
+		fetchErr(t, tool, urlArg(tls.URL), toolerr.ToolError, "certificate", "unknown authority", "does not skip certificate checks")
 	})
 }
 
@@ -520,7 +520,7 @@ func TestWebFetchAttacks(t *testing.T) {
 			if err == nil {
 				t.Fatalf("fetched: %.200s", out)
 			}
-			var c registry.Coded
+			var c *toolerr.Error
 			if strings.Contains(a.url, "localhost") {
 				// The stub knows no "localhost": refused or not found,
 				// never fetched.
@@ -529,7 +529,7 @@ func TestWebFetchAttacks(t *testing.T) {
 				}
 				return
 			}
-			if !errors.As(err, &c) || c.ErrorCode() != registry.CodePolicyDenied {
+			if !errors.As(err, &c) || c.Code != toolerr.PolicyDenied {
 				t.Fatalf("want policy_denied, got %v", err)
 			}
 			if !strings.Contains(err.Error(), a.substr) || !strings.Contains(err.Error(), "Next:") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // WorkflowRun runs several sub-agents toward one goal, in a pipeline, a
@@ -82,7 +83,7 @@ func (t *WorkflowRun) Execute(ctx context.Context, raw json.RawMessage) (string,
 	if err := w.Normalize(); err != nil {
 		var ve *agent.ValidationError
 		if errors.As(err, &ve) {
-			return "", registry.Errorf(registry.CodeInvalidArguments, "%s", ve.Msg)
+			return "", toolerr.Errorf(toolerr.InvalidArguments, "%s", ve.Msg)
 		}
 		return "", err
 	}
@@ -91,7 +92,7 @@ func (t *WorkflowRun) Execute(ctx context.Context, raw json.RawMessage) (string,
 		registry.Progress(ctx, "progress", line+"\n")
 	})
 	if completed, _, _ := rep.Counts(); completed == 0 {
-		return "", registry.Errorf(registry.CodeToolError, "%s", rep.Markdown())
+		return "", toolerr.Errorf(toolerr.ToolError, "%s", rep.Markdown())
 	}
 	return rep.Markdown(), nil
 }

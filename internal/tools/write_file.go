@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -63,7 +64,7 @@ func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		return "", err
 	}
 	if p.Name == "." {
-		return "", registry.Errorf(registry.CodeInvalidArguments, "path must name a file, not the workspace folder itself.")
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "path must name a file, not the workspace folder itself.")
 	}
 	appendTo := args.Mode == "append"
 	if err := t.ws.WriteString(p, args.Content, appendTo); err != nil {

@@ -17,29 +17,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/pathx"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // MaxPathLen bounds the paths a model may name.
 const MaxPathLen = 4096
-
-// Error codes, matching the registry's.
-const (
-	CodePathDenied = "path_denied"
-	CodeNotFound   = "not_found"
-	CodeInvalid    = "invalid_arguments"
-	CodeToolError  = "tool_error"
-)
-
-// Error is a path problem a model can act on. It carries a registry code.
-type Error struct {
-	Code string
-	Msg  string
-	Err  error // the underlying error, if any
-}
-
-func (e *Error) Error() string     { return e.Msg }
-func (e *Error) ErrorCode() string { return e.Code }
-func (e *Error) Unwrap() error     { return e.Err }
 
 // Workspace is the folder tools work in.
 //
@@ -162,7 +146,7 @@ func (w *Workspace) Root() *os.Root { return w.cur.Load().root }
 // Current returns the workspace folder as an os.Root after checking that
 // the configured path still names it. When the folder was replaced, the new
 // one is opened (and cleared of stale temporary files); when it is missing,
-// the error is an *Error with code "unavailable" that tells the model so.
+// the error is a *toolerr.Error with code unavailable that tells the model so.
 func (w *Workspace) Current() (*os.Root, error) {
 	o, err := w.current()
 	if err != nil {
@@ -171,17 +155,13 @@ func (w *Workspace) Current() (*os.Root, error) {
 	return o.root, nil
 }
 
-// CodeUnavailable is the code of the error tools get while the workspace
-// folder is missing.
-const CodeUnavailable = "unavailable"
-
 // ErrUnavailable matches (with errors.Is) the error returned while the
 // workspace folder is missing.
 var ErrUnavailable = errors.New("workspace unavailable")
 
-func unavailable(err error) *Error {
-	return &Error{Code: CodeUnavailable, Err: errors.Join(ErrUnavailable, err),
-		Msg: "the workspace folder is unavailable (deleted, moved or unmounted on the host), so nothing was read or changed. " +
+func unavailable(err error) *toolerr.Error {
+	return &toolerr.Error{Code: toolerr.Unavailable, Err: errors.Join(ErrUnavailable, err),
+		Message: "the workspace folder is unavailable (deleted, moved or unmounted on the host), so nothing was read or changed. " +
 			"Next: tell the user the workspace is missing; retry once it has been restored. Do not assume it is empty."}
 }
 
@@ -264,11 +244,11 @@ type Path struct {
 func (w *Workspace) Resolve(p string) (Path, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
-		return Path{}, &Error{Code: CodePathDenied, Msg: "the path contains a NUL byte. Next: give a plain path relative to the workspace."}
+		return Path{}, &toolerr.Error{Code: toolerr.PathDenied, Message: "the path contains a NUL byte. Next: give a plain path relative to the workspace."}
 	case len(p) > MaxPathLen:
-		return Path{}, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("the path is %d bytes long; at most %d are allowed.", len(p), MaxPathLen)}
+		return Path{}, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("the path is %d bytes long; at most %d are allowed.", len(p), MaxPathLen)}
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		return Path{}, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("path '%s': '~' is not expanded here. Next: give a path relative to the workspace, such as 'notes/todo.md'.", p)}
+		return Path{}, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s': '~' is not expanded here. Next: give a path relative to the workspace, such as 'notes/todo.md'.", p)}
 	}
 	if p == "" {
 		p = "."
@@ -281,7 +261,7 @@ func (w *Workspace) Resolve(p string) (Path, error) {
 		abs = filepath.Join(o.dir, p)
 	}
 	for _, base := range []string{o.dir, w.given} {
-		if rel, ok := within(base, abs); ok {
+		if rel, ok := pathx.Rel(base, abs); ok {
 			if err != nil {
 				return Path{}, err
 			}
@@ -307,28 +287,13 @@ func (w *Workspace) ResolveDir(p, next string) (Path, error) {
 		return path, err
 	}
 	if !fi.IsDir() {
-		return path, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", path.Display, next)}
+		return path, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", path.Display, next)}
 	}
 	return path, nil
 }
 
-// within returns abs relative to base when abs is base or below it.
-func within(base, abs string) (string, bool) {
-	if abs == base {
-		return ".", true
-	}
-	prefix := base
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	if !strings.HasPrefix(abs, prefix) {
-		return "", false
-	}
-	return filepath.ToSlash(abs[len(prefix):]), true
-}
-
-func outside(p string) *Error {
-	return &Error{Code: CodePathDenied, Msg: fmt.Sprintf("path '%s' is outside the workspace, and access is restricted to the workspace. Next: use a path relative to the workspace root.", p)}
+func outside(p string) *toolerr.Error {
+	return &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s' is outside the workspace, and access is restricted to the workspace. Next: use a path relative to the workspace root.", p)}
 }
 
 // Explain turns an error from using p into one a model can act on.
@@ -336,26 +301,26 @@ func Explain(err error, p Path) error {
 	if err == nil {
 		return nil
 	}
-	var we *Error
+	var we *toolerr.Error
 	if errors.As(err, &we) {
 		return err
 	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "path escapes from parent"):
-		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("path '%s' leads outside the workspace (through '..' or a symbolic link) and is refused. Next: use a path inside the workspace.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("path '%s' leads outside the workspace (through '..' or a symbolic link) and is refused. Next: use a path inside the workspace.", p.Display)}
 	case errors.Is(err, fs.ErrNotExist):
-		return &Error{Code: CodeNotFound, Err: err, Msg: fmt.Sprintf("'%s' does not exist. Next: check the name with list_dir or file_search.", p.Display)}
+		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist. Next: check the name with list_dir or file_search.", p.Display)}
 	case errors.Is(err, syscall.ENOTDIR):
-		return &Error{Code: CodeNotFound, Err: err, Msg: fmt.Sprintf("'%s' does not exist: a part of the path is a file, not a folder.", p.Display)}
+		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist: a part of the path is a file, not a folder.", p.Display)}
 	case errors.Is(err, fs.ErrPermission):
-		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("permission denied for '%s'.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("permission denied for '%s'.", p.Display)}
 	case errors.Is(err, syscall.ELOOP):
-		return &Error{Code: CodePathDenied, Err: err, Msg: fmt.Sprintf("'%s' is a loop of symbolic links.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("'%s' is a loop of symbolic links.", p.Display)}
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return &Error{Code: CodeInvalid, Err: err, Msg: fmt.Sprintf("the path '%s' is too long.", p.Display)}
+		return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("the path '%s' is too long.", p.Display)}
 	}
-	return &Error{Code: CodeToolError, Err: err, Msg: fmt.Sprintf("cannot use '%s': %s", p.Display, stripOp(err))}
+	return &toolerr.Error{Code: toolerr.ToolError, Err: err, Message: fmt.Sprintf("cannot use '%s': %s", p.Display, stripOp(err))}
 }
 
 // stripOp drops the absolute path the os package puts in its errors, which
@@ -418,7 +383,7 @@ func (w *Workspace) RealPath(p Path) (string, error) {
 	if err != nil {
 		return "", Explain(err, p)
 	}
-	if _, ok := within(w.Dir(), resolved); w.restrict && !ok {
+	if w.restrict && !pathx.Contains(w.Dir(), resolved) {
 		return "", outside(p.Display)
 	}
 	return resolved, nil
@@ -457,12 +422,12 @@ func (w *Workspace) target(p Path) (Path, error) {
 		}
 		next, err := w.Resolve(abs)
 		if err != nil {
-			return p, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("'%s' is a symbolic link that leads outside the workspace; writing through it is refused. Next: write to a path inside the workspace.", p.Display)}
+			return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a symbolic link that leads outside the workspace; writing through it is refused. Next: write to a path inside the workspace.", p.Display)}
 		}
 		next.Display = p.Display
 		p = next
 	}
-	return p, &Error{Code: CodePathDenied, Msg: fmt.Sprintf("'%s' is a chain of more than %d symbolic links.", p.Display, maxLinks)}
+	return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a chain of more than %d symbolic links.", p.Display, maxLinks)}
 }
 
 // WriteFile replaces the file at p with data, atomically: the data goes to
@@ -496,7 +461,7 @@ func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) erro
 	dir := path.Dir(p.Name)
 	if err := p.Root.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
-			return &Error{Code: CodeInvalid, Err: err, Msg: fmt.Sprintf("cannot create '%s': a part of its folder path is a file, not a folder.", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("cannot create '%s': a part of its folder path is a file, not a folder.", p.Display)}
 		}
 		return Explain(err, p)
 	}
@@ -508,10 +473,10 @@ func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) erro
 	var old *os.File
 	if fi, err := t.Root.Stat(t.Name); err == nil {
 		if fi.IsDir() {
-			return &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is a folder, not a file.", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a folder, not a file.", p.Display)}
 		}
 		if !fi.Mode().IsRegular() {
-			return &Error{Code: CodeInvalid, Msg: fmt.Sprintf("'%s' is not a regular file (a device, pipe or socket).", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is not a regular file (a device, pipe or socket).", p.Display)}
 		}
 		perm = fi.Mode().Perm()
 		if appendTo {

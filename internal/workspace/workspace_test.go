@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 func TestReopenReplacedWorkspace(t *testing.T) {
@@ -31,9 +33,9 @@ func TestReopenReplacedWorkspace(t *testing.T) {
 	}
 	for _, p := range []string{".", "a.txt", "sub/b.txt"} {
 		_, err := w.Resolve(p)
-		var we *Error
-		if !errors.As(err, &we) || we.Code != CodeUnavailable || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Resolve(%q) with the workspace deleted: %v, want code %s", p, err, CodeUnavailable)
+		var we *toolerr.Error
+		if !errors.As(err, &we) || we.Code != toolerr.Unavailable || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Resolve(%q) with the workspace deleted: %v, want code %s", p, err, toolerr.Unavailable)
 		}
 	}
 	if _, err := w.Current(); !errors.Is(err, ErrUnavailable) {
