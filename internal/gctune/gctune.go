@@ -33,7 +33,7 @@ type Options struct {
 	// MaxPercent caps the GOGC value the tuner sets (default 800).
 	MaxPercent int
 	// Idle is how long allocation must stay under IdleBytes before free
-	// memory is returned to the system (default 10 s).
+	// memory is returned to the system (default 5 s).
 	Idle time.Duration
 	// IdleBytes is the allocation per Idle period below which the service
 	// counts as idle (default 1 MiB).
@@ -78,7 +78,7 @@ func newTuner(opts Options) *Tuner {
 		opts.MaxPercent = 800
 	}
 	if opts.Idle <= 0 {
-		opts.Idle = 10 * time.Second
+		opts.Idle = 5 * time.Second
 	}
 	if opts.IdleBytes == 0 {
 		opts.IdleBytes = 1 << 20
