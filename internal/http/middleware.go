@@ -29,6 +29,17 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
+// isProbe reports the paths that monitors poll every few seconds: their
+// lines are logged at debug level so that they do not bury the calls,
+// unless they fail with a 5xx other than the expected "not ready" 503.
+func isProbe(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
+}
+
 // accessLog writes one JSON line per request.
 func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -41,7 +52,10 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			ev := log.Info()
-			if status >= 500 {
+			switch {
+			case isProbe(r.URL.Path) && (status < 500 || status == http.StatusServiceUnavailable):
+				ev = log.Debug()
+			case status >= 500:
 				ev = log.Error()
 			}
 			ev.Str("request_id", requestIDFrom(r.Context())).
