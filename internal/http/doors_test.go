@@ -1,0 +1,149 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+func mcpSession(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
+	sess, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+func mcpText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestMCPSharesTheSlots: a call over MCP takes one of the same
+// MAX_CONCURRENT_CALLS slots as REST calls; with none free it is an error
+// result that says to retry, not a protocol error.
+func TestMCPSharesTheSlots(t *testing.T) {
+	srv, bt := newTestServer(t, Options{MaxConcurrent: 1})
+	sess := mcpSession(t, srv.URL)
+	done := make(chan *mcp.CallToolResult)
+	go func() {
+		res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "block"})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		done <- res
+	}()
+	<-bt.started
+	// The slot is taken by the MCP call: a REST call is refused...
+	resp, err := http.Post(srv.URL+"/tools/block/invoke", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("REST call with the slot taken by MCP: %d", resp.StatusCode)
+	}
+	// ... and so is another MCP call.
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "block"})
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), "already running") || !strings.Contains(mcpText(res), "Next:") {
+		t.Errorf("MCP call with no slot free: %v %+v", err, res)
+	}
+	close(bt.release)
+	if res := <-done; res.IsError || mcpText(res) != "released" {
+		t.Errorf("first MCP call: %+v", res)
+	}
+}
+
+// TestMCPStopping: a running MCP call is canceled when the service stops,
+// and a new one is refused with an error result.
+func TestMCPStopping(t *testing.T) {
+	stopping, stop := context.WithCancel(context.Background())
+	srv, bt := newTestServer(t, Options{Stopping: stopping})
+	sess := mcpSession(t, srv.URL)
+	done := make(chan *mcp.CallToolResult)
+	go func() {
+		res, _ := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "block"})
+		done <- res
+	}()
+	<-bt.started
+	stop()
+	if res := <-done; res == nil || !res.IsError || res.Meta["error_code"] != registry.CodeCanceled {
+		t.Errorf("running MCP call after stop: %+v", res)
+	}
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "block"})
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), "shutting down") {
+		t.Errorf("new MCP call while stopping: %v %+v", err, res)
+	}
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["message"] == "request" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestProbesLoggedAtDebug: health probes and metrics scrapes, polled
+// every few seconds, are access-logged at debug; other requests at info.
+func TestProbesLoggedAtDebug(t *testing.T) {
+	var logs syncBuffer
+	reg := registry.New(registry.Options{})
+	srv := httptest.NewServer(NewHandler(Options{
+		Registry: reg, Log: zerolog.New(&logs).Level(zerolog.DebugLevel),
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("m 1\n")) }),
+	}))
+	defer srv.Close()
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/tools"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := map[string]string{"/healthz": "debug", "/readyz": "debug", "/metrics": "debug", "/tools": "info"}
+	got := map[string]string{}
+	for _, l := range logs.lines() {
+		got[l["path"].(string)] = l["level"].(string)
+	}
+	for p, lvl := range want {
+		if got[p] != lvl {
+			t.Errorf("access log of %s at %q, want %q", p, got[p], lvl)
+		}
+	}
+}
