@@ -290,6 +290,30 @@ func TestOpenAPIDoor(t *testing.T) {
 		}
 	}
 
+	// scope=tools: the tools' operations only, still a valid document,
+	// for clients that offer every operation to the model.
+	code, _, body = get(t, srv.URL+"/openapi.json?scope=tools", withKey())
+	tdoc, err := loader.LoadFromData(body)
+	if code != http.StatusOK || err != nil {
+		t.Fatalf("scope=tools: %d %v", code, err)
+	}
+	if err := tdoc.Validate(context.Background()); err != nil {
+		t.Fatalf("scope=tools is not valid OpenAPI: %v", err)
+	}
+	var ops []string
+	for _, item := range tdoc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ops = append(ops, op.OperationID)
+		}
+	}
+	slices.Sort(ops)
+	if want := a.Registry().Names(); !slices.Equal(ops, want) {
+		t.Errorf("scope=tools operations %q, want the tools %q", ops, want)
+	}
+	if code, _, _ := get(t, srv.URL+"/openapi.json?scope=x", withKey()); code != http.StatusBadRequest {
+		t.Errorf("unknown scope: %d", code)
+	}
+
 	// A client validating its requests with the document accepts good
 	// arguments and refuses bad ones, as the service will.
 	router, err := legacy.NewRouter(doc)

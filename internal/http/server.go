@@ -71,9 +71,11 @@ type server struct {
 	bodies     atomic.Int64
 	bodyBudget int64
 	// openapi is GET /openapi.json, built once from the contract and the
-	// registry; openapiErr is why it could not be.
-	openapi    []byte
-	openapiErr error
+	// registry, and openapiTools the same with the tools' operations only;
+	// openapiErr is why they could not be.
+	openapi      []byte
+	openapiTools []byte
+	openapiErr   error
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -102,7 +104,10 @@ func NewHandler(opts Options) http.Handler {
 	keys := newKeyChecker(opts.APIKeys)
 	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
-	s.openapi, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version)
+	s.openapi, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, false)
+	if s.openapiErr == nil {
+		s.openapiTools, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, true)
+	}
 	mcpHandler := mcp.NewHandler(mcp.Options{
 		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
 	})
@@ -239,14 +244,21 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 }
 
 // openAPI serves the OpenAPI document: the contract plus one operation
-// per tool.
+// per tool, or (scope=tools) the tools' operations only.
 func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	if s.openapiErr != nil {
 		s.opts.Log.Error().Err(s.openapiErr).Msg("openapi document")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 		return
 	}
-	writeRaw(w, http.StatusOK, s.openapi)
+	switch r.URL.Query().Get("scope") {
+	case "", "all":
+		writeRaw(w, http.StatusOK, s.openapi)
+	case "tools":
+		writeRaw(w, http.StatusOK, s.openapiTools)
+	default:
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
+	}
 }
 
 // mcpInvoke runs a call that came over MCP through the same gate as

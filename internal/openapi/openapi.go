@@ -24,9 +24,12 @@ const ToolTag = "tools"
 
 // Build returns the document as JSON: the contract in spec (YAML) with
 // info.version set to version when it is not empty, and an operation for
-// each tool of defs. A tool whose name is already an operationId of the
-// contract is an error.
-func Build(spec []byte, defs []registry.Definition, version string) ([]byte, error) {
+// each tool of defs. With toolsOnly, the contract's own routes are left
+// out, for clients that offer every operation to a model as a function
+// (Open WebUI does), which should not see /healthz or /metrics among the
+// tools. A tool whose name is already an operationId of the contract is an
+// error.
+func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bool) ([]byte, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(spec, &doc); err != nil {
 		return nil, fmt.Errorf("openapi: the contract does not parse: %w", err)
@@ -39,6 +42,11 @@ func Build(spec []byte, defs []registry.Definition, version string) ([]byte, err
 		info["version"] = version
 	}
 	taken := operationIDs(paths)
+	if toolsOnly {
+		paths = map[string]any{}
+		doc["paths"] = paths
+		doc["tags"] = []any{map[string]any{"name": ToolTag, "description": "One operation per tool."}}
+	}
 	for _, d := range defs {
 		name := d.Function.Name
 		if taken[name] {
