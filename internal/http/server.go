@@ -76,6 +76,10 @@ type server struct {
 	openapi      []byte
 	openapiTools []byte
 	openapiErr   error
+	// formats holds GET /tools?format= for every format but the default,
+	// rendered once: the tools are registered before the handler is built.
+	formats   map[string][]byte
+	formatErr error
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -104,6 +108,12 @@ func NewHandler(opts Options) http.Handler {
 	keys := newKeyChecker(opts.APIKeys)
 	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
+	s.formats = map[string][]byte{}
+	for _, f := range toolfmt.Formats()[1:] {
+		if s.formats[f], s.formatErr = toolfmt.Render(opts.Registry.Definitions(), f); s.formatErr != nil {
+			break
+		}
+	}
 	s.openapi, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, false)
 	if s.openapiErr == nil {
 		s.openapiTools, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, true)
@@ -234,13 +244,12 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
 		return
 	}
-	data, err := toolfmt.Render(s.opts.Registry.Definitions(), format)
-	if err != nil {
-		s.opts.Log.Error().Err(err).Str("format", format).Msg("tool definitions")
+	if s.formatErr != nil {
+		s.opts.Log.Error().Err(s.formatErr).Msg("tool definitions")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 		return
 	}
-	writeRaw(w, http.StatusOK, data)
+	writeRaw(w, http.StatusOK, s.formats[format])
 }
 
 // openAPI serves the OpenAPI document: the contract plus one operation
