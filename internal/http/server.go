@@ -143,9 +143,10 @@ func NewHandler(opts Options) http.Handler {
 		r.Post("/tools/{name}/invoke", s.invoke)
 		r.Get("/openapi.json", s.openAPI)
 		// MCP's Streamable HTTP transport, stateless: POST carries the
-		// JSON-RPC messages; GET and DELETE (a session's stream and end)
-		// are answered 405 by the SDK, since there are no sessions.
-		r.Handle("/mcp", noWriteDeadline(mcpHandler))
+		// JSON-RPC messages. GET and DELETE (a session's stream and its
+		// end) get the router's 405 with Allow, since there are no
+		// sessions; MCP clients take that as "no stream".
+		r.Post("/mcp", noWriteDeadline(mcpHandler).ServeHTTP)
 		if opts.Metrics != nil {
 			r.Method(http.MethodGet, "/metrics", opts.Metrics)
 		}
