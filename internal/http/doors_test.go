@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -120,30 +121,45 @@ func (s *syncBuffer) lines() []map[string]any {
 }
 
 // TestProbesLoggedAtDebug: health probes and metrics scrapes, polled
-// every few seconds, are access-logged at debug; other requests at info.
+// every few seconds, are access-logged at debug; other requests, and a
+// scrape refused for want of the key, at info.
 func TestProbesLoggedAtDebug(t *testing.T) {
 	var logs syncBuffer
 	reg := registry.New(registry.Options{})
 	srv := httptest.NewServer(NewHandler(Options{
-		Registry: reg, Log: zerolog.New(&logs).Level(zerolog.DebugLevel),
+		Registry: reg, Log: zerolog.New(&logs).Level(zerolog.DebugLevel), APIKeys: []string{"probe-key-0123456789"},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("m 1\n")) }),
 	}))
 	defer srv.Close()
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/tools"} {
-		resp, err := http.Get(srv.URL + p)
+	cases := []struct {
+		path   string
+		key    bool
+		status int
+		want   string
+	}{
+		{"/healthz", false, 200, "debug"}, {"/readyz", false, 200, "debug"}, {"/metrics", true, 200, "debug"},
+		{"/tools", true, 200, "info"}, {"/metrics", false, 401, "info"},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+tc.path, nil)
+		if tc.key {
+			req.Header.Set("Authorization", "Bearer probe-key-0123456789")
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 	}
-	want := map[string]string{"/healthz": "debug", "/readyz": "debug", "/metrics": "debug", "/tools": "info"}
-	got := map[string]string{}
+	// Close waits for the handlers, whose last act is the log line.
+	srv.Close()
+	got := map[string]any{}
 	for _, l := range logs.lines() {
-		got[l["path"].(string)] = l["level"].(string)
+		got[fmt.Sprint(l["path"], " ", l["status"])] = l["level"]
 	}
-	for p, lvl := range want {
-		if got[p] != lvl {
-			t.Errorf("access log of %s at %q, want %q", p, got[p], lvl)
+	for _, tc := range cases {
+		if lvl := got[fmt.Sprint(tc.path, " ", tc.status)]; lvl != tc.want {
+			t.Errorf("GET %s -> %d logged at %v, want %s", tc.path, tc.status, lvl, tc.want)
 		}
 	}
 }

@@ -29,13 +29,15 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
-// isProbe reports the paths that monitors poll every few seconds: their
-// lines are logged at debug level so that they do not bury the calls,
-// unless they fail with a 5xx other than the expected "not ready" 503.
-func isProbe(path string) bool {
+// quietProbe reports the answers to monitors that poll every few seconds
+// (/healthz, /readyz, /metrics): their lines are logged at debug level so
+// that they do not bury the calls. A probe that fails otherwise than with
+// the expected "not ready" 503 (a scraper without the key, a fault) is
+// logged as any request.
+func quietProbe(path string, status int) bool {
 	switch path {
 	case "/healthz", "/readyz", "/metrics":
-		return true
+		return status < 400 || status == http.StatusServiceUnavailable
 	}
 	return false
 }
@@ -53,7 +55,7 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 			}
 			ev := log.Info()
 			switch {
-			case isProbe(r.URL.Path) && (status < 500 || status == http.StatusServiceUnavailable):
+			case quietProbe(r.URL.Path, status):
 				ev = log.Debug()
 			case status >= 500:
 				ev = log.Error()
