@@ -163,3 +163,23 @@ func TestProbesLoggedAtDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPBodyLimit: an MCP request larger than MaxBodyBytes is refused
+// with the same 413 as a call's body, before the MCP handler reads it.
+func TestMCPBodyLimit(t *testing.T) {
+	srv, _ := newTestServer(t, Options{MaxBodyBytes: 1024})
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{"x":"` + strings.Repeat("a", 2048) + `"}}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e errorBody
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != kindBodyTooLarge {
+		t.Errorf("large MCP request: %d %+v", resp.StatusCode, e)
+	}
+}

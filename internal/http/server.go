@@ -3,8 +3,10 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -146,7 +148,7 @@ func NewHandler(opts Options) http.Handler {
 		// JSON-RPC messages. GET and DELETE (a session's stream and its
 		// end) get the router's 405 with Allow, since there are no
 		// sessions; MCP clients take that as "no stream".
-		r.Post("/mcp", noWriteDeadline(mcpHandler).ServeHTTP)
+		r.Post("/mcp", s.mcpBody(mcpHandler))
 		if opts.Metrics != nil {
 			r.Method(http.MethodGet, "/metrics", opts.Metrics)
 		}
@@ -292,13 +294,22 @@ func (s *server) mcpInvoke(ctx context.Context, name string, args []byte, h http
 	return s.opts.Registry.Invoke(ctx, name, args, meta), ""
 }
 
-// noWriteDeadline lifts the server's write timeout for a handler whose
-// answer waits for a tool call, which has its own deadline.
-func noWriteDeadline(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// mcpBody reads an MCP request's body as a call's body is read (size
+// limit, body timeout, the memory budget of bodies) before the MCP handler
+// sees it, and lifts the server's write timeout: the answer waits for a
+// tool call, which has its own deadline.
+func (s *server) mcpBody(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, release, ok := s.readBody(w, r)
+		defer release()
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		h.ServeHTTP(w, r)
-	})
+	}
 }
 
 func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
