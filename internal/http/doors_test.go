@@ -183,3 +183,30 @@ func TestMCPBodyLimit(t *testing.T) {
 		t.Errorf("large MCP request: %d %+v", resp.StatusCode, e)
 	}
 }
+
+// TestMCPRefusesRebinding: a page that made a host name resolve to
+// 127.0.0.1 (DNS rebinding) reaches the loopback listener with its own
+// Host header; /mcp refuses it, and accepts the same request under the
+// loopback address.
+func TestMCPRefusesRebinding(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	for _, tc := range []struct {
+		host string
+		want int
+	}{{"attacker.example", http.StatusForbidden}, {"", http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Host %q: %d, want %d", tc.host, resp.StatusCode, tc.want)
+		}
+	}
+}
