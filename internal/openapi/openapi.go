@@ -104,12 +104,14 @@ func operationIDs(paths map[string]any) map[string]bool {
 	return ids
 }
 
-// Summary is the first sentence of a description, at most 120 characters,
-// for the short line that clients show beside an operation.
+// Summary is the first sentence of a description ("e.g." and "i.e." do
+// not end it), at most 120 characters, for the short line that clients
+// show beside an operation.
 func Summary(desc string) string {
 	s := strings.TrimSpace(desc)
 	for i, r := range s {
-		if r == '.' && (i+1 == len(s) || unicode.IsSpace(rune(s[i+1]))) {
+		abbrev := strings.HasSuffix(s[:i], "e.g") || strings.HasSuffix(s[:i], "i.e")
+		if r == '.' && !abbrev && (i+1 == len(s) || unicode.IsSpace(rune(s[i+1]))) {
 			s = s[:i+1]
 			break
 		}
