@@ -291,3 +291,19 @@ func TestMetricsDoor(t *testing.T) {
 		t.Error("the Go runtime's and the process's metrics are missing")
 	}
 }
+
+// TestMetricsSandboxMode: the exec sandbox's mode in force is the one
+// series of toolsvc_exec_sandbox_mode set to 1.
+func TestMetricsSandboxMode(t *testing.T) {
+	_, srv := allToolsService(t) // EXEC_SANDBOX=none
+	_, _, body := get(t, srv.URL+"/metrics", http.Header{})
+	var modes []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "toolsvc_exec_sandbox_mode{") {
+			modes = append(modes, l)
+		}
+	}
+	if !slices.Equal(modes, []string{`toolsvc_exec_sandbox_mode{mode="none"} 1`}) {
+		t.Errorf("sandbox mode series: %q", modes)
+	}
+}

@@ -73,7 +73,15 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 							"schema": map[string]any{"$ref": "#/components/schemas/Result"},
 						}},
 					},
+					"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
 					"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
+					"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
+					"413": map[string]any{
+						"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
+						"content": map[string]any{"application/json": map[string]any{
+							"schema": map[string]any{"$ref": "#/components/schemas/HTTPError"},
+						}},
+					},
 					"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
 				},
 			},
