@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -208,5 +209,50 @@ func TestMCPRefusesRebinding(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("Host %q: %d, want %d", tc.host, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// waitTool waits for its context and reports that it ended.
+type waitTool struct{ started, ended chan struct{} }
+
+func (w *waitTool) Name() string                { return "wait" }
+func (w *waitTool) Description() string         { return "waits until canceled" }
+func (w *waitTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (w *waitTool) Execute(ctx context.Context, _ json.RawMessage) (string, error) {
+	close(w.started)
+	<-ctx.Done()
+	close(w.ended)
+	return "", ctx.Err()
+}
+
+// TestMCPClientGoneCancels: an MCP client that gives up on a call (its
+// context canceled, the request dropped) stops the tool, as a REST client
+// that disconnects does.
+func TestMCPClientGoneCancels(t *testing.T) {
+	wt := &waitTool{started: make(chan struct{}), ended: make(chan struct{})}
+	reg := registry.New(registry.Options{})
+	if err := reg.Register(wt); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(Options{Registry: reg, Log: zerolog.Nop()}))
+	defer srv.Close()
+	sess := mcpSession(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "wait"})
+		done <- err
+	}()
+	<-wt.started
+	cancel()
+	// A bound on liveness, not a timing claim: a call that is never
+	// canceled would wait for the registry's two-minute deadline.
+	select {
+	case <-wt.ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the tool was not canceled when the MCP client gave up")
+	}
+	if err := <-done; err == nil {
+		t.Error("the canceled call returned no error")
 	}
 }

@@ -49,6 +49,8 @@ func NewHandler(opts Options) http.Handler {
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
+		// A client that goes away cancels its call, as over REST.
+		PropagateRequestCancellation: true,
 	})
 }
 
