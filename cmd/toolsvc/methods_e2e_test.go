@@ -21,6 +21,10 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 		{"GET", "/tools/read_file/invoke", "POST"},
 		{"HEAD", "/tools/read_file/invoke", "POST"},
 		{"PATCH", "/skills", "GET, HEAD"},
+		{"GET", "/mcp", "POST"},
+		{"DELETE", "/mcp", "POST"},
+		{"POST", "/metrics", "GET, HEAD"},
+		{"POST", "/openapi.json", "GET, HEAD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -48,7 +52,7 @@ func TestHeadOnGetRoutes(t *testing.T) {
 	const key = "k-0123456789abcdef"
 	s := startServer(t, map[string]string{"API_KEYS": key})
 	s.Key = key
-	for _, path := range []string{"/healthz", "/readyz", "/tools", "/tools/read_file", "/tools/nope", "/skills"} {
+	for _, path := range []string{"/healthz", "/readyz", "/tools", "/tools/read_file", "/tools/nope", "/skills", "/openapi.json", "/tools?format=gemini"} {
 		t.Run(path, func(t *testing.T) {
 			get, getBody := s.do(t, "GET", path, nil, nil)
 			head, headBody := s.do(t, "HEAD", path, nil, nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/config"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -46,6 +47,7 @@ type App struct {
 	ws       *workspace.Workspace
 	dataDir  string
 	reg      *registry.Registry
+	metrics  *metrics.Metrics
 	tools    *Tools
 	handler  http.Handler
 	stopping context.Context
@@ -94,7 +96,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
 	}
 
-	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress}
+	// Metrics watch every call, whichever door it came through.
+	a.metrics = metrics.New()
+	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
 	if cfg.AuditEnabled {
 		al, err := audit.New(audit.Options{
 			Dir:            filepath.Join(a.dataDir, "audit_logs"),
@@ -141,6 +145,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	a.closers = append(a.closers, a.tools.Close)
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
+	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 
 	a.handler = toolhttp.NewHandler(toolhttp.Options{
 		Registry:      a.reg,
@@ -152,6 +157,8 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Ready:         a.Ready,
 		Routes:        toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, a.log), toolhttp.AgentsRoutes(agents)),
 		Version:       opts.Version,
+		Metrics:       a.metrics.Handler(),
+		CORSOrigins:   cfg.CORSOrigins,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,

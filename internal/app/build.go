@@ -53,9 +53,12 @@ type Deps struct {
 // Tools is what Register built: the tools on, the tools off with the
 // reason, and what they hold until Close.
 type Tools struct {
-	On      []string
-	Off     map[string]string // tool: why it is off
-	closers []func()
+	On  []string
+	Off map[string]string // tool: why it is off
+	// SandboxMode is exec's sandbox (bwrap, landlock, none), or "off"
+	// when exec is not offered.
+	SandboxMode string
+	closers     []func()
 }
 
 // Close releases what the tools hold (browsers, sandboxes), last built
@@ -70,7 +73,8 @@ func (t *Tools) Close() {
 // builder builds one tool at a time from the shared parts.
 type builder struct {
 	Deps
-	closers []func()
+	closers     []func()
+	sandboxMode string
 }
 
 // Register builds the tools sel switches on whose dependencies are here
@@ -94,7 +98,7 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 	if d.Skills == nil {
 		d.Skills = skills.New(d.Workspace.Root(), c.SkillsDisabled)
 	}
-	b := &builder{Deps: d}
+	b := &builder{Deps: d, sandboxMode: "off"}
 	out := &Tools{Off: map[string]string{}}
 	fail := func(err error) (*Tools, error) {
 		out.closers = b.closers
@@ -129,6 +133,7 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 		}
 	}
 	out.closers = b.closers
+	out.SandboxMode = b.sandboxMode
 	return out, nil
 }
 
@@ -278,6 +283,7 @@ func (b *builder) exec() (registry.Tool, string, error) {
 		return nil, "", err
 	}
 	b.closers = append(b.closers, ex.Close)
+	b.sandboxMode = string(sb.Mode())
 	return ex, "sandbox " + string(sb.Mode()), nil
 }
 

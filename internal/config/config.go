@@ -37,7 +37,7 @@ type Config struct {
 	Workspace          string        `envconfig:"WORKSPACE" default:"./workspace" desc:"folder the tools work in; created if missing"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools; must be outside the workspace (and not contain it)"`
 	MinFreeBytes       int64         `envconfig:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
-	APIKeys            Secrets       `envconfig:"API_KEYS" desc:"comma-separated bearer keys; when set, every route but /healthz and /readyz needs one"`
+	APIKeys            Secrets       `envconfig:"API_KEYS" desc:"comma-separated bearer keys; when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included)"`
 	AllowInsecure      bool          `envconfig:"ALLOW_INSECURE" default:"false" desc:"allow listening on a non-loopback address without API keys"`
 	RestrictWorkspace  bool          `envconfig:"RESTRICT_TO_WORKSPACE" default:"true" desc:"confine every path tools use to the workspace"`
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
@@ -47,6 +47,7 @@ type Config struct {
 	BodyTimeout        time.Duration `envconfig:"BODY_TIMEOUT" default:"30s" desc:"how long a call's request body may take to arrive (408 after it)"`
 	StreamWriteTimeout time.Duration `envconfig:"STREAM_WRITE_TIMEOUT" default:"30s" desc:"a client that takes no event or result for this long is dropped and its call canceled"`
 	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
+	CORSOrigins        List          `envconfig:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com, or * for any), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. Empty: no CORS"`
 
 	// Tool switches: names of tools or of toolsets (files, shell, web,
 	// memory, agents, channels); the service checks them against its tools.
@@ -436,6 +437,11 @@ func (c Config) Validate() error {
 	if c.AuditRetentionDays < 0 {
 		bad("AUDIT_RETENTION_DAYS", "must be zero (keep all) or more")
 	}
+	for _, o := range c.CORSOrigins {
+		if !validOrigin(o) {
+			bad("CORS_ORIGINS", "%q is not an origin such as https://chat.example.com or http://localhost:3000, nor *", o)
+		}
+	}
 	// file_search
 	if c.SearchWorkers < 0 || c.SearchWorkers > 256 {
 		bad("SEARCH_WORKERS", "must be between 0 (one per CPU) and 256")
@@ -596,6 +602,17 @@ func validCIDR(v string) bool {
 	}
 	ip, err := netip.ParseAddr(v)
 	return err == nil && ip.Zone() == ""
+}
+
+// validOrigin accepts "*" or scheme://host[:port] with nothing after it,
+// as a browser sends it in the Origin header.
+func validOrigin(o string) bool {
+	if o == "*" {
+		return true
+	}
+	u, err := url.Parse(strings.TrimSuffix(o, "/"))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
 }
 
 func isLoopback(host string) bool {

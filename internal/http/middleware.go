@@ -29,6 +29,19 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
+// quietProbe reports the answers to monitors that poll every few seconds
+// (/healthz, /readyz, /metrics): their lines are logged at debug level so
+// that they do not bury the calls. A probe that fails otherwise than with
+// the expected "not ready" 503 (a scraper without the key, a fault) is
+// logged as any request.
+func quietProbe(path string, status int) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics":
+		return status < 400 || status == http.StatusServiceUnavailable
+	}
+	return false
+}
+
 // accessLog writes one JSON line per request.
 func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -41,7 +54,10 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			ev := log.Info()
-			if status >= 500 {
+			switch {
+			case quietProbe(r.URL.Path, status):
+				ev = log.Debug()
+			case status >= 500:
 				ev = log.Error()
 			}
 			ev.Str("request_id", requestIDFrom(r.Context())).

@@ -3,8 +3,10 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -18,7 +20,11 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/api"
+	"github.com/countbot/toolsvc/internal/mcp"
+	"github.com/countbot/toolsvc/internal/openapi"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolfmt"
 )
 
 // Options configure the handler.
@@ -47,6 +53,14 @@ type Options struct {
 	Routes func(r chi.Router)
 	// Version is the build's version, reported by GET /healthz.
 	Version string
+	// Metrics, when set, is served at GET /metrics, behind the keys like
+	// every route but the health probes: the tool names, error codes and
+	// call rates it shows are for the operator.
+	Metrics http.Handler
+	// CORSOrigins are the origins a browser may call the API from ("*":
+	// any). Empty: no CORS headers, so browsers keep pages of other
+	// origins from reading the answers.
+	CORSOrigins []string
 }
 
 type server struct {
@@ -58,6 +72,16 @@ type server struct {
 	// memory, since bodies are read before a slot is taken.
 	bodies     atomic.Int64
 	bodyBudget int64
+	// openapi is GET /openapi.json, built once from the contract and the
+	// registry, and openapiTools the same with the tools' operations only;
+	// openapiErr is why they could not be.
+	openapi      []byte
+	openapiTools []byte
+	openapiErr   error
+	// formats holds GET /tools?format= for every format but the default,
+	// rendered once: the tools are registered before the handler is built.
+	formats   map[string][]byte
+	formatErr error
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -86,10 +110,25 @@ func NewHandler(opts Options) http.Handler {
 	keys := newKeyChecker(opts.APIKeys)
 	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
+	s.formats = map[string][]byte{}
+	for _, f := range toolfmt.Formats()[1:] {
+		if s.formats[f], s.formatErr = toolfmt.Render(opts.Registry.Definitions(), f); s.formatErr != nil {
+			break
+		}
+	}
+	s.openapi, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, false)
+	if s.openapiErr == nil {
+		s.openapiTools, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, true)
+	}
+	mcpHandler := mcp.NewHandler(mcp.Options{
+		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
+	})
+
 	r := chi.NewRouter()
 	// HEAD is answered on every GET route, by the GET handler; net/http
-	// sends its headers and drops its body.
-	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), middleware.GetHead)
+	// sends its headers and drops its body. CORS comes before the keys: a
+	// browser's preflight carries none.
+	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), newCORS(opts.CORSOrigins).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -104,6 +143,15 @@ func NewHandler(opts Options) http.Handler {
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.Post("/tools/{name}/invoke", s.invoke)
+		r.Get("/openapi.json", s.openAPI)
+		// MCP's Streamable HTTP transport, stateless: POST carries the
+		// JSON-RPC messages. GET and DELETE (a session's stream and its
+		// end) get the router's 405 with Allow, since there are no
+		// sessions; MCP clients take that as "no stream".
+		r.Post("/mcp", s.mcpBody(mcpHandler))
+		if opts.Metrics != nil {
+			r.Method(http.MethodGet, "/metrics", opts.Metrics)
+		}
 		if opts.Routes != nil {
 			opts.Routes(r)
 		}
@@ -187,8 +235,81 @@ func failedChecks(checks map[string]string) string {
 	return strings.Join(out, "; ")
 }
 
+// listTools serves the definitions in the format the query asks for
+// (openai by default).
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
-	writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
+	format := r.URL.Query().Get("format")
+	if format == "" || format == toolfmt.OpenAI {
+		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
+		return
+	}
+	if !toolfmt.Known(format) {
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
+		return
+	}
+	if s.formatErr != nil {
+		s.opts.Log.Error().Err(s.formatErr).Msg("tool definitions")
+		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
+		return
+	}
+	writeRaw(w, http.StatusOK, s.formats[format])
+}
+
+// openAPI serves the OpenAPI document: the contract plus one operation
+// per tool, or (scope=tools) the tools' operations only.
+func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
+	if s.openapiErr != nil {
+		s.opts.Log.Error().Err(s.openapiErr).Msg("openapi document")
+		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
+		return
+	}
+	switch r.URL.Query().Get("scope") {
+	case "", "all":
+		writeRaw(w, http.StatusOK, s.openapi)
+	case "tools":
+		writeRaw(w, http.StatusOK, s.openapiTools)
+	default:
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
+	}
+}
+
+// mcpInvoke runs a call that came over MCP through the same gate as
+// POST /tools/{name}/invoke: refused while shutting down or when every
+// slot is taken, canceled when the service stops.
+func (s *server) mcpInvoke(ctx context.Context, name string, args []byte, h http.Header) (registry.Result, string) {
+	if s.opts.Stopping.Err() != nil {
+		return registry.Result{}, "the service is shutting down. Next: retry in a moment; if it persists, tell the user the tool service is down."
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return registry.Result{}, fmt.Sprintf("%d tool calls are already running. Next: retry this call in a few seconds.", cap(s.sem))
+	}
+	defer func() { <-s.sem }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.opts.Stopping, cancel)
+	defer stop()
+	meta := registry.Meta{SessionID: cleanHeader(h.Get("X-Session-ID")), Source: cleanHeader(h.Get("X-Source"))}
+	return s.opts.Registry.Invoke(ctx, name, args, meta), ""
+}
+
+// mcpBody reads an MCP request's body as a call's body is read (size
+// limit, body timeout, the memory budget of bodies) before the MCP handler
+// sees it, and lifts the server's write timeout: the answer waits for a
+// tool call, which has its own deadline.
+func (s *server) mcpBody(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, release, ok := s.readBody(w, r)
+		defer release()
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		h.ServeHTTP(w, r)
+	}
 }
 
 func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +418,10 @@ func wantsEvents(r *http.Request) bool {
 // headerValue returns a header bounded in length and stripped of control
 // characters, since it ends up in the audit log.
 func headerValue(r *http.Request, name string) string {
-	v := r.Header.Get(name)
+	return cleanHeader(r.Header.Get(name))
+}
+
+func cleanHeader(v string) string {
 	if len(v) > 256 {
 		v = v[:256]
 	}

@@ -79,7 +79,36 @@ type Options struct {
 	// it, even split across events; flush sends what it held back and is
 	// called when the tool returns. Default: each event through Redact.
 	RedactProgress func(fn func(event, data string)) (send func(event, data string), flush func())
+	// Observer is told of every call and audit fault, for metrics. Nil:
+	// nobody is told.
+	Observer Observer
 }
+
+// Observer watches calls from outside, so that metrics need no import
+// here. Its methods are called on the call's goroutine, must be quick and
+// safe for concurrent use. A name that is not registered is reported as
+// UnknownToolLabel, so that names a model invents cannot grow the set of
+// labels without bound.
+type Observer interface {
+	// CallStarted is called when a call begins, before its audit record.
+	CallStarted(tool string)
+	// CallEnded is called once per CallStarted with the result's status,
+	// its error code ("" on success) and the call's duration.
+	CallEnded(tool, status, code string, d time.Duration)
+	// AuditFailed is called when the audit log cannot record a call's
+	// start ("start") or its final record ("finish").
+	AuditFailed(stage string)
+}
+
+// UnknownToolLabel stands for every name that is not registered in what
+// an Observer is told.
+const UnknownToolLabel = "_unknown"
+
+type nopObserver struct{}
+
+func (nopObserver) CallStarted(string)                              {}
+func (nopObserver) CallEnded(string, string, string, time.Duration) {}
+func (nopObserver) AuditFailed(string)                              {}
 
 // Status values of a Result.
 const (
@@ -160,6 +189,9 @@ func New(opts Options) *Registry {
 			}
 			return func(event, data string) { fn(event, redact(data)) }, func() {}
 		}
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
 	}
 	return &Registry{opts: opts, tools: make(map[string]*entry)}
 }
@@ -284,8 +316,20 @@ func (r *Registry) namesLocked() []string {
 // Invoke runs one call of the named tool with the model's raw arguments.
 // It never panics and never fails: every outcome, including an unknown tool,
 // malformed arguments, a timeout or a panic in the tool, is a Result.
-func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
+func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) (res Result) {
 	start := r.opts.Now()
+	label := name
+	if !r.Has(name) {
+		label = UnknownToolLabel
+	}
+	r.opts.Observer.CallStarted(label)
+	defer func() {
+		code := ""
+		if res.Error != nil {
+			code = res.Error.Code
+		}
+		r.opts.Observer.CallEnded(label, res.Status, code, r.opts.Now().Sub(start))
+	}()
 	// The headers are the caller's text and reach the audit record and the
 	// tool's context: a key pasted there must not be recorded.
 	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
@@ -294,7 +338,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		args = []byte("{}")
 	}
 	if r.opts.Audit == nil {
-		res := r.run(ctx, call, args, meta)
+		res = r.run(ctx, call, args, meta)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
@@ -309,6 +353,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	}
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
+		r.opts.Observer.AuditFailed("start")
 		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Bool("ran", r.opts.AuditFailOpen).
 			Msg("audit log cannot record the call's start")
 		if !r.opts.AuditFailOpen {
@@ -318,7 +363,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res := r.run(ctx, call, args, meta)
+	res = r.run(ctx, call, args, meta)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
@@ -328,6 +373,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		rec.ErrorCode = res.Error.Code
 	}
 	if err := r.opts.Audit.Finish(started, rec); err != nil {
+		r.opts.Observer.AuditFailed("finish")
 		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).
 			Msg("audit log cannot write the call's final record")
 		if !r.opts.AuditFailOpen {

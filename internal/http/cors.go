@@ -1,0 +1,67 @@
+package http
+
+import (
+	"net/http"
+	"strings"
+)
+
+// cors answers browsers for the origins the operator allows: the
+// Access-Control-* headers on every answer, and preflight requests
+// (OPTIONS with Access-Control-Request-Method) with 204 before the keys
+// are checked, since a browser sends no key with them. Without configured
+// origins it does nothing, and browsers keep other origins' pages from
+// reading the answers.
+type cors struct {
+	any     bool
+	origins map[string]bool
+}
+
+// Headers a browser may send and read: the key, the session, MCP's own.
+const (
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsExposeHeaders = "X-Request-ID, Retry-After, WWW-Authenticate, Allow, Mcp-Session-Id"
+	corsAllowMethods  = "GET, HEAD, POST, DELETE, OPTIONS"
+)
+
+func newCORS(origins []string) *cors {
+	c := &cors{origins: map[string]bool{}}
+	for _, o := range origins {
+		if o == "*" {
+			c.any = true
+		}
+		c.origins[strings.TrimSuffix(o, "/")] = true
+	}
+	return c
+}
+
+func (c *cors) allowed(origin string) bool {
+	return origin != "" && (c.any || c.origins[origin])
+}
+
+func (c *cors) handle(next http.Handler) http.Handler {
+	if len(c.origins) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		origin := r.Header.Get("Origin")
+		if !c.allowed(origin) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// The origin is echoed even when any is allowed, the same way for
+		// every answer; Vary: Origin keeps caches from mixing them up.
+		h.Set("Access-Control-Allow-Origin", origin)
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
+			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,95 @@
+// Package metrics keeps the service's Prometheus metrics: tool calls by
+// outcome, errors by code, call durations per tool, calls in flight, audit
+// log faults and the exec sandbox's mode, beside the Go runtime's and the
+// process's own. It is the registry's Observer, so the registry needs no
+// Prometheus import, and it uses a registry of its own, not the global one.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is safe for concurrent use.
+type Metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	audit    *prometheus.CounterVec
+	sandbox  *prometheus.GaugeVec
+}
+
+// New returns the metrics, registered with a fresh Prometheus registry.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_tool_calls_total",
+			Help: "Tool calls that ended, by tool and status (success or error). Names that are no tool count as tool=\"_unknown\".",
+		}, []string{"tool", "status"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_tool_errors_total",
+			Help: "Tool calls that ended in an error, by tool and error code (invalid_arguments, timeout, path_denied...).",
+		}, []string{"tool", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolsvc_tool_call_duration_seconds",
+			Help: "Duration of tool calls, audit included, by tool.",
+			// From a cached file read to a long command or sub-agent.
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}, []string{"tool"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolsvc_tool_calls_in_flight",
+			Help: "Tool calls running now, over every door (REST, MCP, sub-agents).",
+		}),
+		audit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_audit_failures_total",
+			Help: "Audit log faults: stage=\"start\" (the call's start could not be recorded) or \"finish\" (its final record could not be written).",
+		}, []string{"stage"}),
+		sandbox: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolsvc_exec_sandbox_mode",
+			Help: "1 for the exec sandbox's mode in force (bwrap, landlock, none), or mode=\"off\" when exec is not offered.",
+		}, []string{"mode"}),
+	}
+	// Both stages are present from the start, at 0, so an alert on their
+	// rate needs no special case for a series that does not exist yet.
+	m.audit.WithLabelValues("start")
+	m.audit.WithLabelValues("finish")
+	m.reg.MustRegister(m.calls, m.errors, m.duration, m.inFlight, m.audit, m.sandbox,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// CallStarted implements registry.Observer.
+func (m *Metrics) CallStarted(string) { m.inFlight.Inc() }
+
+// CallEnded implements registry.Observer.
+func (m *Metrics) CallEnded(tool, status, code string, d time.Duration) {
+	m.inFlight.Dec()
+	m.calls.WithLabelValues(tool, status).Inc()
+	if code != "" {
+		m.errors.WithLabelValues(tool, code).Inc()
+	}
+	m.duration.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+// AuditFailed implements registry.Observer.
+func (m *Metrics) AuditFailed(stage string) { m.audit.WithLabelValues(stage).Inc() }
+
+// SetSandboxMode records the exec sandbox's mode; "off" when exec is not
+// offered.
+func (m *Metrics) SetSandboxMode(mode string) {
+	m.sandbox.Reset()
+	m.sandbox.WithLabelValues(mode).Set(1)
+}
+
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

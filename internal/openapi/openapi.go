@@ -1,0 +1,131 @@
+// Package openapi builds the service's OpenAPI document from the hand-kept
+// contract (api/openapi.yaml) and the registry: the contract's routes as
+// written, plus one literal path per tool, /tools/<name>/invoke, whose
+// operationId is the tool's name and whose request body is the tool's
+// schema. OpenAPI tool-server clients (Open WebUI and the like) turn each
+// operation into a function a model can call.
+package openapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// ToolTag is the tag of the per-tool operations; the contract's own
+// operations carry other tags.
+const ToolTag = "tools"
+
+// Build returns the document as JSON: the contract in spec (YAML) with
+// info.version set to version when it is not empty, and an operation for
+// each tool of defs. With toolsOnly, the contract's own routes are left
+// out, for clients that offer every operation to a model as a function
+// (Open WebUI does), which should not see /healthz or /metrics among the
+// tools. A tool whose name is already an operationId of the contract is an
+// error.
+func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bool) ([]byte, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
+		return nil, fmt.Errorf("openapi: the contract does not parse: %w", err)
+	}
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("openapi: the contract has no paths")
+	}
+	if info, ok := doc["info"].(map[string]any); ok && version != "" {
+		info["version"] = version
+	}
+	taken := operationIDs(paths)
+	if toolsOnly {
+		paths = map[string]any{}
+		doc["paths"] = paths
+		doc["tags"] = []any{map[string]any{"name": ToolTag, "description": "One operation per tool."}}
+	}
+	for _, d := range defs {
+		name := d.Function.Name
+		if taken[name] {
+			return nil, fmt.Errorf("openapi: tool %q has the name of an operation of the contract", name)
+		}
+		var schema any
+		if err := json.Unmarshal(d.Function.Parameters, &schema); err != nil {
+			return nil, fmt.Errorf("openapi: tool %s: %w", name, err)
+		}
+		paths["/tools/"+name+"/invoke"] = map[string]any{
+			"post": map[string]any{
+				"operationId": name,
+				"tags":        []any{ToolTag},
+				"summary":     Summary(d.Function.Description),
+				"description": d.Function.Description,
+				"requestBody": map[string]any{
+					"required": true,
+					"content":  map[string]any{"application/json": map[string]any{"schema": schema}},
+				},
+				"responses": map[string]any{
+					"200": map[string]any{
+						"description": "The call ran; `status` says how it went and `result` is what the model reads.",
+						"content": map[string]any{"application/json": map[string]any{
+							"schema": map[string]any{"$ref": "#/components/schemas/Result"},
+						}},
+					},
+					"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
+					"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
+					"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
+					"413": map[string]any{
+						"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
+						"content": map[string]any{"application/json": map[string]any{
+							"schema": map[string]any{"$ref": "#/components/schemas/HTTPError"},
+						}},
+					},
+					"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
+				},
+			},
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// operationIDs returns every operationId in paths.
+func operationIDs(paths map[string]any) map[string]bool {
+	ids := map[string]bool{}
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			if o, ok := op.(map[string]any); ok {
+				if id, ok := o["operationId"].(string); ok {
+					ids[id] = true
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// Summary is the first sentence of a description ("e.g." and "i.e." do
+// not end it), at most 120 characters, for the short line that clients
+// show beside an operation.
+func Summary(desc string) string {
+	s := strings.TrimSpace(desc)
+	for i, r := range s {
+		abbrev := strings.HasSuffix(s[:i], "e.g") || strings.HasSuffix(s[:i], "i.e")
+		if r == '.' && !abbrev && (i+1 == len(s) || unicode.IsSpace(rune(s[i+1]))) {
+			s = s[:i+1]
+			break
+		}
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:119]) + "…"
+	}
+	return s
+}
