@@ -90,6 +90,14 @@ var corpus = []corpusCase{
 		want:    []string{"The reading rooms will also open on Sundays."},
 		notWant: []string{"More from City", "Central bank holds rates", "Download it free", "All rights reserved"}},
 
+	{fault: "portal", file: "corpus/portal-flash-whole-page-article.html", mode: ModeText,
+		want: []string{"Ferry service suspended after engine fault\n\n",
+			"The 07:30 ferry to Holm Island was cancelled after an engine fault; the operator expects to restart the service at midday."},
+		notWant: []string{"Latest news", "All rights reserved", "Central bank", "Share on", "Listen live", "Privacy policy"}},
+	{fault: "portal", file: "corpus/portal-flash-whole-page-article.html", mode: ModeMarkdown,
+		want:    []string{"# Ferry service suspended after engine fault", "restart the service at midday."},
+		notWant: []string{"Latest news", "All rights reserved"}},
+
 	{fault: "markdown", file: "corpus/markdown-team-page.html", mode: ModeMarkdown, by: ByTrafilatura,
 		want: []string{"- [**Amara Okafor**](https://news.example.com/people/amara-okafor), director, wrote the first version",
 			"- [**Jonas Berg**](https://news.example.com/people/jonas-berg) (software lead) rewrote the solver",

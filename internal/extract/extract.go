@@ -49,28 +49,30 @@ const (
 const goodEnough = 250
 
 // shortArticle is the length (characters, blanks aside) of main text under
-// which trafilatura's answer is checked against readability's: a short news
-// item inside a portal is where trafilatura gathers the page's stray
-// paragraphs (weather boxes, tip-off appeals, footers) around it.
+// which trafilatura's answer is checked against readability's when
+// boilerplate had to be trimmed from it and it has no heading left: that
+// is the shape of trafilatura's answer for a short news item inside a
+// portal, where it gathers the page's stray paragraphs (weather boxes,
+// tip-off appeals, footers) around it rather than the article's container.
 const shortArticle = 1000
 
 // preferSecond chooses readability's answer (second) over trafilatura's
 // (first, nil when it found nothing) by their quality, not their length
-// alone (both have had their edges trimmed). A first answer under
-// goodEnough loses to one with more text that is not boilerplate. Past
+// alone (both have had their edges trimmed). A short first answer (under
+// goodEnough) loses to one with more text that is not boilerplate. Past
 // that, the first loses to a second that tells the same article (most of
 // the second's text is in the first) when the first carries much more
-// besides, or has lost its paragraphs.
-func preferSecond(first *html.Node, firstText string, firstSize int, second *html.Node) bool {
+// besides, or has lost its paragraphs (see flattened).
+func preferSecond(first *html.Node, firstSize int, short bool, second *html.Node) bool {
 	sb := blocksOf(second)
 	good := goodText(sb)
 	if first == nil {
 		return good > 0
 	}
-	if firstSize < goodEnough {
+	if short {
 		return good > goodText(blocksOf(first))
 	}
-	if good < 100 || covered(sb, firstText) < 0.8 {
+	if good < 100 || covered(sb, cleanSpace(PlainText(first))) < 0.8 {
 		return false
 	}
 	if firstSize*10 > good*13 {
@@ -170,21 +172,26 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 			title = t
 		}
 	}
-	var trText string
-	var trSize int
+	trSize, trimmed := 0, 0
 	if content != nil {
-		trimEdges(content)
-		trText = cleanSpace(PlainText(content))
-		trSize, _ = textSize(content)
+		trSize, trimmed = trimEdges(content)
 	}
-	if trSize < shortArticle || lastResort(content) {
+	// The length test is on the answer as trafilatura gave it, as before
+	// trimming: a short article that only lost its footer is fine.
+	short := trSize+trimmed < goodEnough
+	if short || trimmed > 0 && trSize < shortArticle && !hasHeading(content) || flattened(content) {
 		if ctx.Err() != nil {
 			return Page{}, ctx.Err()
 		}
-		// readability.FromDocument works on a clone; doc is intact.
-		if art, err := readability.FromDocument(doc, pageURL); err == nil && art.Node != nil {
+		// readability works on a clone; doc is intact. It is content with
+		// a short article: by default it runs up to four times on pages
+		// with under 500 characters of text, each time keeping more of
+		// the page, and returns the longest answer.
+		rd := readability.NewParser()
+		rd.CharThresholds = goodEnough / 2
+		if art, err := rd.ParseDocument(doc, pageURL); err == nil && art.Node != nil {
 			trimEdges(art.Node)
-			if preferSecond(content, trText, trSize, art.Node) {
+			if preferSecond(content, trSize, short, art.Node) {
 				content, by = art.Node, ByReadability
 				if title == "" {
 					title = strings.TrimSpace(art.Title)

@@ -15,16 +15,60 @@ import (
 // portal came back with the portal's footer), or when boilerplate fills its
 // edges.
 
-// boilerplate matches the phrases of site furniture: copyright lines,
-// sign-up boxes, share bars, cookie notices, app promotions.
-var boilerplate = regexp.MustCompile(`(?i)©|\(c\) \d{4}|\ball rights reserved\b|\bprivacy (policy|settings|notice)\b|\bterms (of|and conditions)\b|\bcookie (policy|settings|preferences)\b|\bsign (up|in) for\b|\bsubscribe (to|for|now)\b|\bnewsletter\b|\bshare (on|this)\b|\bfollow us\b|\bapp store\b|\bgoogle play\b|\bdownload (it|the app|our app)\b|^advertisement$|^\d+ comments?$|^(read|see) more$|版权所有|关于我们|联系我们|免责声明`)
+// boilerplate lists the words of site furniture, lower case: copyright
+// lines, sign-up boxes, share bars, cookie notices, app promotions.
+var boilerplate = []string{
+	"©", "all rights reserved", "privacy policy", "privacy settings", "privacy notice",
+	"terms of use", "terms of service", "terms and conditions", "cookie policy", "cookie settings",
+	"cookie preferences", "sign up for", "sign in to", "subscribe to", "subscribe for", "subscribe now",
+	"newsletter", "share on", "share this", "follow us", "app store", "google play", "download it free",
+	"download the app", "download our app", "版权所有", "关于我们", "联系我们", "免责声明",
+}
+
+// boilerplateLine matches whole lines that are furniture.
+var boilerplateLine = regexp.MustCompile(`^(advertisement|\d+ comments?|(read|see) more|\(c\) \d{4}.*)$`)
+
+func isBoilerplate(s string) bool {
+	s = strings.ToLower(s)
+	for _, w := range boilerplate {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return boilerplateLine.MatchString(s)
+}
 
 // block is one paragraph-like piece of an answer.
 type block struct {
-	node    *html.Node
-	heading bool
-	text    int // characters, blanks aside
-	junk    bool
+	node  *html.Node
+	text  int // characters, blanks aside
+	links int // of which inside links
+}
+
+func (b block) heading() bool {
+	d := b.node.Data
+	return len(d) == 2 && d[0] == 'h' && d[1] >= '1' && d[1] <= '6'
+}
+
+// junk reports site furniture: a block mostly of links (menus, share bars,
+// lists of other stories), a short one in the words of boilerplate, or a
+// menu written as text ("Home | News | About us").
+func (b block) junk() bool {
+	if b.heading() {
+		return false
+	}
+	if b.links*10 >= b.text*6 {
+		return true
+	}
+	if b.text >= 400 {
+		return false
+	}
+	raw := rawText(b.node)
+	if b.text < 300 && isBoilerplate(cleanSpace(strings.ReplaceAll(raw, spaceMark, " "))) {
+		return true
+	}
+	bars := strings.Count(raw, "|")
+	return bars >= 3 && b.text < 30*(bars+1)
 }
 
 // blockTags are the elements judged as a whole.
@@ -45,15 +89,17 @@ func blocksOf(n *html.Node) []block {
 				continue
 			}
 			if blockTags[c.Data] || !hasBlockChild(c) {
-				if b := judge(c); b.text > 0 {
-					out = append(out, b)
+				if total, links := textSize(c); total > 0 {
+					out = append(out, block{node: c, text: total, links: links})
 				}
 				continue
 			}
 			walk(c)
 		}
 	}
-	walk(n)
+	if n != nil {
+		walk(n)
+	}
 	return out
 }
 
@@ -66,46 +112,26 @@ func hasBlockChild(n *html.Node) bool {
 	return false
 }
 
-func judge(n *html.Node) block {
-	total, links := textSize(n)
-	b := block{node: n, text: total, heading: len(n.Data) == 2 && n.Data[0] == 'h' && n.Data[1] >= '1' && n.Data[1] <= '6'}
-	if total == 0 || b.heading {
-		return b
-	}
-	switch {
-	case links*10 >= total*6:
-		// Menus, share bars, lists of other stories.
-		b.junk = true
-	case total < 300 && boilerplate.MatchString(cleanSpace(strings.ReplaceAll(rawText(n), spaceMark, " "))):
-		b.junk = true
-	case total < 400 && strings.Count(rawText(n), "|") >= 3 && total < 30*(strings.Count(rawText(n), "|")+1):
-		// "Home | News | About us | Contact" written as text.
-		b.junk = true
-	}
-	return b
-}
-
 // trimEdges removes boilerplate blocks from the start and the end of an
 // answer (never from its middle, where a list of links may be the point of
 // the article), and the headings left with nothing under them. It acts only
 // when the boilerplate is a fair share of the answer, so a long article
-// keeps its closing "further reading" list. It reports what it removed, in
-// characters.
-func trimEdges(n *html.Node) int {
+// keeps its closing "further reading" list. It reports the size of what is
+// left and of what it removed, in characters, blanks aside.
+func trimEdges(n *html.Node) (kept, removed int) {
 	bs := blocksOf(n)
 	total := 0
 	for _, b := range bs {
 		total += b.text
 	}
 	end := len(bs)
-	for end > 0 && (bs[end-1].junk || bs[end-1].heading) {
+	for end > 0 && (bs[end-1].heading() || bs[end-1].junk()) {
 		end--
 	}
 	start := 0
-	for start < end && bs[start].junk {
+	for start < end && bs[start].junk() {
 		start++
 	}
-	removed := 0
 	for _, b := range bs[:start] {
 		removed += b.text
 	}
@@ -113,44 +139,64 @@ func trimEdges(n *html.Node) int {
 		removed += b.text
 	}
 	if start == end || removed*100 < total*15 {
-		return 0
+		return total, 0
 	}
 	for _, b := range append(bs[:start:start], bs[end:]...) {
 		if b.node.Parent != nil {
 			b.node.Parent.RemoveChild(b.node)
 		}
 	}
-	return removed
+	return total - removed, removed
 }
 
-// lastResort reports trafilatura's fallback shape: nothing but paragraphs of
-// bare text (no heading, link or emphasis survives it), or one long
-// paragraph.
-func lastResort(n *html.Node) bool {
-	count := 0
+// hasHeading reports a heading in n.
+func hasHeading(n *html.Node) bool {
+	if n.Type == html.ElementNode && len(n.Data) == 2 && n.Data[0] == 'h' && n.Data[1] >= '1' && n.Data[1] <= '6' {
+		return true
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if hasHeading(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// flattened reports trafilatura's last resort when it kept a whole
+// article (or the JSON-LD article body) as one long paragraph of bare text:
+// its headings, paragraphs and links are gone, and with a short article
+// inside a portal, the portal's menus and footers are in it.
+func flattened(n *html.Node) bool {
+	if n == nil {
+		return false
+	}
+	var only *html.Node
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
 		}
-		if c.Data != "p" {
+		if only != nil || c.Data != "p" {
 			return false
 		}
-		for t := c.FirstChild; t != nil; t = t.NextSibling {
-			if t.Type != html.TextNode {
-				return false
-			}
-		}
-		count++
+		only = c
 	}
-	return count > 0
+	if only == nil || only.FirstChild == nil || only.FirstChild != only.LastChild || only.FirstChild.Type != html.TextNode {
+		return false
+	}
+	size, _ := textSize(only)
+	return size >= flatParagraph
 }
+
+// flatParagraph is the length (characters, blanks aside) from which a
+// single paragraph of bare text is taken for a flattened article.
+const flatParagraph = 500
 
 // covered is the share (0 to 1) of the text of part's blocks found in
 // whole: 1 when the two answers agree on the article.
 func covered(part []block, whole string) float64 {
 	in, all := 0, 0
 	for _, b := range part {
-		if b.junk || b.heading || b.text < 20 {
+		if b.text < 20 || b.heading() || b.junk() {
 			continue
 		}
 		all += b.text
@@ -169,7 +215,7 @@ func covered(part []block, whole string) float64 {
 func goodText(bs []block) int {
 	n := 0
 	for _, b := range bs {
-		if !b.junk {
+		if !b.junk() {
 			n += b.text
 		}
 	}
