@@ -353,8 +353,11 @@ func wrapRuns(n *html.Node) {
 			if doubleBreak(c) {
 				flush()
 				for next != nil && isBreakOrBlank(next) {
+					gone := next
 					next = next.NextSibling
+					n.RemoveChild(gone)
 				}
+				n.RemoveChild(c)
 			} else {
 				run = append(run, c)
 			}
