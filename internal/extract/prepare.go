@@ -13,18 +13,20 @@ import (
 // shows as one article, one paragraph or one word boundary stays one for
 // trafilatura too. Every step keeps the reader-visible text as it was.
 
-// inline elements flow inside a line of text; everything else (but br and
-// comments) starts a block.
-var inline = map[string]bool{
-	"a": true, "abbr": true, "b": true, "bdi": true, "bdo": true, "big": true, "cite": true,
-	"code": true, "data": true, "del": true, "dfn": true, "em": true, "font": true, "i": true,
-	"ins": true, "kbd": true, "label": true, "mark": true, "q": true, "s": true, "samp": true,
-	"small": true, "span": true, "strike": true, "strong": true, "sub": true, "sup": true,
-	"time": true, "tt": true, "u": true, "var": true, "img": true, "wbr": true,
-}
-
+// isInline reports an element that flows inside a line of text; everything
+// else (but br and comments) starts a block.
 func isInline(n *html.Node) bool {
-	return n.Type == html.ElementNode && inline[n.Data]
+	if n.Type != html.ElementNode {
+		return false
+	}
+	// By name: trafilatura renames elements without their atom.
+	switch n.Data {
+	case "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font",
+		"i", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strike", "strong",
+		"sub", "sup", "time", "tt", "u", "var", "img", "wbr":
+		return true
+	}
+	return false
 }
 
 // spaceMark stands in for the whitespace at the edge of an inline element
@@ -222,8 +224,23 @@ func emboldenLinks(n *html.Node, bold map[string]bool) {
 	}
 }
 
-// deadLink matches the targets of links that lead nowhere a model can go.
-var deadLink = regexp.MustCompile(`(?i)^\s*(#?\s*|(javascript|vbscript|data):.*)$`)
+// deadLink reports the target of a link that leads nowhere a model can
+// go: none, "#", or a script.
+func deadLink(href string) bool {
+	href = strings.TrimSpace(href)
+	if href == "" || href == "#" {
+		return true
+	}
+	i := strings.IndexByte(href, ':')
+	if i < 0 {
+		return false
+	}
+	switch strings.ToLower(href[:i]) {
+	case "javascript", "vbscript", "data":
+		return true
+	}
+	return false
+}
 
 // dropDeadLinks unwraps links without a usable target, keeping their text:
 // the Markdown converter would turn a missing target into the bare site
@@ -233,7 +250,7 @@ func dropDeadLinks(n *html.Node) {
 		next := c.NextSibling
 		if c.Type == html.ElementNode {
 			dropDeadLinks(c)
-			if c.Data == "a" && deadLink.MatchString(attr(c, "href")) {
+			if c.Data == "a" && deadLink(attr(c, "href")) {
 				unwrap(c)
 			}
 		}
@@ -479,10 +496,10 @@ var notArticle = regexp.MustCompile(`(?i)comment|related|teaser|card|promo|share
 // the first of them, in order; what stood between them stays where it was.
 func mergeSplitBlocks(n *html.Node) {
 	type group struct {
-		first *html.Node
-		rest  []*html.Node
+		tag, cls string
+		nodes    []*html.Node
 	}
-	var groups map[string]*group
+	var groups []group
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
@@ -493,37 +510,49 @@ func mergeSplitBlocks(n *html.Node) {
 		default:
 			continue
 		}
-		cls := strings.Fields(attr(c, "class"))
-		if len(cls) == 0 || notArticle.MatchString(cls[0]) {
+		cls := firstClass(c)
+		if cls == "" {
 			continue
 		}
-		key := c.Data + "." + cls[0]
-		if groups == nil {
-			groups = map[string]*group{}
+		found := false
+		for i := range groups {
+			if groups[i].tag == c.Data && groups[i].cls == cls {
+				groups[i].nodes = append(groups[i].nodes, c)
+				found = true
+				break
+			}
 		}
-		if g := groups[key]; g != nil {
-			g.rest = append(g.rest, c)
-		} else {
-			groups[key] = &group{first: c}
+		if !found {
+			groups = append(groups, group{tag: c.Data, cls: cls, nodes: []*html.Node{c}})
 		}
 	}
 	for _, g := range groups {
-		if len(g.rest) == 0 || !articlePart(g.first) {
+		if len(g.nodes) < 2 || notArticle.MatchString(g.cls) || !articlePart(g.nodes[0]) {
 			continue
 		}
-		for _, b := range g.rest {
+		first := g.nodes[0]
+		for _, b := range g.nodes[1:] {
 			if !articlePart(b) {
 				continue
 			}
 			for c := b.FirstChild; c != nil; {
 				next := c.NextSibling
 				b.RemoveChild(c)
-				g.first.AppendChild(c)
+				first.AppendChild(c)
 				c = next
 			}
 			n.RemoveChild(b)
 		}
 	}
+}
+
+// firstClass is the first name in n's class attribute.
+func firstClass(n *html.Node) string {
+	cls := strings.TrimLeftFunc(attr(n, "class"), unicode.IsSpace)
+	if i := strings.IndexFunc(cls, unicode.IsSpace); i >= 0 {
+		cls = cls[:i]
+	}
+	return cls
 }
 
 // articlePart reports a block of paragraphs (not a paragraph itself) with

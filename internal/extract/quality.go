@@ -71,11 +71,13 @@ func (b block) junk() bool {
 	return bars >= 3 && b.text < 30*(bars+1)
 }
 
-// blockTags are the elements judged as a whole.
-var blockTags = map[string]bool{
-	"p": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
-	"ul": true, "ol": true, "dl": true, "table": true, "blockquote": true, "pre": true,
-	"figure": true, "code": true,
+// isBlockTag reports the elements judged as a whole.
+func isBlockTag(n *html.Node) bool {
+	switch n.Data { // by name: trafilatura renames elements without their atom
+	case "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "table", "blockquote", "pre", "figure", "code":
+		return true
+	}
+	return false
 }
 
 // blocksOf lists the blocks of an answer in reading order: its paragraphs,
@@ -88,7 +90,7 @@ func blocksOf(n *html.Node) []block {
 			if c.Type != html.ElementNode || skipped[c.Data] {
 				continue
 			}
-			if blockTags[c.Data] || !hasBlockChild(c) {
+			if isBlockTag(c) || !hasBlockChild(c) {
 				if total, links := textSize(c); total > 0 {
 					out = append(out, block{node: c, text: total, links: links})
 				}
