@@ -266,6 +266,13 @@ func dropDeadLinks(n *html.Node) {
 // break. A <div> that holds nothing but prose beside other paragraphs is a
 // paragraph too (trafilatura skips divs on pages with enough <p>).
 func paragraphs(n *html.Node) {
+	hasP := false
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "p" {
+			hasP = true
+			break
+		}
+	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode || skipped[c.Data] || c.Data == "pre" || isInline(c) {
 			continue
@@ -275,7 +282,7 @@ func paragraphs(n *html.Node) {
 		case "div", "section", "article", "main", "body", "blockquote", "center":
 			switch {
 			case !hasLooseText(c):
-			case proseDiv(c):
+			case hasP && proseDiv(c):
 				c.Data, c.DataAtom = "p", atom.P
 				splitParagraph(c)
 			case hasBlockChild(c) || hasBreak(c):
@@ -307,8 +314,9 @@ func hasBreak(n *html.Node) bool {
 	return false
 }
 
-// proseDiv reports a div that is a paragraph in all but name: inline content
-// only, mostly words outside links, next to a <p>.
+// proseDiv reports a div that is a paragraph in all but name (the caller
+// knows it stands beside a <p>): inline content only, mostly words outside
+// links.
 func proseDiv(n *html.Node) bool {
 	if n.Data != "div" {
 		return false
@@ -319,23 +327,7 @@ func proseDiv(n *html.Node) bool {
 		}
 	}
 	total, links := textSize(n)
-	if total < 80 || links*2 > total {
-		return false
-	}
-	return siblingParagraph(n)
-}
-
-// siblingParagraph reports a <p> among n's siblings.
-func siblingParagraph(n *html.Node) bool {
-	if n.Parent == nil {
-		return false
-	}
-	for c := n.Parent.FirstChild; c != nil; c = c.NextSibling {
-		if c != n && c.Type == html.ElementNode && c.Data == "p" {
-			return true
-		}
-	}
-	return false
+	return total >= 80 && links*2 <= total
 }
 
 // wrapRuns moves each run of text and inline elements of n into a new <p>.
@@ -496,10 +488,11 @@ var notArticle = regexp.MustCompile(`(?i)comment|related|teaser|card|promo|share
 // the first of them, in order; what stood between them stays where it was.
 func mergeSplitBlocks(n *html.Node) {
 	type group struct {
-		tag, cls string
-		nodes    []*html.Node
+		cls   string
+		nodes []*html.Node
 	}
 	var groups []group
+	var index map[string]int // "div article-body" -> its group
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
@@ -514,17 +507,16 @@ func mergeSplitBlocks(n *html.Node) {
 		if cls == "" {
 			continue
 		}
-		found := false
-		for i := range groups {
-			if groups[i].tag == c.Data && groups[i].cls == cls {
-				groups[i].nodes = append(groups[i].nodes, c)
-				found = true
-				break
-			}
+		key := c.Data + " " + cls
+		if i, ok := index[key]; ok {
+			groups[i].nodes = append(groups[i].nodes, c)
+			continue
 		}
-		if !found {
-			groups = append(groups, group{tag: c.Data, cls: cls, nodes: []*html.Node{c}})
+		if index == nil {
+			index = map[string]int{}
 		}
+		index[key] = len(groups)
+		groups = append(groups, group{cls: cls, nodes: []*html.Node{c}})
 	}
 	for _, g := range groups {
 		if len(g.nodes) < 2 || notArticle.MatchString(g.cls) || !articlePart(g.nodes[0]) {
