@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -263,27 +262,48 @@ func docTitle(n *html.Node) string {
 	return ""
 }
 
-var (
-	manyBlankLines = regexp.MustCompile(`\n[ \t]*\n(?:[ \t]*\n)+`)
-	trailingSpace  = regexp.MustCompile(`[ \t]+\n`)
-	hardBreakAtEnd = regexp.MustCompile(`  \n\n`)
-)
-
 // tidy trims trailing spaces and runs of blank lines, which cost a model
 // tokens and carry nothing. In Markdown the two spaces of a hard line break
 // (a <br> inside a paragraph) are kept: without them the lines run together
 // into one when the Markdown is shown.
 func tidy(s string, markdown bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = trailingSpace.ReplaceAllStringFunc(s, func(m string) string {
-		if markdown && strings.HasSuffix(m, "  \n") {
-			return "  \n"
+	var b strings.Builder
+	b.Grow(len(s))
+	blank, started := false, false
+	for rest := s; rest != ""; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
 		}
-		return "\n"
-	})
-	s = manyBlankLines.ReplaceAllString(s, "\n\n")
-	s = hardBreakAtEnd.ReplaceAllString(s, "\n\n")
-	return strings.TrimSpace(s)
+		t := strings.TrimRight(line, " \t")
+		if t == "" {
+			blank = started
+			continue
+		}
+		if started {
+			if blank {
+				b.WriteString("\n\n")
+			} else {
+				b.WriteByte('\n')
+			}
+		}
+		b.WriteString(t)
+		blank, started = false, true
+		if markdown && strings.HasSuffix(line, "  ") && strings.TrimLeft(firstLine(rest), " \t") != "" {
+			b.WriteString("  ")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func cleanSpace(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -195,3 +195,20 @@ func TestMarkdownHardBreaks(t *testing.T) {
 		t.Errorf("tidy %q", got)
 	}
 }
+
+func TestTidy(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		markdown bool
+		want     string
+	}{
+		{"\n \n  a  \r\n\r\n \t\n\n b\t\n c \n\n", false, "a\n\n b\n c"},
+		{"x  \ny  \n\nz  ", false, "x\ny\n\nz"},
+		{"x  \ny  \n\nz  ", true, "x  \ny\n\nz"},
+		{"```\ncode  \n\n\n  more\n```", true, "```\ncode\n\n  more\n```"},
+	} {
+		if got := tidy(c.in, c.markdown); got != c.want {
+			t.Errorf("tidy(%q, %v) = %q, want %q", c.in, c.markdown, got, c.want)
+		}
+	}
+}

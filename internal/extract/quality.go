@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -25,9 +24,6 @@ var boilerplate = []string{
 	"download the app", "download our app", "版权所有", "关于我们", "联系我们", "免责声明",
 }
 
-// boilerplateLine matches whole lines that are furniture.
-var boilerplateLine = regexp.MustCompile(`^(advertisement|\d+ comments?|(read|see) more|\(c\) \d{4}.*)$`)
-
 func isBoilerplate(s string) bool {
 	s = strings.ToLower(s)
 	for _, w := range boilerplate {
@@ -35,7 +31,17 @@ func isBoilerplate(s string) bool {
 			return true
 		}
 	}
-	return boilerplateLine.MatchString(s)
+	// Whole lines that are furniture: "Advertisement", "12 comments",
+	// "Read more", "(c) 2026 ...".
+	switch s {
+	case "advertisement", "read more", "see more":
+		return true
+	}
+	if strings.HasPrefix(s, "(c) ") {
+		return true
+	}
+	n := strings.TrimLeft(s, "0123456789")
+	return n != s && (n == " comment" || n == " comments")
 }
 
 // block is one paragraph-like piece of an answer.
