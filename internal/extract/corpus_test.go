@@ -145,8 +145,8 @@ var corpus = []corpusCase{
 		want: []string{"# Rate limits", "    raise RuntimeError(\"rate limited\")\n```", "1. Read `Retry-After`"}, notWant: []string{"Toggle theme"}},
 }
 
-// TestCorpus extracts every corpus page and checks its text.
-func TestCorpus(t *testing.T) {
+// TestExtractCorpus extracts every corpus page and checks its text.
+func TestExtractCorpus(t *testing.T) {
 	e := New(Options{})
 	for _, c := range corpus {
 		t.Run(c.fault+"/"+strings.TrimPrefix(c.file, "corpus/")+"/"+string(c.mode), func(t *testing.T) {
@@ -185,8 +185,8 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// TestCorpusPagesListed keeps every page of testdata/corpus under test.
-func TestCorpusPagesListed(t *testing.T) {
+// TestExtractCorpusListed keeps every page of testdata/corpus under test.
+func TestExtractCorpusListed(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*.html"))
 	if err != nil || len(files) == 0 {
 		t.Fatal(files, err)
