@@ -7,12 +7,13 @@ import (
 )
 
 // How the two extractors' answers are judged. trafilatura is the better
-// extractor on ordinary articles and stays the default; its answer is
-// doubted when it is short, when it is trafilatura's last resort (every <p>
-// of the page, or a whole <article> as one paragraph, taken when the
-// article it found had under 250 characters: a short news item inside a
-// portal came back with the portal's footer), or when boilerplate fills its
-// edges.
+// extractor on ordinary articles and stays the default. Boilerplate is
+// trimmed from the edges of its answer (trimEdges), and the answer is
+// checked against readability's when it is short, when it is
+// trafilatura's flattened last resort (a whole <article> or the JSON-LD
+// body as one paragraph), or when it is short, lost boilerplate to the
+// trim and has no heading left: the stray paragraphs of a portal
+// gathered around a short news item (preferSecond decides).
 
 // boilerplate lists the words of site furniture, lower case: copyright
 // lines, sign-up boxes, share bars, cookie notices, app promotions.
