@@ -98,6 +98,14 @@ var corpus = []corpusCase{
 		want:    []string{"# Ferry service suspended after engine fault", "restart the service at midday."},
 		notWant: []string{"Latest news", "All rights reserved"}},
 
+	{fault: "portal", file: "corpus/portal-flash-inline-spans.html", mode: ModeText,
+		want: []string{"Water main burst closes Quay Street\n\n",
+			"Quay Street is closed between the bridge and the market after a water main burst overnight.\n\nBuses 4 and 7 are diverted."},
+		notWant: []string{"Also in the news", "Central bank", "All rights reserved", "Privacy policy", "Share on", "E-paper"}},
+	{fault: "portal", file: "corpus/portal-flash-inline-spans.html", mode: ModeMarkdown,
+		want:    []string{"# Water main burst closes Quay Street", "Buses 4 and 7 are diverted."},
+		notWant: []string{"Also in the news", "](https://news.example.com/n/0)", "All rights reserved", "Cookie settings"}},
+
 	{fault: "markdown", file: "corpus/markdown-team-page.html", mode: ModeMarkdown, by: ByTrafilatura,
 		want: []string{"- [**Amara Okafor**](https://news.example.com/people/amara-okafor), director, wrote the first version",
 			"- [**Jonas Berg**](https://news.example.com/people/jonas-berg) (software lead) rewrote the solver",

@@ -2,6 +2,7 @@ package extract
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/html"
 )
@@ -55,6 +56,16 @@ type block struct {
 func (b block) heading() bool {
 	d := b.node.Data
 	return len(d) == 2 && d[0] == 'h' && d[1] >= '1' && d[1] <= '6'
+}
+
+// leadIn reports a short line that announces what follows ("Also in the
+// news:"): at the end of an answer, what it announced was cut.
+func (b block) leadIn() bool {
+	if b.text > 80 {
+		return false
+	}
+	t := strings.TrimRightFunc(rawText(b.node), unicode.IsSpace)
+	return strings.HasSuffix(t, ":") || strings.HasSuffix(t, "：")
 }
 
 // junk reports site furniture: a block mostly of links (menus, share bars,
@@ -123,7 +134,7 @@ func hasBlockChild(n *html.Node) bool {
 
 // trimEdges removes boilerplate blocks from the start and the end of an
 // answer (never from its middle, where a list of links may be the point of
-// the article), and the headings left with nothing under them. It acts only
+// the article), and the headings and lead-ins left with nothing after them. It acts only
 // when the boilerplate is a fair share of the answer, so a long article
 // keeps its closing "further reading" list. It reports the size of what is
 // left and of what it removed, in characters, blanks aside.
@@ -134,7 +145,7 @@ func trimEdges(n *html.Node) (kept, removed int) {
 		total += b.text
 	}
 	end := len(bs)
-	for end > 0 && (bs[end-1].heading() || bs[end-1].junk()) {
+	for end > 0 && (bs[end-1].heading() || bs[end-1].leadIn() || bs[end-1].junk()) {
 		end--
 	}
 	start := 0
@@ -155,7 +166,26 @@ func trimEdges(n *html.Node) (kept, removed int) {
 			b.node.Parent.RemoveChild(b.node)
 		}
 	}
+	if end < len(bs) {
+		dropLooseLeadIns(bs[end-1].node)
+	}
 	return total - removed, removed
+}
+
+// dropLooseLeadIns removes the bare text left after the last kept block
+// when it only announced what was trimmed ("Also in the news:"):
+// trafilatura leaves text between blocks loose.
+func dropLooseLeadIns(last *html.Node) {
+	for t := last.NextSibling; t != nil; {
+		next := t.NextSibling
+		if t.Type == html.TextNode {
+			s := strings.TrimFunc(strings.ReplaceAll(t.Data, spaceMark, " "), unicode.IsSpace)
+			if s == "" || len(s) <= 120 && (strings.HasSuffix(s, ":") || strings.HasSuffix(s, "：") || isBoilerplate(s)) {
+				t.Parent.RemoveChild(t)
+			}
+		}
+		t = next
+	}
 }
 
 // hasHeading reports a heading in n.
