@@ -142,8 +142,8 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	title := docTitle(doc)
 	cut := cutAfter(doc, e.maxChars) <= 0
 
-	// Reshape the page as a browser shows it (see prepare.go); readability
-	// gets the same page, less the space marks.
+	// Reshape the page as a browser shows it (see prepare.go); readability,
+	// when it runs, gets the same page, less the space marks.
 	bold := map[string]bool{}
 	mergeSplitBlocks(doc)
 	paragraphs(doc)
@@ -157,8 +157,6 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 		HtmlDateMode:    trafilatura.Disabled,
 		Focus:           trafilatura.Balanced,
 	})
-	unmarkSpaces(doc)
-	protectPre(doc, true) // trafilatura worked on a clone; readability gets the page as it was
 
 	var content *html.Node
 	by := ByTrafilatura
@@ -182,6 +180,10 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 		if ctx.Err() != nil {
 			return Page{}, ctx.Err()
 		}
+		// trafilatura worked on a clone; readability gets the page as it
+		// was before the space marks and the <pre> protection.
+		unmarkSpaces(doc)
+		protectPre(doc, true)
 		// readability works on a clone; doc is intact. It is content with
 		// a short article: by default it runs up to four times on pages
 		// with under 500 characters of text, each time keeping more of
