@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -43,10 +42,44 @@ const (
 	ByRaw         = "raw"
 )
 
-// goodEnough is the length (in characters) of main text under which
-// trafilatura's answer is compared with readability's: below it trafilatura
-// may have picked a teaser or a cookie banner.
+// goodEnough is the length (in characters, blanks aside) of main text under
+// which trafilatura's answer is compared with readability's: below it
+// trafilatura may have picked a teaser or a cookie banner.
 const goodEnough = 250
+
+// shortArticle is the length (characters, blanks aside) of main text under
+// which trafilatura's answer is checked against readability's when
+// boilerplate had to be trimmed from it and it has no heading left: that
+// is the shape of trafilatura's answer for a short news item inside a
+// portal, where it gathers the page's stray paragraphs (weather boxes,
+// tip-off appeals, footers) around it rather than the article's container.
+const shortArticle = 1000
+
+// preferSecond chooses readability's answer (second) over trafilatura's
+// (first, nil when it found nothing) by their quality, not their length
+// alone (both have had their edges trimmed). A short first answer (under
+// goodEnough) loses to one with more text that is not boilerplate. Past
+// that, the first loses to a second that tells the same article (most of
+// the second's text is in the first) when the first carries much more
+// besides, or has lost its paragraphs (see flattened).
+func preferSecond(first *html.Node, firstSize int, short bool, second *html.Node) bool {
+	sb := blocksOf(second)
+	good := goodText(sb)
+	if first == nil {
+		return good > 0
+	}
+	if short {
+		return good > goodText(blocksOf(first))
+	}
+	if good < 100 || covered(sb, cleanSpace(PlainText(first))) < 0.8 {
+		return false
+	}
+	if firstSize*10 > good*13 {
+		return true
+	}
+	fb := blocksOf(first)
+	return len(fb) == 1 && len(sb) >= 3
+}
 
 // DefaultMaxChars is how much of a page's text is analysed by default. Past
 // a few hundred thousand characters trafilatura's time grows with the
@@ -109,8 +142,14 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	title := docTitle(doc)
 	cut := cutAfter(doc, e.maxChars) <= 0
 
-	var best Page
+	// Reshape the page as a browser shows it (see prepare.go); readability,
+	// when it runs, gets the same page, less the space marks.
+	bold := map[string]bool{}
+	mergeSplitBlocks(doc)
+	paragraphs(doc)
+	flattenListItems(doc, bold)
 	protectPre(doc, false)
+	markSpaces(doc)
 	tr, trErr := e.primary(doc, trafilatura.Options{
 		OriginalURL:     pageURL,
 		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
@@ -118,33 +157,54 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 		HtmlDateMode:    trafilatura.Disabled,
 		Focus:           trafilatura.Balanced,
 	})
-	protectPre(doc, true) // trafilatura worked on a clone; readability gets the page as it was
+
+	var content *html.Node
+	by := ByTrafilatura
 	if trErr == nil && tr != nil && tr.ContentNode != nil {
-		restoreCode(tr.ContentNode)
-		if tr.Metadata.Title != "" {
-			title = tr.Metadata.Title
-		}
-		best = Page{Title: title, Extractor: ByTrafilatura}
-		best.Text, err = e.render(ctx, tr.ContentNode, pageURL, mode)
-		if err != nil {
-			best.Text = ""
+		content = tr.ContentNode
+		restoreCode(content)
+		unmarkSpaces(content)
+		emboldenLinks(content, bold)
+		if t := strings.ReplaceAll(tr.Metadata.Title, spaceMark, " "); t != "" {
+			title = t
 		}
 	}
-	if utf8.RuneCountInString(best.Text) < goodEnough {
+	trSize, trimmed := 0, 0
+	if content != nil {
+		trSize, trimmed = trimEdges(content)
+	}
+	// The length test is on the answer as trafilatura gave it, as before
+	// trimming: a short article that only lost its footer is fine.
+	short := trSize+trimmed < goodEnough
+	if short || trimmed > 0 && trSize < shortArticle && !hasHeading(content) || flattened(content) {
 		if ctx.Err() != nil {
 			return Page{}, ctx.Err()
 		}
-		// readability.FromDocument works on a clone; doc is intact.
-		art, err := readability.FromDocument(doc, pageURL)
-		if err == nil {
-			txt, err := e.render(ctx, art.Node, pageURL, mode)
-			if err == nil && utf8.RuneCountInString(strings.TrimSpace(txt)) > utf8.RuneCountInString(strings.TrimSpace(best.Text)) {
-				t := title
-				if t == "" {
-					t = strings.TrimSpace(art.Title)
+		// trafilatura worked on a clone; readability gets the page as it
+		// was before the space marks and the <pre> protection.
+		unmarkSpaces(doc)
+		protectPre(doc, true)
+		// readability works on a clone; doc is intact. It is content with
+		// a short article: by default it runs up to four times on pages
+		// with under 500 characters of text, each time keeping more of
+		// the page, and returns the longest answer.
+		rd := readability.NewParser()
+		rd.CharThresholds = goodEnough / 2
+		if art, err := rd.ParseDocument(doc, pageURL); err == nil && art.Node != nil {
+			trimEdges(art.Node)
+			if preferSecond(content, trSize, short, art.Node) {
+				content, by = art.Node, ByReadability
+				if title == "" {
+					title = strings.TrimSpace(art.Title)
 				}
-				best = Page{Title: t, Text: txt, Extractor: ByReadability}
 			}
+		}
+	}
+	best := Page{Title: title, Extractor: by}
+	if content != nil {
+		dropDeadLinks(content)
+		if best.Text, err = e.render(ctx, content, pageURL, mode); err != nil {
+			best.Text = ""
 		}
 	}
 	best.Cut = cut
@@ -152,7 +212,7 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	if best.Title == "" {
 		best.Title = cleanSpace(title)
 	}
-	best.Text = tidy(best.Text)
+	best.Text = tidy(best.Text, mode == ModeMarkdown)
 	if best.Text == "" {
 		if trErr != nil {
 			return best, fmt.Errorf("no readable text: %w", trErr)
@@ -204,18 +264,48 @@ func docTitle(n *html.Node) string {
 	return ""
 }
 
-var (
-	manyBlankLines = regexp.MustCompile(`\n[ \t]*\n(?:[ \t]*\n)+`)
-	trailingSpace  = regexp.MustCompile(`[ \t]+\n`)
-)
-
 // tidy trims trailing spaces and runs of blank lines, which cost a model
-// tokens and carry nothing.
-func tidy(s string) string {
+// tokens and carry nothing. In Markdown the two spaces of a hard line break
+// (a <br> inside a paragraph) are kept: without them the lines run together
+// into one when the Markdown is shown.
+func tidy(s string, markdown bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = trailingSpace.ReplaceAllString(s, "\n")
-	s = manyBlankLines.ReplaceAllString(s, "\n\n")
-	return strings.TrimSpace(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	blank, started := false, false
+	for rest := s; rest != ""; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		t := strings.TrimRight(line, " \t")
+		if t == "" {
+			blank = started
+			continue
+		}
+		if started {
+			if blank {
+				b.WriteString("\n\n")
+			} else {
+				b.WriteByte('\n')
+			}
+		}
+		b.WriteString(t)
+		blank, started = false, true
+		if markdown && strings.HasSuffix(line, "  ") && strings.TrimLeft(firstLine(rest), " \t") != "" {
+			b.WriteString("  ")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func cleanSpace(s string) string { return strings.Join(strings.Fields(s), " ") }

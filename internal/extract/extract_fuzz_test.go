@@ -16,6 +16,8 @@ import (
 // blow-up from nesting, entities or Markdown escaping).
 func FuzzHTML(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.html")
+	corpus, _ := filepath.Glob("testdata/corpus/*.html")
+	files = append(files, corpus...)
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
 			f.Add(b, "text/html")

@@ -239,7 +239,7 @@ func TestPlainText(t *testing.T) {
 	text</p><ul><li>one</li><li>two <i>x</i></li></ul><ol><li>first</li> <li>second</li></ol><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table><pre>  x = 1
   y = 2</pre><p>end<br>line</p><script>no()</script>`))
 	want := "T\n\na bold text\n\n- one\n- two x\n\n1. first\n2. second\n\nk | v\na | 1\n\n  x = 1\n  y = 2\n\nend\nline"
-	if got := tidy(PlainText(doc)); got != want {
+	if got := tidy(PlainText(doc), false); got != want {
 		t.Errorf("got:\n%q\nwant:\n%q", got, want)
 	}
 }

@@ -3,6 +3,8 @@ package extract
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -64,13 +66,16 @@ func (w *textWriter) text(s string) {
 		}
 		return
 	}
-	if isSpace(s[0]) {
+	// Any Unicode space at an edge (a no-break space, a thin space, an
+	// ideographic space) is a word gap next to the neighbouring element.
+	if first, _ := utf8.DecodeRuneInString(s); unicode.IsSpace(first) {
 		w.space = true
 	}
 	w.flush()
 	w.b.WriteString(strings.Join(fields, " "))
 	w.started = true
-	w.space = isSpace(s[len(s)-1])
+	last, _ := utf8.DecodeLastRuneInString(s)
+	w.space = unicode.IsSpace(last)
 }
 
 func (w *textWriter) raw(s string) {
@@ -147,10 +152,6 @@ func rawText(n *html.Node) string {
 	var b strings.Builder
 	eachText(n, func(t *html.Node) { b.WriteString(t.Data) })
 	return b.String()
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f'
 }
 
 // listMarker is "- " for an unordered list item, "3. " for the third item

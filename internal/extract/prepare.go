@@ -1,0 +1,558 @@
+package extract
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// The page is reshaped before the extractors see it, so that what a browser
+// shows as one article, one paragraph or one word boundary stays one for
+// trafilatura too. Every step keeps the reader-visible text as it was.
+
+// isInline reports an element that flows inside a line of text; everything
+// else (but br and comments) starts a block.
+func isInline(n *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	// By name: trafilatura renames elements without their atom.
+	switch n.Data {
+	case "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font",
+		"i", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strike", "strong",
+		"sub", "sup", "time", "tt", "u", "var", "img", "wbr":
+		return true
+	}
+	return false
+}
+
+// spaceMark stands in for the whitespace at the edge of an inline element
+// while trafilatura runs: trafilatura trims the text before and after every
+// element inside list items (and Unicode spaces anywhere), which glues words
+// ("Barrowland Glasgow" became "BarrowlandGlasgow"). A private-use character
+// is not whitespace, so it survives; it becomes a plain space afterwards.
+const spaceMark = "\uE000"
+
+// markSpaces replaces with spaceMark the whitespace of every text node
+// that touches an inline element, where a browser would show a word gap.
+func markSpaces(n *html.Node) {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.TextNode:
+			markText(c)
+		case html.ElementNode:
+			if skipped[c.Data] || c.Data == "pre" || c.Data == "textarea" {
+				continue
+			}
+			markSpaces(c)
+		}
+	}
+}
+
+func markText(t *html.Node) {
+	s := t.Data
+	if s == "" {
+		return
+	}
+	before := t.PrevSibling != nil && isInline(t.PrevSibling) || t.PrevSibling == nil && t.Parent != nil && isInline(t.Parent)
+	after := t.NextSibling != nil && isInline(t.NextSibling) || t.NextSibling == nil && t.Parent != nil && isInline(t.Parent)
+	if !before && !after {
+		return
+	}
+	body := strings.TrimFunc(s, unicode.IsSpace)
+	if body == "" {
+		t.Data = spaceMark
+		return
+	}
+	lead, trail := s[:strings.Index(s, body)], s[strings.Index(s, body)+len(body):]
+	if lead != "" && before {
+		lead = spaceMark
+	}
+	if trail != "" && after {
+		trail = spaceMark
+	}
+	t.Data = lead + body + trail
+}
+
+// unmarkSpaces turns every spaceMark under n back into a space.
+func unmarkSpaces(n *html.Node) {
+	eachText(n, func(t *html.Node) {
+		if strings.Contains(t.Data, spaceMark) {
+			t.Data = strings.ReplaceAll(t.Data, spaceMark, " ")
+		}
+	})
+}
+
+// flattenListItems removes the nesting of inline elements inside list
+// items. trafilatura walks an item's descendants one by one, so an element
+// whose text sits in a child element loses its place: "<li><b><a>Name</a></b>,
+// role</li>" came out as ", role Name". A formatting element around a link
+// gives way to the link (the link is kept, and recorded in bold so the
+// emphasis can be put back); other nested formatting is unwrapped, its text
+// kept.
+func flattenListItems(n *html.Node, bold map[string]bool) {
+	if n.Type == html.ElementNode {
+		switch n.Data {
+		case "li", "dt", "dd":
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				flattenInline(c, bold)
+			}
+		case "pre", "script", "style", "template":
+			return
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		flattenListItems(c, bold)
+	}
+}
+
+// flattenInline leaves the inline element n (if it is one) with text
+// children only.
+func flattenInline(n *html.Node, bold map[string]bool) {
+	if !isInline(n) {
+		return
+	}
+	for {
+		only := onlyElementChild(n)
+		if only == nil || !isInline(only) {
+			break
+		}
+		strong := n.Data == "b" || n.Data == "strong" || only.Data == "b" || only.Data == "strong"
+		switch {
+		case only.Data == "a" && n.Data != "a":
+			// <b><a href>x</a></b>: the link takes the element's place.
+			n.Data, n.DataAtom, n.Attr = only.Data, only.DataAtom, only.Attr
+			unwrap(only)
+		default:
+			// <a><b>x</b></a>, <em><code>x</code></em>: the outer element stays.
+			unwrap(only)
+		}
+		if strong && n.Data == "a" {
+			bold[linkKey(n)] = true
+		}
+	}
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode && c.Data != "br" && c.Data != "img" {
+			flattenInline(c, bold)
+			next = c.FirstChild
+			if next == nil {
+				next = c.NextSibling
+			}
+			unwrap(c)
+		}
+		c = next
+	}
+}
+
+// onlyElementChild is n's single element child when n has no other
+// non-blank content.
+func onlyElementChild(n *html.Node) *html.Node {
+	var only *html.Node
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.ElementNode:
+			if only != nil {
+				return nil
+			}
+			only = c
+		case html.TextNode:
+			if strings.TrimFunc(c.Data, unicode.IsSpace) != "" {
+				return nil
+			}
+		}
+	}
+	return only
+}
+
+// unwrap replaces n by its children.
+func unwrap(n *html.Node) {
+	p := n.Parent
+	if p == nil {
+		return
+	}
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		n.RemoveChild(c)
+		p.InsertBefore(c, n)
+		c = next
+	}
+	p.RemoveChild(n)
+}
+
+// linkKey names a link by its text: trafilatura makes targets absolute.
+func linkKey(a *html.Node) string {
+	return cleanSpace(strings.ReplaceAll(rawText(a), spaceMark, " "))
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// emboldenLinks puts back the bold of the links in list items that
+// flattenListItems recorded.
+func emboldenLinks(n *html.Node, bold map[string]bool) {
+	if len(bold) == 0 {
+		return
+	}
+	if n.Type == html.ElementNode && n.Data == "a" && n.Parent != nil {
+		switch n.Parent.Data {
+		case "li", "dt", "dd":
+		default:
+			return
+		}
+		if bold[linkKey(n)] {
+			s := &html.Node{Type: html.ElementNode, Data: "strong", DataAtom: atom.Strong}
+			n.Parent.InsertBefore(s, n)
+			n.Parent.RemoveChild(n)
+			s.AppendChild(n)
+		}
+		return
+	}
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling // c may move into a new <strong>
+		emboldenLinks(c, bold)
+		c = next
+	}
+}
+
+// deadLink reports the target of a link that leads nowhere a model can
+// go: none, "#", or a script.
+func deadLink(href string) bool {
+	href = strings.TrimSpace(href)
+	if href == "" || href == "#" {
+		return true
+	}
+	i := strings.IndexByte(href, ':')
+	if i < 0 {
+		return false
+	}
+	switch strings.ToLower(href[:i]) {
+	case "javascript", "vbscript", "data":
+		return true
+	}
+	return false
+}
+
+// dropDeadLinks unwraps links without a usable target, keeping their text:
+// the Markdown converter would turn a missing target into the bare site
+// root, and "#" or "javascript:" into a link that goes nowhere.
+func dropDeadLinks(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			dropDeadLinks(c)
+			if c.Data == "a" && deadLink(attr(c, "href")) {
+				unwrap(c)
+			}
+		}
+		c = next
+	}
+}
+
+// paragraphs gives text written straight into a container its own
+// paragraphs, as a browser lays it out: runs of text and inline elements
+// between blocks become <p>, two or more <br> in a row end a paragraph, and
+// a <p> holding such a double break is split. trafilatura otherwise cuts
+// such text at every link or drops it, and flattens <br><br> to a line
+// break. A <div> that holds nothing but prose beside other paragraphs is a
+// paragraph too (trafilatura skips divs on pages with enough <p>).
+func paragraphs(n *html.Node) {
+	hasP := false
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "p" {
+			hasP = true
+			break
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode || skipped[c.Data] || c.Data == "pre" || isInline(c) {
+			continue
+		}
+		paragraphs(c)
+		switch c.Data {
+		case "div", "section", "article", "main", "body", "blockquote", "center":
+			switch {
+			case !hasLooseText(c):
+			case hasP && proseDiv(c):
+				c.Data, c.DataAtom = "p", atom.P
+				splitParagraph(c)
+			case hasBlockChild(c) || hasBreak(c):
+				wrapRuns(c)
+			}
+		case "p":
+			splitParagraph(c)
+		}
+	}
+}
+
+// hasLooseText reports text (not blank) written straight into n beside
+// blocks or line breaks, or a div of prose only.
+func hasLooseText(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode && strings.TrimFunc(c.Data, unicode.IsSpace) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasBreak(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "br" {
+			return true
+		}
+	}
+	return false
+}
+
+// proseDiv reports a div that is a paragraph in all but name (the caller
+// knows it stands beside a <p>): inline content only, mostly words outside
+// links.
+func proseDiv(n *html.Node) bool {
+	if n.Data != "div" {
+		return false
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && !isInline(c) && c.Data != "br" {
+			return false
+		}
+	}
+	total, links := textSize(n)
+	return total >= 80 && links*2 <= total
+}
+
+// wrapRuns moves each run of text and inline elements of n into a new <p>.
+func wrapRuns(n *html.Node) {
+	var run []*html.Node
+	flush := func() {
+		// Line breaks at either end of a paragraph show nothing.
+		for len(run) > 0 && isBreakOrBlank(run[len(run)-1]) {
+			run = run[:len(run)-1]
+		}
+		for len(run) > 0 && isBreakOrBlank(run[0]) {
+			run = run[1:]
+		}
+		if len(run) == 0 || !hasText(run) {
+			run = run[:0]
+			return
+		}
+		p := &html.Node{Type: html.ElementNode, Data: "p", DataAtom: atom.P}
+		n.InsertBefore(p, run[0])
+		for _, r := range run {
+			n.RemoveChild(r)
+			p.AppendChild(r)
+		}
+		run = run[:0]
+	}
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		switch {
+		case c.Type == html.TextNode || isInline(c):
+			run = append(run, c)
+		case c.Type == html.ElementNode && c.Data == "br":
+			if doubleBreak(c) {
+				flush()
+				for next != nil && isBreakOrBlank(next) {
+					gone := next
+					next = next.NextSibling
+					n.RemoveChild(gone)
+				}
+				n.RemoveChild(c)
+			} else {
+				run = append(run, c)
+			}
+		case c.Type == html.CommentNode:
+		default:
+			flush()
+		}
+		c = next
+	}
+	flush()
+}
+
+// splitParagraph splits a <p> at every double line break.
+func splitParagraph(p *html.Node) {
+	for c := p.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode || c.Data != "br" || !doubleBreak(c) {
+			continue
+		}
+		// Everything after the break chain goes to a new paragraph.
+		rest := c.NextSibling
+		for rest != nil && isBreakOrBlank(rest) {
+			rest = rest.NextSibling
+		}
+		for c.NextSibling != rest {
+			p.RemoveChild(c.NextSibling)
+		}
+		p.RemoveChild(c)
+		if rest == nil {
+			return
+		}
+		q := &html.Node{Type: html.ElementNode, Data: "p", DataAtom: atom.P}
+		for rest != nil {
+			next := rest.NextSibling
+			p.RemoveChild(rest)
+			q.AppendChild(rest)
+			rest = next
+		}
+		p.Parent.InsertBefore(q, p.NextSibling)
+		splitParagraph(q)
+		return
+	}
+}
+
+// doubleBreak reports a <br> followed, blanks aside, by another <br>.
+func doubleBreak(br *html.Node) bool {
+	for s := br.NextSibling; s != nil; s = s.NextSibling {
+		if s.Type == html.ElementNode && s.Data == "br" {
+			return true
+		}
+		if !isBreakOrBlank(s) {
+			return false
+		}
+	}
+	return false
+}
+
+func isBreakOrBlank(n *html.Node) bool {
+	switch n.Type {
+	case html.TextNode:
+		return strings.TrimFunc(n.Data, unicode.IsSpace) == ""
+	case html.ElementNode:
+		return n.Data == "br"
+	case html.CommentNode:
+		return true
+	}
+	return false
+}
+
+func hasText(nodes []*html.Node) bool {
+	for _, n := range nodes {
+		if t, _ := textSize(n); t > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// textSize counts the characters of reader-visible text under n (blanks
+// aside), and how many of them are inside links.
+func textSize(n *html.Node) (total, links int) {
+	var walk func(*html.Node, bool)
+	walk = func(x *html.Node, inLink bool) {
+		switch x.Type {
+		case html.TextNode:
+			k := 0
+			for _, r := range x.Data {
+				if !unicode.IsSpace(r) {
+					k++
+				}
+			}
+			total += k
+			if inLink {
+				links += k
+			}
+			return
+		case html.ElementNode:
+			if skipped[x.Data] {
+				return
+			}
+			inLink = inLink || x.Data == "a"
+		}
+		for c := x.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inLink)
+		}
+	}
+	walk(n, false)
+	return total, links
+}
+
+// notArticle matches class names of repeated blocks that are not parts of
+// one article.
+var notArticle = regexp.MustCompile(`(?i)comment|related|teaser|card|promo|share|social|sidebar|widget|footer|header|nav|menu|advert|^ads?\b|banner|newsletter|subscribe|cookie|popup|modal`)
+
+// mergeSplitBlocks joins an article split into sibling blocks: long
+// features put ads, pictures and "read more" boxes between several
+// <div class="article-body"> (or <section class="story-body part2">), and
+// trafilatura keeps the first block it recognises. Sibling blocks of the
+// same element and first class name that each hold prose are moved into
+// the first of them, in order; what stood between them stays where it was.
+func mergeSplitBlocks(n *html.Node) {
+	type group struct {
+		cls   string
+		nodes []*html.Node
+	}
+	var groups []group
+	var index map[string]int // "div article-body" -> its group
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		mergeSplitBlocks(c)
+		switch c.Data {
+		case "div", "section", "article":
+		default:
+			continue
+		}
+		cls := firstClass(c)
+		if cls == "" {
+			continue
+		}
+		key := c.Data + " " + cls
+		if i, ok := index[key]; ok {
+			groups[i].nodes = append(groups[i].nodes, c)
+			continue
+		}
+		if index == nil {
+			index = map[string]int{}
+		}
+		index[key] = len(groups)
+		groups = append(groups, group{cls: cls, nodes: []*html.Node{c}})
+	}
+	for _, g := range groups {
+		if len(g.nodes) < 2 || notArticle.MatchString(g.cls) || !articlePart(g.nodes[0]) {
+			continue
+		}
+		first := g.nodes[0]
+		for _, b := range g.nodes[1:] {
+			if !articlePart(b) {
+				continue
+			}
+			for c := b.FirstChild; c != nil; {
+				next := c.NextSibling
+				b.RemoveChild(c)
+				first.AppendChild(c)
+				c = next
+			}
+			n.RemoveChild(b)
+		}
+	}
+}
+
+// firstClass is the first name in n's class attribute.
+func firstClass(n *html.Node) string {
+	cls := strings.TrimLeftFunc(attr(n, "class"), unicode.IsSpace)
+	if i := strings.IndexFunc(cls, unicode.IsSpace); i >= 0 {
+		cls = cls[:i]
+	}
+	return cls
+}
+
+// articlePart reports a block of paragraphs (not a paragraph itself) with
+// at least a few sentences outside links.
+func articlePart(n *html.Node) bool {
+	if !hasBlockChild(n) {
+		return false
+	}
+	total, links := textSize(n)
+	return total-links >= 100 && links*3 < total
+}
