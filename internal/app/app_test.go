@@ -206,10 +206,13 @@ func TestNewServesFromConfig(t *testing.T) {
 	if !ok || checks["tool:screenshot"] != "off: switched off by TOOLSVC_TOOLS_DISABLED" || checks["tool:spawn"] != "" {
 		t.Errorf("Ready = %v %q", ok, checks)
 	}
+	// The access log line is written after the response: read the log once
+	// the server has finished every request.
+	srv.Close()
+	a.Close() // twice is fine: the deferred one does nothing
 	if strings.Contains(logs.String(), "llm-secret-0123456789") {
 		t.Errorf("the log holds the model key:\n%s", logs.String())
 	}
-	a.Close() // twice is fine: the deferred one does nothing
 }
 
 // TestNewFailsCleanly: a setting that cannot work stops New with an error
