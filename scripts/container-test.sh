@@ -131,7 +131,9 @@ cleanup() {
 	if [ -n "$web_pid" ]; then kill "$web_pid" 2>/dev/null || true; fi
 	if [ -f "$work/compose.env" ]; then
 		podman-compose -p toolsvc-ct -f deploy/compose.yaml down -v >/dev/null 2>&1 || true
+		podman network rm -f toolsvc-ct_default >/dev/null 2>&1 || true
 		rm -f "$root/deploy/.env"
+		if [ -f "$work/env.saved" ]; then mv "$work/env.saved" "$root/deploy/.env"; fi
 	fi
 	rm -rf "$work"
 }
@@ -147,11 +149,13 @@ cat >"$work/site/index.html" <<'EOF'
 <body style="background:#2a6"><h1>served by container-test.sh</h1></body></html>
 EOF
 web_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
-python3 -m http.server "$web_port" --bind "$gateway" --directory "$work/site" >"$work/web.log" 2>&1 &
+# All interfaces: the bridge and its gateway address appear only once a
+# container runs on it.
+python3 -m http.server "$web_port" --bind 0.0.0.0 --directory "$work/site" >"$work/web.log" 2>&1 &
 web_pid=$!
 page=http://$gateway:$web_port/
-for _ in $(seq 50); do curl -fs -o /dev/null "$page" && break || sleep 0.1; done
-curl -fs -o /dev/null "$page" || fail "the test page did not come up at $page"
+for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$web_port/" && break || sleep 0.1; done
+curl -fs -o /dev/null "http://127.0.0.1:$web_port/" || fail "the test page did not come up at $page"
 
 key=container-test-key-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -184,9 +188,10 @@ check() {
 	wait_healthy "$c" "$port"
 	log "$c: healthy (HEALTHCHECK and /healthz)"
 
-	podman logs "$c" 2>&1 | grep -q '"tool":"exec","state":"on","reason":"sandbox landlock' ||
+	out=$(podman logs "$c" 2>&1)
+	[[ "$out" == *'"tool":"exec","state":"on","reason":"sandbox landlock'* ]] ||
 		{
-			podman logs "$c" 2>&1 | grep '"tool"' >&2
+			grep '"tool"' <<<"$out" >&2
 			fail "$c: exec is not on with the Landlock sandbox"
 		}
 	[ "$(podman exec "$c" id -u)" != 0 ] || fail "$c: runs as root"
@@ -201,6 +206,15 @@ check() {
 	[ "$code" = 401 ] || fail "$c: GET /tools without the key answered $code, not 401"
 	log "$c: write_file, read_file and the key check passed"
 
+	res=$(call "$port" screenshot '{"type":"web","url":"'"$page"'","viewport_width":640,"viewport_height":400,"output_path":"shots/page.png"}')
+	[ "$(field "$res" status)" = success ] || fail "$c: screenshot: $res"
+	magic=$(podman exec "$c" od -An -tx1 -N8 /workspace/shots/page.png | tr -d ' \n')
+	[ "$magic" = 89504e470d0a1a0a ] || fail "$c: shots/page.png is not a PNG ($magic)"
+	grep -q 'GET / ' "$work/web.log" || fail "$c: the test page was never requested"
+	log "$c: web screenshot of $page is a PNG"
+	# RLIMIT_NPROC counts every thread of the user: with no control
+	# group here, the service's and Chromium's count against exec's limit.
+	log "$c: $(podman exec "$c" sh -c 'cat /proc/[0-9]*/status 2>/dev/null | grep -c "^Threads:"') processes, $(podman exec "$c" sh -c 'cat /proc/[0-9]*/task/*/status 2>/dev/null | grep -c "^Uid:.*10001"') threads as uid 10001 with the browser up"
 	# exec: runs, as the service's user, in the workspace; cannot read
 	# the data folder (audit log) or write outside the workspace; no network.
 	local cmd="id -u; cat hello.txt; git --version; python3 -c 'print(6*7)'; ls /data 2>&1; touch /etc/x 2>&1; touch /usr/local/bin/x 2>&1; python3 -c 'import socket; socket.create_connection((\"$gateway\", $web_port), 2)' 2>&1 | tail -1; true"
@@ -211,13 +225,6 @@ check() {
 		[[ "$out" == *"$want"* ]] || fail "$c: exec output lacks '$want': $out"
 	done
 	log "$c: exec under Landlock: ran as 10001; /data unreadable, /etc and /usr read-only, no network"
-
-	res=$(call "$port" screenshot '{"type":"web","url":"'"$page"'","viewport_width":640,"viewport_height":400,"output_path":"shots/page.png"}')
-	[ "$(field "$res" status)" = success ] || fail "$c: screenshot: $res"
-	magic=$(podman exec "$c" od -An -tx1 -N8 /workspace/shots/page.png | tr -d ' \n')
-	[ "$magic" = 89504e470d0a1a0a ] || fail "$c: shots/page.png is not a PNG ($magic)"
-	grep -q 'GET / ' "$work/web.log" || fail "$c: the test page was never requested"
-	log "$c: web screenshot of $page is a PNG"
 }
 
 # The image as compose runs it: read-only, no capabilities, no new
@@ -234,6 +241,8 @@ run_image() {
 port=$(free_port)
 run_image toolsvc-ct-podman "$port"
 check toolsvc-ct-podman "$port"
+# One at a time: the same uid in each shares one RLIMIT_NPROC count.
+podman rm -f -t 2 toolsvc-ct-podman >/dev/null
 
 # Docker's default seccomp profile (moby's, from the Go module proxy):
 # it refuses unshare without CAP_SYS_ADMIN, where podman's allows it.
@@ -241,13 +250,23 @@ moby_dir=$(cd "$work" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go mod download -jso
 port=$(free_port)
 run_image toolsvc-ct-docker-seccomp "$port" --security-opt "seccomp=$moby_dir/default.json"
 check toolsvc-ct-docker-seccomp "$port"
+podman rm -f -t 2 toolsvc-ct-docker-seccomp >/dev/null
 
-# Compose, as the README says, with a .env made from the example.
+# Compose, as the README says, with a .env made from the example. Its
+# network is made here first, with a known gateway for the test page.
 port=$(free_port)
-sed -e "s/^TOOLSVC_API_KEYS=.*/TOOLSVC_API_KEYS=$key/" -e "s/^HOST_PORT=.*/HOST_PORT=$port/" deploy/.env.example >deploy/.env
-echo "TOOLSVC_NET_ALLOW_CIDRS=$gateway/32" >>deploy/.env
+compose_gw=10.89.213.1
+podman network rm -f toolsvc-ct_default >/dev/null 2>&1 || true
+podman network create --subnet 10.89.213.0/24 --gateway "$compose_gw" toolsvc-ct_default >/dev/null
+# An operator's own deploy/.env is put back afterwards.
+if [ -f deploy/.env ]; then cp -p deploy/.env "$work/env.saved"; fi
 touch "$work/compose.env"
+sed -e "s/^TOOLSVC_API_KEYS=.*/TOOLSVC_API_KEYS=$key/" -e "s/^HOST_PORT=.*/HOST_PORT=$port/" deploy/.env.example >deploy/.env
+echo "TOOLSVC_NET_ALLOW_CIDRS=$compose_gw/32" >>deploy/.env
+page=http://$compose_gw:$web_port/
 log "podman-compose up"
+# The image compose.yaml names, from the build above (podman-compose would
+# build it again, in the OCI format, which has no HEALTHCHECK).
 podman tag "$image" localhost/toolsvc:latest
 podman-compose -p toolsvc-ct -f deploy/compose.yaml up -d --no-build >"$work/compose.log" 2>&1 ||
 	{
@@ -259,6 +278,9 @@ c=$(podman ps --filter label=io.podman.compose.project=toolsvc-ct --format '{{.N
 ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}' "$c")
 [[ "$ro" == true* && "$ro" == *no-new-privileges* ]] || fail "$c: compose did not apply read_only/no-new-privileges: $ro"
 check "$c" "$port"
+# Static: no program interpreter (ld-linux) named in the binary's headers.
+[ "$(podman exec "$c" python3 -c 'print(b"ld-linux" in open("/usr/local/bin/toolsvc", "rb").read(4096))')" = False ] ||
+	fail "$c: /usr/local/bin/toolsvc is dynamically linked"
 [ "$(podman exec "$c" cat /proc/1/comm)" = tini ] || fail "$c: PID 1 is not tini"
 [ "$(podman exec "$c" sh -c 'grep -l ^tini /proc/[0-9]*/comm | wc -l')" = 1 ] || fail "$c: more than one tini"
 
