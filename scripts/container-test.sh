@@ -127,7 +127,7 @@ work=$(mktemp -d)
 containers=()
 web_pid=
 cleanup() {
-	for c in "${containers[@]}"; do podman rm -f -t 2 "$c" >/dev/null 2>&1 || true; done
+	for c in "${containers[@]}"; do podman rm -f -v -t 2 "$c" >/dev/null 2>&1 || true; done
 	if [ -n "$web_pid" ]; then kill "$web_pid" 2>/dev/null || true; fi
 	if [ -f "$work/compose.env" ]; then
 		podman-compose -p toolsvc-ct -f deploy/compose.yaml down -v >/dev/null 2>&1 || true
@@ -242,7 +242,7 @@ port=$(free_port)
 run_image toolsvc-ct-podman "$port"
 check toolsvc-ct-podman "$port"
 # One at a time: the same uid in each shares one RLIMIT_NPROC count.
-podman rm -f -t 2 toolsvc-ct-podman >/dev/null
+podman rm -f -v -t 2 toolsvc-ct-podman >/dev/null
 
 # Docker's default seccomp profile (moby's, from the Go module proxy):
 # it refuses unshare without CAP_SYS_ADMIN, where podman's allows it.
@@ -250,7 +250,7 @@ moby_dir=$(cd "$work" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go mod download -jso
 port=$(free_port)
 run_image toolsvc-ct-docker-seccomp "$port" --security-opt "seccomp=$moby_dir/default.json"
 check toolsvc-ct-docker-seccomp "$port"
-podman rm -f -t 2 toolsvc-ct-docker-seccomp >/dev/null
+podman rm -f -v -t 2 toolsvc-ct-docker-seccomp >/dev/null
 
 # Compose, as the README says, with a .env made from the example. Its
 # network is made here first, with a known gateway for the test page.
