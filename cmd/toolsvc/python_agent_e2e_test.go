@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -197,5 +199,50 @@ func TestPythonAgentExample(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(s.Workspace, "notes", "hello.txt")); err != nil || string(b) != "hello from python\n" {
 		t.Errorf("notes/hello.txt: %q, %v", b, err)
+	}
+}
+
+// TestPythonAgentExampleCannotStart: a service that is not there, or that
+// refuses the key for GET /tools, ends the example agent with exit status
+// 1 and a line saying what to set, not a Python traceback.
+func TestPythonAgentExampleCannotStart(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the example agent: ", err)
+	}
+	s := startConfig(t, map[string]string{"API_KEYS": "python-agent-test-key-0123456789"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	script, err := filepath.Abs("../../examples/python/agent.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, url, key, want string }{
+		{"nothing listening", closed, "", "could not be reached"},
+		{"wrong key", s.URL, "not-the-key-0123456789abcdef", "toolsvc refused the key (401"},
+		{"no key", s.URL, "", "set TOOLS_KEY"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, script, "anything")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TOOLS_URL=" + tt.url, "TOOLS_KEY=" + tt.key,
+				"LLM_BASE_URL=http://127.0.0.1:1/v1", "AGENT_RETRIES=2", "AGENT_MAX_WAIT=1"}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("agent.py: %v; want exit status 1\nstderr: %s", err, stderr.String())
+			}
+			assertContains(t, "stderr", stderr.String(), tt.want)
+			if strings.Contains(stderr.String(), "Traceback") || stdout.Len() > 0 {
+				t.Errorf("want one message on stderr and nothing on stdout; stdout %q, stderr:\n%s", stdout.String(), stderr.String())
+			}
+		})
 	}
 }

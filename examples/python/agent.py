@@ -166,7 +166,10 @@ def tools_headers():
 
 def fetch_tools():
     """GET /tools: the OpenAI function definitions, ready for the model."""
-    reply = with_retries("GET /tools", lambda: request("GET", TOOLS_URL + "/tools", headers=tools_headers()))
+    try:
+        reply = with_retries("GET /tools", lambda: request("GET", TOOLS_URL + "/tools", headers=tools_headers()))
+    except OSError as e:
+        raise SystemExit(f"agent: toolsvc at {TOOLS_URL} could not be reached: {e}; start it, or set TOOLS_URL") from None
     if reply.status == 401:
         raise SystemExit(f"agent: toolsvc refused the key (401: {reply.error_message()}); set TOOLS_KEY to one of its TOOLSVC_API_KEYS")
     if reply.status != 200 or not isinstance(reply.json, list):
