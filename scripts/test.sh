@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what the tests need
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
-# for exec's sandbox), downloads the Go modules, then vets and runs every
-# test with the race detector.
+# for exec's sandbox, python3 for the example agent), downloads the Go
+# modules, then vets and runs every test with the race detector.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./internal/registry/...   # some packages
 #   FUZZ=1 scripts/test.sh     # and a short fuzzing pass (always when CI=true)
+#   TOOLSVC_TEST_CONTAINER=1 scripts/test.sh   # and the image on podman (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates)
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -59,4 +60,10 @@ if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
     echo "fuzz $name ($pkg) for $fuzztime"
     go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg"
   done
+fi
+
+# The image built and checked on a real engine (podman, as root):
+# opt-in, as it needs root and a few minutes (scripts/container-test.sh).
+if [ "${TOOLSVC_TEST_CONTAINER:-}" = "1" ]; then
+  bash scripts/container-test.sh
 fi

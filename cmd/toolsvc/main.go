@@ -35,6 +35,9 @@ func main() {
 // run parses the flags, loads the configuration from the TOOLSVC_*
 // environment variables and serves until ctx is done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "health" {
+		return health(ctx, args[1:], os.Getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // written below: to stdout when asked for, else to stderr

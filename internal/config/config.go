@@ -711,8 +711,11 @@ func urlSecrets(v string) []string {
 const usageFormat = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 
 Usage: toolsvc [-h] [-version]
+       toolsvc health [-timeout 5s]
 
--h prints this text; -version prints the version.
+-h prints this text; -version prints the version. "toolsvc health" asks the
+service at TOOLSVC_ADDR for GET /healthz and exits 0 when it answers ok, 1
+otherwise (a container's health check).
 
 It is configured through the environment only. A TOOLSVC_* variable that is
 not listed here stops start-up, with the nearest name (TOOLSVC_TEST_* is
