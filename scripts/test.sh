@@ -62,8 +62,11 @@ if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
   done
 fi
 
-# The image built and checked on a real engine (podman, as root):
-# opt-in, as it needs root and a few minutes (scripts/container-test.sh).
-if [ "${TOOLSVC_TEST_CONTAINER:-}" = "1" ]; then
+# The image built and checked on a real engine (podman, as root): in CI
+# (CI=true, as .ci/run sets), else opt-in, as it needs root and a few
+# minutes (scripts/container-test.sh). TOOLSVC_TEST_CONTAINER=0 skips it.
+container="${TOOLSVC_TEST_CONTAINER:-}"
+if [ -z "$container" ] && [ "${CI:-}" = "true" ]; then container=1; fi
+if [ "$container" = "1" ]; then
   bash scripts/container-test.sh
 fi
