@@ -74,9 +74,9 @@ type fileLine struct {
 }
 
 func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	var args sendMediaArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "cannot read the arguments: %v", err)
+	args, err := registry.Decode[sendMediaArgs](raw)
+	if err != nil {
+		return "", err
 	}
 	call, _ := registry.CallFrom(ctx)
 	target, err := channels.ParseTarget(call.SessionID, call.Channel, call.ChatID, t.channels.Accounts)

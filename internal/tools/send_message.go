@@ -52,8 +52,8 @@ func (t *SendMessage) Parameters() json.RawMessage { return json.RawMessage(send
 func (t *SendMessage) Timeout() time.Duration { return agent.ConversationTimeout + 10*time.Second }
 
 func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a sendMessageArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	a, err := registry.Decode[sendMessageArgs](raw)
+	if err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(a.Text) == "" {

@@ -61,8 +61,8 @@ func (t *Spawn) Parameters() json.RawMessage { return json.RawMessage(spawnSchem
 func (t *Spawn) Timeout() time.Duration { return t.timeout + 30*time.Second }
 
 func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a spawnArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	a, err := registry.Decode[spawnArgs](raw)
+	if err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(a.Task) == "" {

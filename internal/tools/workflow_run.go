@@ -76,8 +76,8 @@ func (t *WorkflowRun) Parameters() json.RawMessage { return json.RawMessage(work
 func (t *WorkflowRun) Timeout() time.Duration { return t.timeout }
 
 func (t *WorkflowRun) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	var w agent.Workflow
-	if err := json.Unmarshal(raw, &w); err != nil {
+	w, err := registry.Decode[agent.Workflow](raw)
+	if err != nil {
 		return "", err
 	}
 	if err := w.Normalize(); err != nil {
