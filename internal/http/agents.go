@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // AgentsRoutes returns the routes that follow sub-agents, for
@@ -104,7 +105,7 @@ func streamAgent(w http.ResponseWriter, r *http.Request, m *agent.Manager, id st
 		return rc.Flush() == nil
 	}
 	send := func(event string, v any) bool {
-		data, err := marshal(v)
+		data, err := jsonx.Marshal(v)
 		if err != nil {
 			return false
 		}

@@ -1,10 +1,10 @@
 package http
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // Kinds of HTTP-level failure. These are for the caller, not the model: a
@@ -66,24 +66,12 @@ func writeError(w http.ResponseWriter, kind, message string) {
 // writeJSON marshals v before writing the header, so an encoding failure
 // can still become a 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := marshal(v)
+	data, err := jsonx.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
 	writeRaw(w, status, data)
-}
-
-// marshal encodes v without escaping <, > and &: results are code and
-// shell output, read by models and people, not embedded in HTML.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
 func writeRaw(w http.ResponseWriter, status int, data []byte) {

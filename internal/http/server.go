@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/api"
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/openapi"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -108,7 +109,7 @@ func NewHandler(opts Options) http.Handler {
 		s.bodyBudget = math.MaxInt64
 	}
 	keys := newKeyChecker(opts.APIKeys)
-	s.health, _ = marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
+	s.health, _ = jsonx.Marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
 	s.formats = map[string][]byte{}
 	for _, f := range toolfmt.Formats()[1:] {
@@ -401,7 +402,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	meta.Progress = es.progress
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
-	data, err := marshal(res)
+	data, err := jsonx.Marshal(res)
 	if err != nil {
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // streamQueue is how many events may wait for a slow client. A tool never
@@ -104,7 +106,7 @@ func (es *eventStream) write(frame []byte) bool {
 // so nothing a command prints can end the data line, start an event of its
 // own or pass for the result.
 func textData(text string) []byte {
-	data, err := marshal(struct {
+	data, err := jsonx.Marshal(struct {
 		Text string `json:"text"`
 	}{text})
 	if err != nil {

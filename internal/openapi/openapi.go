@@ -7,7 +7,6 @@
 package openapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -87,13 +87,7 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 			},
 		}
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+	return jsonx.Marshal(doc)
 }
 
 // operationIDs returns every operationId in paths.

@@ -13,8 +13,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/countbot/toolsvc/internal/jsonx"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Bounds of an invalid-arguments message: a model reads it, and arguments
@@ -98,13 +100,11 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 	}
 	var problems []problem
 	if changed {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(obj); err != nil {
+		b, err := jsonx.Marshal(obj)
+		if err != nil {
 			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 		}
-		args = bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
+		args = b
 	}
 	// The schema library is handed the value decoded above (numbers as
 	// json.Number, as its own loaders decode them), not the bytes, which it

@@ -7,11 +7,11 @@
 package toolfmt
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -97,13 +97,7 @@ func Render(defs []registry.Definition, format string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown format %q: use one of %s", format, strings.Join(Formats(), ", "))
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+	return jsonx.Marshal(v)
 }
 
 // GeminiFields are the fields of the Gemini API's Schema object, the
