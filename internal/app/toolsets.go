@@ -48,7 +48,7 @@ const (
 	callersOnly agentUse = iota
 	// conversationAgent: also the voice-device conversation agent, which
 	// talks with the user (send_message), but not sub-agents, which work
-	// alone and could not use the tool's result (a picture).
+	// alone (screenshot: a sub-agent could not look at the picture).
 	conversationAgent
 	// allAgents: also the sub-agents of spawn and workflow_run.
 	allAgents
@@ -60,8 +60,12 @@ type toolsetDef struct {
 }
 
 // toolsets is every tool of the service, by toolset, in the order they are
-// built. A new tool is a row here and a file in internal/tools; the tests
-// of both packages find it from here.
+// built. A new tool is a file in internal/tools (its arguments struct, and
+// a constructor that declares the name, description and limits with
+// tooldef.New) and a row here: the name, how to build it (a builder
+// method, which may leave the tool off when a dependency is missing) and
+// which agents may use it. The tests of this package build every row and
+// check each tool's schema against its arguments struct.
 func toolsets() []toolsetDef {
 	return []toolsetDef{
 		{Files, []toolDef{
