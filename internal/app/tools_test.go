@@ -42,14 +42,22 @@ func everyTool(t *testing.T, llmURL string) *App {
 	return a
 }
 
-// declared is a tool whose arguments struct is known (tooldef.Def).
-type declared interface {
-	registry.Tool
-	ArgsType() reflect.Type
+// argsType returns the struct a tool decodes its arguments into: the
+// result of the Decode method that tooldef.Def gives it.
+func argsType(t registry.Tool) (reflect.Type, bool) {
+	m := reflect.ValueOf(t).MethodByName("Decode")
+	if !m.IsValid() {
+		return nil, false
+	}
+	mt := m.Type()
+	if mt.NumIn() != 1 || mt.In(0) != reflect.TypeFor[json.RawMessage]() || mt.NumOut() != 2 || mt.Out(0).Kind() != reflect.Struct {
+		return nil, false
+	}
+	return mt.Out(0), true
 }
 
-func isDeclared(t registry.Tool) bool {
-	_, ok := t.(declared)
+func hasArgs(t registry.Tool) bool {
+	_, ok := argsType(t)
 	return ok
 }
 
@@ -69,7 +77,7 @@ func TestEveryToolMatchesItsRow(t *testing.T) {
 		t.Errorf("registered %q; the rows name %q", names, rows)
 	}
 	for _, name := range a.reg.Names() {
-		if tool, _ := a.reg.Tool(name); !isDeclared(tool) {
+		if tool, _ := a.reg.Tool(name); !hasArgs(tool) {
 			t.Errorf("%s does not declare its arguments with tooldef.New", name)
 		}
 	}
@@ -100,8 +108,8 @@ func TestSchemasMatchArgs(t *testing.T) {
 	a := everyTool(t, "http://127.0.0.1:9/v1")
 	for _, d := range a.reg.Definitions() {
 		t.Run(d.Function.Name, func(t *testing.T) {
-			t0, _ := a.reg.Tool(d.Function.Name)
-			tool, ok := t0.(declared)
+			tool, _ := a.reg.Tool(d.Function.Name)
+			typ, ok := argsType(tool)
 			if !ok {
 				t.Fatal("no arguments struct")
 			}
@@ -109,7 +117,7 @@ func TestSchemasMatchArgs(t *testing.T) {
 			if err := json.Unmarshal(d.Function.Parameters, &schema); err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range compareSchema("", schema, tool.ArgsType()) {
+			for _, p := range compareSchema("", schema, typ) {
 				t.Error(p)
 			}
 			for _, p := range checkDescribed("", schema) {
@@ -122,7 +130,7 @@ func TestSchemasMatchArgs(t *testing.T) {
 			for name, p := range props {
 				ps, _ := p.(map[string]any)
 				args, _ := json.Marshal(map[string]any{name: sample(ps)})
-				v := reflect.New(tool.ArgsType())
+				v := reflect.New(typ)
 				if err := json.Unmarshal(args, v.Interface()); err != nil {
 					t.Errorf("%s: %s does not decode: %v", name, args, err)
 				} else if v.Elem().IsZero() {

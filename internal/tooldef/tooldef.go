@@ -60,10 +60,6 @@ func (d Def[Args]) Parameters() json.RawMessage { return d.params }
 // registry.Decode).
 func (d Def[Args]) Decode(raw json.RawMessage) (Args, error) { return registry.Decode[Args](raw) }
 
-// ArgsType is the struct the arguments are decoded into, for tests that
-// hold the schema to it.
-func (d Def[Args]) ArgsType() reflect.Type { return reflect.TypeFor[Args]() }
-
 func derive[Args any](limits func(p Prop)) (json.RawMessage, error) {
 	if k := reflect.TypeFor[Args]().Kind(); k != reflect.Struct {
 		return nil, fmt.Errorf("arguments must be a struct, not %s", k)
