@@ -25,7 +25,7 @@ func BenchmarkLoopTwoTurns(b *testing.B) {
 		}
 		return final
 	})
-	loop := &agent.Loop{Model: newClient(srv, nil), Tools: reg, MaxTurns: 3}
+	loop := &agent.Loop{Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 3}
 	b.ReportAllocs()
 	for b.Loop() {
 		if out := loop.Run(context.Background(), "sa-000000000009", "x", &nopObserver{}); out.Failure != nil || out.Turns != 2 {
@@ -42,7 +42,7 @@ func BenchmarkLoopTwoTurns(b *testing.B) {
 func BenchmarkWorkflowGraph(b *testing.B) {
 	reg, _, _ := newRegistry(b, "list_dir")
 	srv := agenttest.New(b, agenttest.Reply(agenttest.Final("an output of a few words")))
-	m, err := agent.NewManager(agent.ManagerOptions{Dir: b.TempDir(), Model: newClient(srv, nil), Tools: reg, MaxTurns: 3, MaxConcurrent: 4})
+	m, err := agent.NewManager(agent.ManagerOptions{Dir: b.TempDir(), Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 3, MaxConcurrent: 4})
 	if err != nil {
 		b.Fatal(err)
 	}

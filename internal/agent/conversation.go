@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,10 +18,6 @@ import (
 
 	"github.com/countbot/toolsvc/internal/registry"
 )
-
-// ConversationExcluded are the tools the conversation agent never gets:
-// itself, and the tools that start agents or reach the user's channels.
-var ConversationExcluded = []string{"send_message", "spawn", "workflow_run", "send_media"}
 
 // Conversation bounds.
 const (
@@ -44,9 +39,13 @@ Then reply without any tool call: briefly, in plain spoken sentences without Mar
 
 // ConversationOptions configure Conversations.
 type ConversationOptions struct {
-	Dir           string // where the sessions' histories are kept; created if missing
-	Model         Chatter
-	Tools         Tools
+	Dir   string // where the sessions' histories are kept; created if missing
+	Model Chatter
+	Tools Tools
+	// Allowed names the tools of Tools the conversation agent may use;
+	// nil: none. Never send_message itself, nor the tools that start
+	// agents or reach the user's channels.
+	Allowed       []string
 	MaxTurns      int
 	MaxConcurrent int
 	// Timeout is how long one message may take; default ConversationTimeout.
@@ -123,10 +122,8 @@ func NewConversations(o ConversationOptions) (*Conversations, error) {
 // Tools returns the names of the tools the conversation agent may use now.
 func (c *Conversations) Tools() []string {
 	var out []string
-	for _, d := range c.opts.Tools.Definitions() {
-		if !slices.Contains(ConversationExcluded, d.Function.Name) {
-			out = append(out, d.Function.Name)
-		}
+	for _, d := range Restrict(c.opts.Tools.Definitions(), c.opts.Allowed) {
+		out = append(out, d.Function.Name)
 	}
 	return out
 }

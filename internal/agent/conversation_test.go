@@ -20,7 +20,7 @@ import (
 func conversations(t *testing.T, srv *agenttest.Server, dir string, mod func(*agent.ConversationOptions)) *agent.Conversations {
 	t.Helper()
 	reg, _, _ := newRegistry(t, "read_file", "exec", "spawn", "workflow_run", "send_message", "send_media")
-	o := agent.ConversationOptions{Dir: dir, Model: newClient(srv, nil), Tools: reg, MaxTurns: 5, MaxConcurrent: 2}
+	o := agent.ConversationOptions{Dir: dir, Model: newClient(srv, nil), Tools: reg, Allowed: []string{"read_file", "exec"}, MaxTurns: 5, MaxConcurrent: 2}
 	if mod != nil {
 		mod(&o)
 	}

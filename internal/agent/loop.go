@@ -12,11 +12,6 @@ import (
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
-// SubagentTools are the tools a sub-agent may use, those of them that are
-// registered. Never spawn or another agent tool: a sub-agent cannot start
-// sub-agents, and it cannot reach the user.
-var SubagentTools = []string{"read_file", "write_file", "edit_file", "list_dir", "file_search", "exec", "web_fetch", "memory"}
-
 // Tools is the part of the registry a sub-agent uses: the definitions to
 // show the model, and Invoke, so every call is validated and audited like
 // any other.
@@ -84,9 +79,12 @@ type Observer interface {
 // Loop runs one sub-agent: model reply, tool calls, results back, until
 // the model replies without tool calls or a bound is reached.
 type Loop struct {
-	Model    Chatter
-	Tools    Tools
-	Allowed  []string // default SubagentTools
+	Model Chatter
+	Tools Tools
+	// Allowed names the tools of Tools the agent may use (those of them
+	// that are registered); nil: none. The service's composition root
+	// decides them, tool by tool.
+	Allowed  []string
 	MaxTurns int
 	// System is the system prompt; default SystemPrompt(MaxTurns).
 	System string
@@ -103,11 +101,7 @@ func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
 // Continue is Run after earlier messages of a conversation (user and
 // assistant texts), which the model sees before text.
 func (l *Loop) Continue(ctx context.Context, id string, history []Message, text string, obs Observer) Outcome {
-	allowed := l.Allowed
-	if allowed == nil {
-		allowed = SubagentTools
-	}
-	defs := Restrict(l.Tools.Definitions(), allowed)
+	defs := Restrict(l.Tools.Definitions(), l.Allowed)
 	names := make([]string, len(defs))
 	for i, d := range defs {
 		names[i] = d.Function.Name

@@ -57,6 +57,10 @@ func (a *auditRecorder) Finish(_ audit.Started, r audit.Record) error {
 }
 
 // newRegistry returns a registry with fake tools of the given names.
+// subagentTools are the tools the tests let sub-agents use, as the
+// service's toolsets do: never spawn or screenshot.
+var subagentTools = []string{"read_file", "write_file", "edit_file", "list_dir", "file_search", "exec", "web_fetch", "memory"}
+
 func newRegistry(t testing.TB, names ...string) (*registry.Registry, map[string]*fakeTool, *auditRecorder) {
 	t.Helper()
 	al := &auditRecorder{}
@@ -112,7 +116,7 @@ func TestLoopMultiTurn(t *testing.T) {
 		agenttest.Reply(agenttest.Message(`{"role":"assistant","content":"","reasoning_content":"write it","tool_calls":[{"function":{"name":"write_file","arguments":{"path":"out.md","content":"# hi"}}}]}`, "stop")),
 		agenttest.Reply(agenttest.Final("Wrote out.md.")),
 	)
-	loop := &agent.Loop{Model: newClient(srv, nil), Tools: reg, MaxTurns: 5}
+	loop := &agent.Loop{Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 5}
 	obs := &nopObserver{}
 	out := loop.Run(context.Background(), "sa-000000000001", "write a file", obs)
 	if out.Failure != nil || out.Answer != "Wrote out.md." || out.Turns != 2 {
@@ -169,7 +173,7 @@ func TestLoopRefusesAndSuppresses(t *testing.T) {
 		agenttest.Reply(agenttest.Final("done")),
 	)
 	obs := &nopObserver{}
-	out := (&agent.Loop{Model: newClient(srv, nil), Tools: reg, MaxTurns: 10}).Run(context.Background(), "sa-000000000002", "look", obs)
+	out := (&agent.Loop{Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 10}).Run(context.Background(), "sa-000000000002", "look", obs)
 	if out.Failure != nil || out.Answer != "done" {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -208,7 +212,7 @@ func TestLoopTurnLimit(t *testing.T) {
 		n++
 		return agenttest.Message(fmt.Sprintf(`{"role":"assistant","content":"step %d","tool_calls":[{"id":"x%d","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\"%d\"}"}}]}`, n, n, n), "tool_calls")
 	})
-	out := (&agent.Loop{Model: newClient(srv, nil), Tools: reg, MaxTurns: 4}).Run(context.Background(), "sa-000000000003", "loop", &nopObserver{})
+	out := (&agent.Loop{Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 4}).Run(context.Background(), "sa-000000000003", "loop", &nopObserver{})
 	if out.Failure == nil || out.Failure.Code != agent.FailMaxTurns || out.Turns != 4 || out.Answer != "step 4" {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -220,7 +224,7 @@ func TestLoopTurnLimit(t *testing.T) {
 // manager starts a Manager over srv and reg in a temp folder.
 func manager(t *testing.T, srv *agenttest.Server, reg *registry.Registry, dir string, mod func(*agent.ManagerOptions)) *agent.Manager {
 	t.Helper()
-	opts := agent.ManagerOptions{Dir: dir, Model: newClient(srv, nil), Tools: reg, MaxTurns: 5, Timeout: time.Minute, MaxConcurrent: 1}
+	opts := agent.ManagerOptions{Dir: dir, Model: newClient(srv, nil), Tools: reg, Allowed: subagentTools, MaxTurns: 5, Timeout: time.Minute, MaxConcurrent: 1}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -98,8 +98,9 @@ type ManagerOptions struct {
 	Redact func(string) string
 	Now    func() time.Time
 
-	// Allowed names the tools of Tools a sub-agent may use; nil:
-	// SubagentTools.
+	// Allowed names the tools of Tools a sub-agent may use; nil: none.
+	// Never spawn or another agent tool: a sub-agent cannot start
+	// sub-agents, and it cannot reach the user.
 	Allowed []string
 }
 

@@ -28,21 +28,23 @@ const (
 	maxSlotChars    = 20000 // of one slot's task
 )
 
-// Slot is one agent of a workflow.
+// Slot is one agent of a workflow. Only its task is required (the json
+// tags say so to the schema workflow_run derives from it).
 type Slot struct {
-	ID          string   `json:"id"`
-	Role        string   `json:"role"`
+	ID          string   `json:"id,omitempty"`
+	Role        string   `json:"role,omitempty"`
 	Task        string   `json:"task"`
-	DependsOn   []string `json:"depends_on"`
-	Perspective string   `json:"perspective"`
+	DependsOn   []string `json:"depends_on,omitempty"`
+	Perspective string   `json:"perspective,omitempty"`
 }
 
-// Workflow is several sub-agents working toward one goal.
+// Workflow is several sub-agents working toward one goal. Its goal and
+// agents are required.
 type Workflow struct {
 	Goal        string `json:"goal"`
-	Mode        string `json:"mode"`
+	Mode        string `json:"mode,omitempty"`
 	Agents      []Slot `json:"agents"`
-	CrossReview bool   `json:"cross_review"`
+	CrossReview bool   `json:"cross_review,omitempty"`
 }
 
 // ValidationError is a workflow that cannot run as given; nothing was

@@ -63,6 +63,7 @@ func newConversations(cfg config.Config, m *agent.Manager, reg *registry.Registr
 		Dir:           filepath.Join(dataDir, "conversations"),
 		Model:         m.Model(),
 		Tools:         reg,
+		Allowed:       ConversationTools(),
 		MaxTurns:      cfg.AgentMaxTurns,
 		MaxConcurrent: cfg.AgentMaxConcurrent,
 		Redact:        redact,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -35,21 +34,54 @@ func testConfig(t *testing.T, vars map[string]string) config.Config {
 	return cfg
 }
 
+// TestResolve: a toolset stands for its tools, a tool for itself, each
+// once, in the order the rows build them. The expectations come from the
+// rows, so that a new tool does not change them.
 func TestResolve(t *testing.T) {
-	for _, tc := range []struct {
+	setTools := map[string][]string{}
+	var all []string
+	for _, s := range Toolsets() {
+		setTools[s.Name] = s.Tools
+		all = append(all, s.Tools...)
+	}
+	// inOrder is the given tools in build order.
+	inOrder := func(names ...string) []string {
+		var out []string
+		for _, n := range all {
+			if slices.Contains(names, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	tests := []struct {
 		in      []string
 		want    []string
 		wantErr string
 	}{
-		{[]string{"files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
-		{[]string{"memory", "web", "exec"}, []string{"exec", "web_fetch", "screenshot", "memory"}, ""},
-		{[]string{"read_file", "files"}, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}, ""},
-		{[]string{"channels"}, []string{"send_media"}, ""},
+		{[]string{"memory", "web", "exec"}, inOrder(append(append([]string{"exec"}, setTools[Web]...), setTools[Memory]...)...), ""},
+		{[]string{"read_file", "files"}, setTools[Files], ""},
+		{[]string{"list_dir", "read_file"}, inOrder("list_dir", "read_file"), ""},
 		{nil, nil, ""},
 		{[]string{"agent"}, nil, `"agent" is neither a tool nor a toolset (did you mean "agents"?)`},
 		{[]string{"Read_File"}, nil, `(did you mean "read_file"?)`},
 		{[]string{"kubectl"}, nil, `"kubectl" is neither a tool nor a toolset (toolsets: files = `},
-	} {
+	}
+	for _, s := range Toolsets() {
+		tests = append(tests, struct {
+			in      []string
+			want    []string
+			wantErr string
+		}{[]string{s.Name}, s.Tools, ""})
+		for _, tool := range s.Tools {
+			tests = append(tests, struct {
+				in      []string
+				want    []string
+				wantErr string
+			}{[]string{tool}, []string{tool}, ""})
+		}
+	}
+	for _, tc := range tests {
 		got, err := Resolve(tc.in)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -85,15 +117,22 @@ func TestToolsetsCoverEveryTool(t *testing.T) {
 	}
 }
 
-// TestSubagentTools: a sub-agent gets the tools it always had, and never
-// spawn or screenshot.
+// TestSubagentTools: the agent lists come from the rows; every tool a
+// sub-agent may use, the conversation agent may use too, and screenshot,
+// whose picture a sub-agent could not look at, goes to the conversation
+// agent only.
 func TestSubagentTools(t *testing.T) {
-	got := SubagentTools()
-	want := slices.Clone(agent.SubagentTools)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("SubagentTools = %q, want %q", got, want)
+	sub, conv := SubagentTools(), ConversationTools()
+	for _, tool := range sub {
+		if !slices.Contains(conv, tool) {
+			t.Errorf("a sub-agent may use %s, the conversation agent not", tool)
+		}
+	}
+	if slices.Contains(sub, "screenshot") || !slices.Contains(conv, "screenshot") {
+		t.Errorf("screenshot: sub-agents %q, conversation %q", sub, conv)
+	}
+	if len(sub) == 0 || !slices.Contains(sub, "read_file") {
+		t.Errorf("sub-agents get %q", sub)
 	}
 }
 
@@ -151,15 +190,21 @@ func TestRegisterSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer got.Close()
-	if names := reg.Names(); !slices.Equal(names, []string{"edit_file", "file_search", "list_dir", "read_file", "write_file"}) {
-		t.Errorf("registry holds %q", names)
+	files, err := Resolve([]string{Files})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Equal(got.On, []string{"read_file", "write_file", "edit_file", "list_dir", "file_search"}) {
-		t.Errorf("On = %q", got.On)
+	if names := reg.Names(); !slices.Equal(names, slices.Sorted(slices.Values(files))) {
+		t.Errorf("registry holds %q, want %q", names, files)
 	}
-	for _, tool := range []string{"exec", "web_fetch", "screenshot", "memory", "spawn"} {
-		if got.Off[tool] != "not in TOOLSVC_TOOLS_ENABLED" {
-			t.Errorf("Off[%s] = %q", tool, got.Off[tool])
+	if !slices.Equal(got.On, files) {
+		t.Errorf("On = %q, want %q", got.On, files)
+	}
+	for _, s := range Toolsets() {
+		for _, tool := range s.Tools {
+			if s.Name != Files && got.Off[tool] != "not in TOOLSVC_TOOLS_ENABLED" {
+				t.Errorf("Off[%s] = %q", tool, got.Off[tool])
+			}
 		}
 	}
 	// The sandbox was never tried: exec was not built.
@@ -198,9 +243,17 @@ func TestNewServesFromConfig(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Function.Name)
 	}
-	want := []string{"edit_file", "exec", "file_search", "list_dir", "memory", "read_file", "spawn", "web_fetch", "workflow_run", "write_file"}
-	if !slices.Equal(names, want) {
+	// What is on, as Register reports it, is what is advertised: spawn and
+	// workflow_run (a model), not screenshot (switched off), send_message
+	// (no conversation mode) or send_media (no channel).
+	if want := slices.Sorted(slices.Values(a.tools.On)); !slices.Equal(names, want) {
 		t.Errorf("GET /tools = %q, want %q", names, want)
+	}
+	for tool, want := range map[string]bool{"spawn": true, "workflow_run": true, "read_file": true, "exec": true,
+		"screenshot": false, "send_message": false, "send_media": false} {
+		if slices.Contains(names, tool) != want {
+			t.Errorf("GET /tools = %q: %s advertised is %v, want %v", names, tool, !want, want)
+		}
 	}
 	ok, checks := a.Ready()
 	if !ok || checks["tool:screenshot"] != "off: switched off by TOOLSVC_TOOLS_DISABLED" || checks["tool:spawn"] != "" {

@@ -121,7 +121,7 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 				d.Log.Warn().Str("tool", def.name).Str("state", "off").Str("reason", note).Msg("tool")
 				continue
 			}
-			if err := reg.Register(t); err != nil {
+			if err := registerRow(reg, def, t); err != nil {
 				return fail(err)
 			}
 			out.On = append(out.On, def.name)
@@ -135,6 +135,16 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 	out.closers = b.closers
 	out.SandboxMode = b.sandboxMode
 	return out, nil
+}
+
+// registerRow adds the tool t built by the row def to reg. The row's name
+// is what switches and agent lists go by, so a tool named otherwise stops
+// start-up.
+func registerRow(reg *registry.Registry, def toolDef, t registry.Tool) error {
+	if t.Name() != def.name {
+		return fmt.Errorf("the toolsets row %q built a tool named %q", def.name, t.Name())
+	}
+	return reg.Register(t)
 }
 
 func (b *builder) readFile() (registry.Tool, string, error) {

@@ -26,14 +26,33 @@ type Toolset struct {
 	Tools []string
 }
 
-// toolDef is one tool: its name and how it is built from the service's
-// parts. build returns the tool and a note for the start-up log, or no tool
-// and the reason it is off here (a dependency missing), or an error that
-// stops start-up (a setting that cannot work).
+// toolDef is one tool: its name, how it is built from the service's
+// parts, and which of the service's own agents may use it. build returns
+// the tool and a note for the start-up log, or no tool and the reason it
+// is off here (a dependency missing), or an error that stops start-up (a
+// setting that cannot work). The built tool's Name must be name.
 type toolDef struct {
-	name  string
-	build func(b *builder) (t registry.Tool, note string, err error)
+	name   string
+	build  func(b *builder) (t registry.Tool, note string, err error)
+	agents agentUse
 }
+
+// agentUse says which of the service's own agents may call a tool, besides
+// the service's callers. Every row states it, so that a new tool reaches
+// an agent only when its row says so.
+type agentUse int
+
+const (
+	// callersOnly: no agent of the service; for the tools that start
+	// agents, and those that reach the user's chat channels.
+	callersOnly agentUse = iota
+	// conversationAgent: also the voice-device conversation agent, which
+	// talks with the user (send_message), but not sub-agents, which work
+	// alone (screenshot: a sub-agent could not look at the picture).
+	conversationAgent
+	// allAgents: also the sub-agents of spawn and workflow_run.
+	allAgents
+)
 
 type toolsetDef struct {
 	name  string
@@ -41,21 +60,33 @@ type toolsetDef struct {
 }
 
 // toolsets is every tool of the service, by toolset, in the order they are
-// built. A new tool is a row here and a file in internal/tools.
+// built. A new tool is a file in internal/tools (its arguments struct, and
+// a constructor that declares the name, description and limits with
+// tooldef.New) and a row here: the name, how to build it (a builder
+// method, which may leave the tool off when a dependency is missing) and
+// which agents may use it. The tests of this package build every row and
+// check each tool's schema against its arguments struct.
 func toolsets() []toolsetDef {
 	return []toolsetDef{
 		{Files, []toolDef{
-			{"read_file", (*builder).readFile},
-			{"write_file", (*builder).writeFile},
-			{"edit_file", (*builder).editFile},
-			{"list_dir", (*builder).listDir},
-			{"file_search", (*builder).fileSearch},
+			{"read_file", (*builder).readFile, allAgents},
+			{"write_file", (*builder).writeFile, allAgents},
+			{"edit_file", (*builder).editFile, allAgents},
+			{"list_dir", (*builder).listDir, allAgents},
+			{"file_search", (*builder).fileSearch, allAgents},
 		}},
-		{Shell, []toolDef{{"exec", (*builder).exec}}},
-		{Web, []toolDef{{"web_fetch", (*builder).webFetch}, {"screenshot", (*builder).screenshot}}},
-		{Memory, []toolDef{{"memory", (*builder).memory}}},
-		{Agents, []toolDef{{"spawn", (*builder).spawn}, {"workflow_run", (*builder).workflowRun}, {"send_message", (*builder).sendMessage}}},
-		{Channels, []toolDef{{"send_media", (*builder).sendMedia}}},
+		{Shell, []toolDef{{"exec", (*builder).exec, allAgents}}},
+		{Web, []toolDef{
+			{"web_fetch", (*builder).webFetch, allAgents},
+			{"screenshot", (*builder).screenshot, conversationAgent},
+		}},
+		{Memory, []toolDef{{"memory", (*builder).memory, allAgents}}},
+		{Agents, []toolDef{
+			{"spawn", (*builder).spawn, callersOnly},
+			{"workflow_run", (*builder).workflowRun, callersOnly},
+			{"send_message", (*builder).sendMessage, callersOnly},
+		}},
+		{Channels, []toolDef{{"send_media", (*builder).sendMedia, callersOnly}}},
 	}
 }
 
@@ -129,15 +160,23 @@ func toolsetList(sets []Toolset) string {
 	return strings.Join(parts, "; ")
 }
 
-// SubagentTools returns the names of the tools a sub-agent may use: the
-// file tools, exec, web_fetch and memory (those of them that are on, as
-// the registry decides). Never spawn or another agent tool (a sub-agent
-// cannot start sub-agents), no channel (it cannot reach the user), and no
-// screenshot (it could not look at the picture).
-func SubagentTools() []string {
-	names, err := Resolve([]string{Files, Shell, "web_fetch", Memory})
-	if err != nil {
-		panic(err) // a name above is wrong; TestSubagentTools catches it
+// SubagentTools returns the names of the tools whose rows let sub-agents
+// use them (those of them that are on, as the registry decides).
+func SubagentTools() []string { return agentTools(allAgents) }
+
+// ConversationTools returns the names of the tools whose rows let the
+// voice-device conversation agent use them.
+func ConversationTools() []string { return agentTools(conversationAgent) }
+
+// agentTools returns the tools whose rows allow at least use.
+func agentTools(use agentUse) []string {
+	names := []string{}
+	for _, s := range toolsets() {
+		for _, t := range s.tools {
+			if t.agents >= use {
+				names = append(names, t.name)
+			}
+		}
 	}
 	return names
 }

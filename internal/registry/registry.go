@@ -247,6 +247,17 @@ func (r *Registry) Names() []string {
 	return names
 }
 
+// Tool returns the tool registered under name.
+func (r *Registry) Tool(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	if !ok {
+		return nil, false
+	}
+	return e.tool, true
+}
+
 // Has reports whether a tool of that name is registered.
 func (r *Registry) Has(name string) bool {
 	r.mu.RLock()

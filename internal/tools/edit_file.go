@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -20,42 +21,29 @@ const maxEditBytes = 16 << 20
 
 // EditFile replaces exact text in a file, atomically.
 type EditFile struct {
+	tooldef.Def[editFileArgs]
 	ws *workspace.Workspace
 }
 
-// NewEditFile returns edit_file.
-func NewEditFile(ws *workspace.Workspace) *EditFile { return &EditFile{ws: ws} }
-
-const editFileSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace"},
-    "old_str": {"type": "string", "minLength": 1, "description": "The exact text to replace, including whitespace and indentation; include enough surrounding lines to make it unique"},
-    "new_str": {"type": "string", "description": "The text to put in its place"},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one (default false)"}
-  },
-  "required": ["path", "old_str", "new_str"],
-  "additionalProperties": false
-}`
-
 type editFileArgs struct {
-	Path       string `json:"path"`
-	OldStr     string `json:"old_str"`
-	NewStr     string `json:"new_str"`
-	ReplaceAll bool   `json:"replace_all"`
+	Path       string `json:"path" jsonschema:"File path relative to the workspace"`
+	OldStr     string `json:"old_str" jsonschema:"The exact text to replace, including whitespace and indentation; include enough surrounding lines to make it unique"`
+	NewStr     string `json:"new_str" jsonschema:"The text to put in its place"`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"Replace every occurrence instead of requiring exactly one (default false)"`
 }
 
-func (t *EditFile) Name() string { return "edit_file" }
-
-func (t *EditFile) Description() string {
-	return "Edit a text file in the workspace by replacing old_str, which must match the file exactly (whitespace included), with new_str. " +
-		"old_str must occur exactly once unless replace_all is true; if it occurs more often, add surrounding lines to make it unique. " +
-		"Read the file first to copy the text exactly."
-}
-
-// Parameters states the path bound the workspace enforces.
-func (t *EditFile) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(editFileSchema, workspace.MaxPathLen))
+// NewEditFile returns edit_file. The schema states the path bound the
+// workspace enforces.
+func NewEditFile(ws *workspace.Workspace) *EditFile {
+	def := tooldef.New[editFileArgs]("edit_file",
+		"Edit a text file in the workspace by replacing old_str, which must match the file exactly (whitespace included), with new_str. "+
+			"old_str must occur exactly once unless replace_all is true; if it occurs more often, add surrounding lines to make it unique. "+
+			"Read the file first to copy the text exactly.",
+		func(p tooldef.Prop) {
+			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("old_str").MinLength(1)
+		})
+	return &EditFile{Def: def, ws: ws}
 }
 
 // MalformedHint is added when the model's arguments arrive truncated.
@@ -64,7 +52,7 @@ func (t *EditFile) MalformedHint() string {
 }
 
 func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[editFileArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/shellguard"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -56,10 +57,10 @@ const Shell = "/bin/sh"
 // with an allowlisted environment, bounded output and time, inside the
 // configured sandbox.
 type Exec struct {
+	tooldef.Def[execArgs]
 	ws   *workspace.Workspace
 	opts ExecOptions
 	sem  chan struct{}
-	desc string
 
 	mu      sync.Mutex
 	running map[*sandbox.Child]struct{} // killed by Close
@@ -90,22 +91,21 @@ func NewExec(ws *workspace.Workspace, o ExecOptions) *Exec {
 		o.Environ = os.Environ
 	}
 	e := &Exec{ws: ws, opts: o, sem: make(chan struct{}, o.MaxConcurrent), running: map[*sandbox.Child]struct{}{}}
-	e.desc = e.describe()
+	e.Def = tooldef.New[execArgs]("exec", e.describe(), func(p tooldef.Prop) {
+		p.Prop("command").MinLength(1).MaxLength(shellguard.MaxScriptBytes)
+		p.Prop("timeout").Minimum(1).Maximum(int(o.MaxTimeout / time.Second)).
+			Description(fmt.Sprintf("Seconds before the command is stopped. Default: %d.", int(o.DefaultTimeout/time.Second)))
+	})
 	return e
 }
 
-// execArgs are the arguments of a call; see Parameters.
+// execArgs are the arguments of a call; working_dir and timeout have
+// defaults.
 type execArgs struct {
-	Command    string `json:"command"`
-	WorkingDir string `json:"working_dir"`
-	Timeout    int    `json:"timeout"`
+	Command    string `json:"command" jsonschema:"The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."`
+	WorkingDir string `json:"working_dir,omitempty" jsonschema:"Folder to run in, relative to the workspace. Default: the workspace root."`
+	Timeout    int    `json:"timeout,omitempty"`
 }
-
-// Name implements registry.Tool.
-func (e *Exec) Name() string { return "exec" }
-
-// Description implements registry.Tool.
-func (e *Exec) Description() string { return e.desc }
 
 func (e *Exec) describe() string {
 	where := "The workspace is writable; the rest of the system is read-only"
@@ -127,20 +127,6 @@ func (e *Exec) describe() string {
 		net, int(e.opts.DefaultTimeout/time.Second), int(e.opts.MaxTimeout/time.Second), e.opts.MaxOutput)
 }
 
-// Parameters implements registry.Tool.
-func (e *Exec) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "minLength": 1, "maxLength": %[3]d, "description": "The shell command to run, e.g. 'go test ./...' or 'grep -rn TODO src'."},
-    "working_dir": {"type": "string", "description": "Folder to run in, relative to the workspace. Default: the workspace root."},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "Seconds before the command is stopped. Default: %[2]d."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`, int(e.opts.MaxTimeout/time.Second), int(e.opts.DefaultTimeout/time.Second), shellguard.MaxScriptBytes))
-}
-
 // Timeout implements registry.Timeouter: the registry's deadline is a
 // backstop above the longest wait for a free slot plus the largest
 // per-call timeout, so that exec's own timeout, which reports the output
@@ -149,7 +135,7 @@ func (e *Exec) Timeout() time.Duration { return 2*e.opts.MaxTimeout + 15*time.Se
 
 // Execute implements registry.Tool.
 func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	a, err := registry.Decode[execArgs](raw)
+	a, err := e.Decode(raw)
 	if err != nil {
 		return "", err
 	}

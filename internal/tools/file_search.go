@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/walk"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -19,39 +20,20 @@ import (
 // FileSearch finds files and folders by name below a folder of the
 // workspace, with a parallel walk that never follows symbolic links.
 type FileSearch struct {
+	tooldef.Def[fileSearchArgs]
 	ws      *workspace.Workspace
 	workers int
 	budget  time.Duration
 }
 
-// NewFileSearch returns file_search. workers is how many folders it reads
-// at once (0: one per CPU); after budget it stops and reports what it has
-// found so far, marked partial.
-func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *FileSearch {
-	return &FileSearch{ws: ws, workers: workers, budget: budget}
-}
-
-const fileSearchSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "maxLength": %[1]d, "description": "Folder to search, relative to the workspace; '.' is the whole workspace"},
-    "pattern": {"type": "string", "maxLength": 255, "description": "Name pattern, case-insensitive, matched against whole entry names: * any characters, ? one character, [abc] or [a-z] one of a set, [!a-z] one not in it. Examples: '*.py', 'test_*', '*config*'. Default '*'"},
-    "type": {"type": "string", "enum": ["file", "dir", "all"], "description": "file: regular files, dir: folders, all: everything, symbolic links included (default all)"},
-    "max_depth": {"type": "integer", "minimum": -1, "maximum": 4096, "description": "How deep to search: 0 only the folder's direct entries, 1 also those of its subfolders, ...; -1 unlimited (default -1)"},
-    "limit": {"type": "integer", "minimum": 1, "maximum": %[2]d, "description": "Matches to show, 1-%[2]d (default %[3]d); the total is always counted"},
-    "exclude": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 255}, "description": "Name patterns of entries to skip with everything below them, e.g. [\"node_modules\", \".git\", \"*.min.js\"]"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
-
+// fileSearchArgs: the folder to search is always named.
 type fileSearchArgs struct {
-	Path     string   `json:"path"`
-	Pattern  string   `json:"pattern"`
-	Type     string   `json:"type"`
-	MaxDepth *int     `json:"max_depth"`
-	Limit    int      `json:"limit"`
-	Exclude  []string `json:"exclude"`
+	Path     string   `json:"path" jsonschema:"Folder to search, relative to the workspace; '.' is the whole workspace"`
+	Pattern  string   `json:"pattern,omitempty" jsonschema:"Name pattern, case-insensitive, matched against whole entry names: * any characters, ? one character, [abc] or [a-z] one of a set, [!a-z] one not in it. Examples: '*.py', 'test_*', '*config*'. Default '*'"`
+	Type     string   `json:"type,omitempty" jsonschema:"file: regular files, dir: folders, all: everything, symbolic links included (default all)"`
+	MaxDepth *int     `json:"max_depth,omitempty" jsonschema:"How deep to search: 0 only the folder's direct entries, 1 also those of its subfolders, ...; -1 unlimited (default -1)"`
+	Limit    int      `json:"limit,omitempty"`
+	Exclude  []string `json:"exclude,omitempty" jsonschema:"Name patterns of entries to skip with everything below them, e.g. [\"node_modules\", \".git\", \"*.min.js\"]"`
 }
 
 // Defaults of the optional arguments.
@@ -62,20 +44,27 @@ const (
 	searchMaxLimit = 100
 )
 
-func (t *FileSearch) Name() string { return "file_search" }
-
-func (t *FileSearch) Description() string {
-	return "Find files and folders by name below a folder of the workspace, in all its subfolders unless max_depth says otherwise. " +
-		"pattern matches whole names, case-insensitively: * any characters, ? one character, [a-z] a set ('*.py', 'test_*', '*config*'). " +
-		"type picks file, dir or all; exclude skips entries such as node_modules or .git with everything below them. " +
-		"Returns the total number of matches and the first `limit` of them sorted by path: [FILE] path (size), [DIR] path, [LINK] path -> target. " +
-		"Symbolic links are listed, never followed. Paths in the result are relative to the workspace and can be passed to read_file."
-}
-
-// Parameters states the path bound the workspace enforces and the limits
-// the search applies.
-func (t *FileSearch) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(fileSearchSchema, workspace.MaxPathLen, searchMaxLimit, searchDefaultLimit))
+// NewFileSearch returns file_search. workers is how many folders it reads
+// at once (0: one per CPU); after budget it stops and reports what it has
+// found so far, marked partial. The schema states the path bound the
+// workspace enforces and the limits the search applies.
+func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *FileSearch {
+	def := tooldef.New[fileSearchArgs]("file_search",
+		"Find files and folders by name below a folder of the workspace, in all its subfolders unless max_depth says otherwise. "+
+			"pattern matches whole names, case-insensitively: * any characters, ? one character, [a-z] a set ('*.py', 'test_*', '*config*'). "+
+			"type picks file, dir or all; exclude skips entries such as node_modules or .git with everything below them. "+
+			"Returns the total number of matches and the first `limit` of them sorted by path: [FILE] path (size), [DIR] path, [LINK] path -> target. "+
+			"Symbolic links are listed, never followed. Paths in the result are relative to the workspace and can be passed to read_file.",
+		func(p tooldef.Prop) {
+			p.Prop("path").MaxLength(workspace.MaxPathLen)
+			p.Prop("pattern").MaxLength(255)
+			p.Prop("type").Enum("file", "dir", "all")
+			p.Prop("max_depth").Minimum(-1).Maximum(4096)
+			p.Prop("limit").Minimum(1).Maximum(searchMaxLimit).
+				Description(fmt.Sprintf("Matches to show, 1-%d (default %d); the total is always counted", searchMaxLimit, searchDefaultLimit))
+			p.Prop("exclude").MaxItems(50).Items().MinLength(1).MaxLength(255)
+		})
+	return &FileSearch{Def: def, ws: ws, workers: workers, budget: budget}
 }
 
 // Timeout leaves the search its whole budget plus time to describe the
@@ -84,7 +73,7 @@ func (t *FileSearch) Parameters() json.RawMessage {
 func (t *FileSearch) Timeout() time.Duration { return t.budget + 10*time.Second }
 
 func (t *FileSearch) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[fileSearchArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -21,43 +22,30 @@ const countBeyond = 100000
 
 // ListDir lists a folder, optionally recursively.
 type ListDir struct {
+	tooldef.Def[listDirArgs]
 	ws         *workspace.Workspace
 	maxEntries int
 }
 
-// NewListDir returns list_dir, which shows at most maxEntries entries.
-func NewListDir(ws *workspace.Workspace, maxEntries int) *ListDir {
-	return &ListDir{ws: ws, maxEntries: maxEntries}
-}
-
-const listDirSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "maxLength": %[1]d, "description": "Folder relative to the workspace (default: the workspace root)"},
-    "recursive": {"type": "boolean", "description": "Also list everything below the folder (default false); symbolic links are shown, not followed"}
-  },
-  "additionalProperties": false
-}`
-
 type listDirArgs struct {
-	Path      string `json:"path"`
-	Recursive bool   `json:"recursive"`
+	Path      string `json:"path,omitempty" jsonschema:"Folder relative to the workspace (default: the workspace root)"`
+	Recursive bool   `json:"recursive,omitempty" jsonschema:"Also list everything below the folder (default false); symbolic links are shown, not followed"`
 }
 
-func (t *ListDir) Name() string { return "list_dir" }
-
-func (t *ListDir) Description() string {
-	return "List a folder in the workspace: one entry per line with its type ([DIR], [FILE] with size, [LINK] with target). " +
-		"recursive=true lists everything below it. Long listings are cut with a count of what was left out; use file_search to find files by name."
-}
-
-// Parameters states the path bound the workspace enforces.
-func (t *ListDir) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(listDirSchema, workspace.MaxPathLen))
+// NewListDir returns list_dir, which shows at most maxEntries entries. The
+// schema states the path bound the workspace enforces.
+func NewListDir(ws *workspace.Workspace, maxEntries int) *ListDir {
+	def := tooldef.New[listDirArgs]("list_dir",
+		"List a folder in the workspace: one entry per line with its type ([DIR], [FILE] with size, [LINK] with target). "+
+			"recursive=true lists everything below it. Long listings are cut with a count of what was left out; use file_search to find files by name.",
+		func(p tooldef.Prop) {
+			p.Prop("path").MaxLength(workspace.MaxPathLen)
+		})
+	return &ListDir{Def: def, ws: ws, maxEntries: maxEntries}
 }
 
 func (t *ListDir) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[listDirArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/countbot/toolsvc/internal/memory"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -33,51 +34,45 @@ const (
 // Memory is the agent's long-term memory: one tool whose action writes an
 // entry, searches the entries, or reads them, over a memory.Store.
 type Memory struct {
+	tooldef.Def[memoryArgs]
 	store *memory.Store
 }
 
-// NewMemory returns the memory tool over store.
-func NewMemory(store *memory.Store) *Memory { return &Memory{store: store} }
-
-const memorySchema = `{
-  "type": "object",
-  "properties": {
-    "action": {"type": "string", "enum": ["write", "search", "read"], "description": "write: save one entry; search: find entries by keywords; read: show the newest entries or a line range"},
-    "content": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "write: the fact to remember, self-contained (who, what, when); line breaks become spaces"},
-    "keywords": {"type": "string", "minLength": 1, "maxLength": 500, "description": "search: space-separated keywords, matched case-insensitively as substrings of the whole entry (date and source included); works for Chinese, e.g. '部署 测试'"},
-    "match_mode": {"type": "string", "enum": ["or", "and"], "description": "search: 'or' = entries with any keyword (default), 'and' = entries with every keyword"},
-    "max_results": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "search: most entries shown, newest first (default %[2]d)"},
-    "start_line": {"type": "integer", "minimum": 1, "description": "read: first line of a range, 1-based (line numbers are those search shows)"},
-    "end_line": {"type": "integer", "minimum": 1, "description": "read: last line of the range, inclusive (at most %[4]d lines per call)"},
-    "recent_count": {"type": "integer", "minimum": 1, "maximum": %[1]d, "description": "read without a range: how many of the newest entries to show (default %[3]d)"}
-  },
-  "required": ["action"],
-  "additionalProperties": false
-}`
-
+// memoryArgs: only action is required; content and keywords are required
+// by rules, per action.
 type memoryArgs struct {
-	Action      string `json:"action"`
-	Content     string `json:"content"`
-	Keywords    string `json:"keywords"`
-	MatchMode   string `json:"match_mode"`
-	MaxResults  int    `json:"max_results"`
-	StartLine   int    `json:"start_line"`
-	EndLine     int    `json:"end_line"`
-	RecentCount int    `json:"recent_count"`
+	Action      string `json:"action" jsonschema:"write: save one entry; search: find entries by keywords; read: show the newest entries or a line range"`
+	Content     string `json:"content,omitempty" jsonschema:"write: the fact to remember, self-contained (who, what, when); line breaks become spaces"`
+	Keywords    string `json:"keywords,omitempty" jsonschema:"search: space-separated keywords, matched case-insensitively as substrings of the whole entry (date and source included); works for Chinese, e.g. '部署 测试'"`
+	MatchMode   string `json:"match_mode,omitempty" jsonschema:"search: 'or' = entries with any keyword (default), 'and' = entries with every keyword"`
+	MaxResults  int    `json:"max_results,omitempty"`
+	StartLine   int    `json:"start_line,omitempty" jsonschema:"read: first line of a range, 1-based (line numbers are those search shows)"`
+	EndLine     int    `json:"end_line,omitempty"`
+	RecentCount int    `json:"recent_count,omitempty"`
 }
 
-func (t *Memory) Name() string { return "memory" }
-
-func (t *Memory) Description() string {
-	return "Long-term memory kept across sessions in memory/MEMORY.md, one entry per line 'YYYY-MM-DD|source|content'. " +
-		"action=write saves a fact worth remembering (content); action=search finds entries by space-separated keywords " +
-		"(match_mode or|and, newest first, with line numbers); action=read shows the recent_count newest entries, or lines start_line..end_line. " +
-		"Search memory before asking the user something they may have told you already."
-}
-
-// Parameters states the bounds and defaults the tool applies.
-func (t *Memory) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(memorySchema, memoryMaxShown, memoryDefaultHits, memoryDefaultRecent, memoryMaxRange))
+// NewMemory returns the memory tool over store. The schema states the
+// bounds and defaults the tool applies.
+func NewMemory(store *memory.Store) *Memory {
+	def := tooldef.New[memoryArgs]("memory",
+		"Long-term memory kept across sessions in memory/MEMORY.md, one entry per line 'YYYY-MM-DD|source|content'. "+
+			"action=write saves a fact worth remembering (content); action=search finds entries by space-separated keywords "+
+			"(match_mode or|and, newest first, with line numbers); action=read shows the recent_count newest entries, or lines start_line..end_line. "+
+			"Search memory before asking the user something they may have told you already.",
+		func(p tooldef.Prop) {
+			p.Prop("action").Enum("write", "search", "read")
+			p.Prop("content").MinLength(1).MaxLength(4000)
+			p.Prop("keywords").MinLength(1).MaxLength(500)
+			p.Prop("match_mode").Enum("or", "and")
+			p.Prop("max_results").Minimum(1).Maximum(memoryMaxShown).
+				Description(fmt.Sprintf("search: most entries shown, newest first (default %d)", memoryDefaultHits))
+			p.Prop("start_line").Minimum(1)
+			p.Prop("end_line").Minimum(1).
+				Description(fmt.Sprintf("read: last line of the range, inclusive (at most %d lines per call)", memoryMaxRange))
+			p.Prop("recent_count").Minimum(1).Maximum(memoryMaxShown).
+				Description(fmt.Sprintf("read without a range: how many of the newest entries to show (default %d)", memoryDefaultRecent))
+		})
+	return &Memory{Def: def, store: store}
 }
 
 // Rules are checked by the registry before Execute and stated in the
@@ -91,7 +86,7 @@ func (t *Memory) Rules() []registry.Rule {
 }
 
 func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[memoryArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -29,11 +30,22 @@ type SkillGate interface {
 
 // ReadFile reads text files in the workspace, a line range at a time.
 type ReadFile struct {
+	tooldef.Def[readFileArgs]
 	ws       *workspace.Workspace
 	maxChars int
 	skills   SkillGate
 	readers  sync.Pool // *bufio.Reader of readBufSize, reused across calls
 	small    sync.Pool // *bufio.Reader of smallBufSize, for files that fit
+}
+
+// readFileArgs are read_file's parameters. Exactly one of path and paths
+// is given: a rule, not a schema requirement.
+type readFileArgs struct {
+	Path            string   `json:"path,omitempty" jsonschema:"File path relative to the workspace, e.g. src/main.py"`
+	Paths           []string `json:"paths,omitempty" jsonschema:"Several files to read in one call, instead of path"`
+	StartLine       int      `json:"start_line,omitempty" jsonschema:"First line to show, 1-based (default 1)"`
+	EndLine         int      `json:"end_line,omitempty" jsonschema:"Last line to show, inclusive (default: as far as the output cap allows)"`
+	ShowLineNumbers *bool    `json:"show_line_numbers,omitempty" jsonschema:"Prefix each line with its number (default true)"`
 }
 
 // readBufSize is the read buffer of one file; pooled, since allocating and
@@ -47,42 +59,20 @@ const (
 )
 
 // NewReadFile returns read_file. maxChars caps the output of one call;
-// skills may be nil.
+// skills may be nil. The schema states the path bound the workspace
+// enforces.
 func NewReadFile(ws *workspace.Workspace, maxChars int, skills SkillGate) *ReadFile {
-	return &ReadFile{ws: ws, maxChars: maxChars, skills: skills}
-}
-
-const readFileSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace, e.g. src/main.py"},
-    "paths": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": %[1]d}, "description": "Several files to read in one call, instead of path"},
-    "start_line": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based (default 1)"},
-    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show, inclusive (default: as far as the output cap allows)"},
-    "show_line_numbers": {"type": "boolean", "description": "Prefix each line with its number (default true)"}
-  },
-  "additionalProperties": false
-}`
-
-type readFileArgs struct {
-	Path            string   `json:"path"`
-	Paths           []string `json:"paths"`
-	StartLine       int      `json:"start_line"`
-	EndLine         int      `json:"end_line"`
-	ShowLineNumbers *bool    `json:"show_line_numbers"`
-}
-
-func (t *ReadFile) Name() string { return "read_file" }
-
-func (t *ReadFile) Description() string {
-	return "Read a text file in the workspace, with numbered lines. Use start_line and end_line to read part of a large file; " +
-		"long output is cut and says which start_line to continue from. Give paths to read several files at once. " +
-		"Binary files are refused."
-}
-
-// Parameters states the path bound the workspace enforces.
-func (t *ReadFile) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(readFileSchema, workspace.MaxPathLen))
+	def := tooldef.New[readFileArgs]("read_file",
+		"Read a text file in the workspace, with numbered lines. Use start_line and end_line to read part of a large file; "+
+			"long output is cut and says which start_line to continue from. Give paths to read several files at once. "+
+			"Binary files are refused.",
+		func(p tooldef.Prop) {
+			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("paths").MinItems(1).MaxItems(20).Items().MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("start_line").Minimum(1)
+			p.Prop("end_line").Minimum(1)
+		})
+	return &ReadFile{Def: def, ws: ws, maxChars: maxChars, skills: skills}
 }
 
 // Rules are checked by the registry before Execute and stated in the
@@ -92,7 +82,7 @@ func (t *ReadFile) Rules() []registry.Rule {
 }
 
 func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[readFileArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

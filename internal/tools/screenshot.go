@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -22,6 +23,7 @@ import (
 // Screenshot captures the desktop (X11) or a web page (headless Chromium)
 // to a PNG in the workspace.
 type Screenshot struct {
+	tooldef.Def[screenshotArgs]
 	ws      *workspace.Workspace
 	browser *browser.Browser
 	desktop *desktop.Capturer
@@ -54,52 +56,40 @@ func NewScreenshot(ws *workspace.Workspace, b *browser.Browser, d *desktop.Captu
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Screenshot{ws: ws, browser: b, desktop: d, opts: opts}
+	def := tooldef.New[screenshotArgs]("screenshot",
+		"Take a screenshot and save it as a PNG in the workspace. type=web renders an http(s) page in a headless browser "+
+			"(url; viewport_width/viewport_height; full_page for the whole page; wait_time for late scripts). type=desktop captures the "+
+			"screen of the machine the service runs on (monitor 0 = all displays, 1.. = one display). Internal and private addresses "+
+			"are refused. The result gives the saved path (default temp/screenshots/), the pixel size and the file size; "+
+			"send or read the file with other tools.",
+		func(p tooldef.Prop) {
+			p.Prop("type").Enum("desktop", "web")
+			p.Prop("url").MinLength(1).MaxLength(8192)
+			p.Prop("output_path").MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("region").Enum("full")
+			p.Prop("monitor").Minimum(0).Maximum(16)
+			p.Prop("viewport_width").Minimum(320).Maximum(3840)
+			p.Prop("viewport_height").Minimum(240).Maximum(2160)
+			p.Prop("wait_time").Minimum(0).Maximum(10000)
+			p.Prop("timeout").Minimum(1).Maximum(300)
+		})
+	return &Screenshot{Def: def, ws: ws, browser: b, desktop: d, opts: opts}
 }
 
-const screenshotSchema = `{
-  "type": "object",
-  "properties": {
-    "type": {"type": "string", "enum": ["desktop", "web"], "description": "web: render a web page in a headless browser; desktop: the screen (X11 display) of the machine the service runs on. Default: web when url is given, else desktop"},
-    "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "web: the http:// or https:// page to capture"},
-    "output_path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "Where to save the PNG, relative to the workspace, ending in .png. Default: temp/screenshots/<unique name>.png"},
-    "region": {"type": "string", "enum": ["full"], "description": "desktop: 'full' captures the whole of the displays chosen by monitor"},
-    "monitor": {"type": "integer", "minimum": 0, "maximum": 16, "description": "desktop: 0 (default) = all displays together; 1, 2, ... = only that display"},
-    "full_page": {"type": "boolean", "description": "web: capture the whole page height (up to 16384 px) instead of the viewport only"},
-    "viewport_width": {"type": "integer", "minimum": 320, "maximum": 3840, "description": "web: browser viewport width in pixels (default 1280)"},
-    "viewport_height": {"type": "integer", "minimum": 240, "maximum": 2160, "description": "web: browser viewport height in pixels (default 720)"},
-    "wait_time": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "web: extra milliseconds to wait after the page has loaded, for scripts and animations (default 0)"},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": 300, "description": "web: seconds allowed for the whole capture, like exec's timeout (default 30; the service may cap it lower)"}
-  },
-  "additionalProperties": false
-}`
-
+// screenshotArgs: nothing is required; type follows from url, and is
+// desktop without one. The schema states the path bound the workspace
+// enforces.
 type screenshotArgs struct {
-	Type           string `json:"type"`
-	URL            string `json:"url"`
-	OutputPath     string `json:"output_path"`
-	Region         string `json:"region"`
-	Monitor        int    `json:"monitor"`
-	FullPage       bool   `json:"full_page"`
-	ViewportWidth  int    `json:"viewport_width"`
-	ViewportHeight int    `json:"viewport_height"`
-	WaitTime       int    `json:"wait_time"`
-	Timeout        int    `json:"timeout"`
-}
-
-func (t *Screenshot) Name() string { return "screenshot" }
-
-func (t *Screenshot) Description() string {
-	return "Take a screenshot and save it as a PNG in the workspace. type=web renders an http(s) page in a headless browser " +
-		"(url; viewport_width/viewport_height; full_page for the whole page; wait_time for late scripts). type=desktop captures the " +
-		"screen of the machine the service runs on (monitor 0 = all displays, 1.. = one display). Internal and private addresses " +
-		"are refused. The result gives the saved path (default temp/screenshots/), the pixel size and the file size; " +
-		"send or read the file with other tools."
-}
-
-// Parameters states the path bound the workspace enforces.
-func (t *Screenshot) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(screenshotSchema, workspace.MaxPathLen))
+	Type           string `json:"type,omitempty" jsonschema:"web: render a web page in a headless browser; desktop: the screen (X11 display) of the machine the service runs on. Default: web when url is given, else desktop"`
+	URL            string `json:"url,omitempty" jsonschema:"web: the http:// or https:// page to capture"`
+	OutputPath     string `json:"output_path,omitempty" jsonschema:"Where to save the PNG, relative to the workspace, ending in .png. Default: temp/screenshots/<unique name>.png"`
+	Region         string `json:"region,omitempty" jsonschema:"desktop: 'full' captures the whole of the displays chosen by monitor"`
+	Monitor        int    `json:"monitor,omitempty" jsonschema:"desktop: 0 (default) = all displays together; 1, 2, ... = only that display"`
+	FullPage       bool   `json:"full_page,omitempty" jsonschema:"web: capture the whole page height (up to 16384 px) instead of the viewport only"`
+	ViewportWidth  int    `json:"viewport_width,omitempty" jsonschema:"web: browser viewport width in pixels (default 1280)"`
+	ViewportHeight int    `json:"viewport_height,omitempty" jsonschema:"web: browser viewport height in pixels (default 720)"`
+	WaitTime       int    `json:"wait_time,omitempty" jsonschema:"web: extra milliseconds to wait after the page has loaded, for scripts and animations (default 0)"`
+	Timeout        int    `json:"timeout,omitempty" jsonschema:"web: seconds allowed for the whole capture, like exec's timeout (default 30; the service may cap it lower)"`
 }
 
 // Timeout covers the longest web capture plus a browser start; the
@@ -109,7 +99,7 @@ func (t *Screenshot) Timeout() time.Duration {
 }
 
 func (t *Screenshot) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[screenshotArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

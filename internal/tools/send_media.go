@@ -12,6 +12,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -22,47 +23,34 @@ import (
 // type, at most 20 MB and within the channel's own limits) before anything
 // is uploaded; the result lists each file as sent, refused or failed.
 type SendMedia struct {
+	tooldef.Def[sendMediaArgs]
 	ws       *workspace.Workspace
 	channels *channels.Manager
 	log      zerolog.Logger
 }
 
-// NewSendMedia returns send_media over the configured channels. Files a
-// channel failed to take are logged for the operator (a wrong secret, an
-// app without the permission), besides being reported to the model.
-func NewSendMedia(ws *workspace.Workspace, ch *channels.Manager, log zerolog.Logger) *SendMedia {
-	return &SendMedia{ws: ws, channels: ch, log: log}
+type sendMediaArgs struct {
+	FilePaths []string `json:"file_paths" jsonschema:"Files in the workspace to send, e.g. [\"report.pdf\", \"charts/q3.png\"]"`
+	Message   string   `json:"message,omitempty" jsonschema:"Text sent with the files (optional)"`
 }
 
 // sendMediaMaxFiles bounds the files of one call.
 const sendMediaMaxFiles = 10
 
-const sendMediaSchema = `{
-  "type": "object",
-  "properties": {
-    "file_paths": {"type": "array", "minItems": 1, "maxItems": %d, "items": {"type": "string", "minLength": 1, "maxLength": %d}, "description": "Files in the workspace to send, e.g. [\"report.pdf\", \"charts/q3.png\"]"},
-    "message": {"type": "string", "maxLength": 4000, "description": "Text sent with the files (optional)"}
-  },
-  "required": ["file_paths"],
-  "additionalProperties": false
-}`
-
-type sendMediaArgs struct {
-	FilePaths []string `json:"file_paths"`
-	Message   string   `json:"message"`
-}
-
-func (t *SendMedia) Name() string { return "send_media" }
-
-func (t *SendMedia) Description() string {
-	return "Send files from the workspace, with an optional message, to the chat this conversation comes from " +
-		"(Feishu, QQ, DingTalk, WeCom, Telegram, Discord, Slack...). Types: " + strings.Join(channels.Types(), ", ") +
-		"; at most 20 MB a file, less on some channels. Invalid files are listed and the valid ones still sent. " +
-		"In a conversation without a chat channel nothing is sent and the message comes back for you to give in your reply."
-}
-
-func (t *SendMedia) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(sendMediaSchema, sendMediaMaxFiles, workspace.MaxPathLen))
+// NewSendMedia returns send_media over the configured channels. Files a
+// channel failed to take are logged for the operator (a wrong secret, an
+// app without the permission), besides being reported to the model.
+func NewSendMedia(ws *workspace.Workspace, ch *channels.Manager, log zerolog.Logger) *SendMedia {
+	def := tooldef.New[sendMediaArgs]("send_media",
+		"Send files from the workspace, with an optional message, to the chat this conversation comes from "+
+			"(Feishu, QQ, DingTalk, WeCom, Telegram, Discord, Slack...). Types: "+strings.Join(channels.Types(), ", ")+
+			"; at most 20 MB a file, less on some channels. Invalid files are listed and the valid ones still sent. "+
+			"In a conversation without a chat channel nothing is sent and the message comes back for you to give in your reply.",
+		func(p tooldef.Prop) {
+			p.Prop("file_paths").MinItems(1).MaxItems(sendMediaMaxFiles).Items().MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("message").MaxLength(4000)
+		})
+	return &SendMedia{Def: def, ws: ws, channels: ch, log: log}
 }
 
 // fileLine is one file's line in the result.
@@ -74,7 +62,7 @@ type fileLine struct {
 }
 
 func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[sendMediaArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

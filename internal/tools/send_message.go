@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -17,42 +18,31 @@ import (
 // agent's reply. The conversation continues per session (X-Session-ID).
 // It is offered only with TOOLSVC_XIAOZHI_CONVERSATION=true and a model.
 type SendMessage struct {
+	tooldef.Def[sendMessageArgs]
 	conv          *agent.Conversations
 	maxConcurrent int
 }
 
+type sendMessageArgs struct {
+	Text string `json:"text" jsonschema:"what the user said, as recognised from speech"`
+}
+
 // NewSendMessage returns the send_message tool over c.
 func NewSendMessage(c *agent.Conversations, maxConcurrent int) *SendMessage {
-	return &SendMessage{conv: c, maxConcurrent: maxConcurrent}
+	def := tooldef.New[sendMessageArgs]("send_message",
+		"Pass what the user said on the voice device to the assistant agent, which can use the service's tools, and return its spoken reply. "+
+			"The conversation continues within the session (X-Session-ID), so follow-up questions keep their context. Waits at most 120 seconds.",
+		func(p tooldef.Prop) {
+			p.Prop("text").MinLength(1).MaxLength(4000)
+		})
+	return &SendMessage{Def: def, conv: c, maxConcurrent: maxConcurrent}
 }
-
-const sendMessageSchema = `{
-  "type": "object",
-  "properties": {
-    "text": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "what the user said, as recognised from speech"}
-  },
-  "required": ["text"],
-  "additionalProperties": false
-}`
-
-type sendMessageArgs struct {
-	Text string `json:"text"`
-}
-
-func (t *SendMessage) Name() string { return "send_message" }
-
-func (t *SendMessage) Description() string {
-	return "Pass what the user said on the voice device to the assistant agent, which can use the service's tools, and return its spoken reply. " +
-		"The conversation continues within the session (X-Session-ID), so follow-up questions keep their context. Waits at most 120 seconds."
-}
-
-func (t *SendMessage) Parameters() json.RawMessage { return json.RawMessage(sendMessageSchema) }
 
 // Timeout leaves the agent its 120 seconds and a margin to say it ran out.
 func (t *SendMessage) Timeout() time.Duration { return agent.ConversationTimeout + 10*time.Second }
 
 func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	a, err := registry.Decode[sendMessageArgs](raw)
+	a, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -17,51 +18,39 @@ import (
 // tool set, working alone in the background. It is offered only when a
 // model endpoint is configured.
 type Spawn struct {
+	tooldef.Def[spawnArgs]
 	agents        *agent.Manager
 	timeout       time.Duration // the sub-agents' own; waiting is bounded by it
 	maxConcurrent int
 }
 
+type spawnArgs struct {
+	Task  string `json:"task" jsonschema:"the whole task, self-contained: the sub-agent sees nothing of this conversation, so say what to do, with which files, and what the answer should contain"`
+	Label string `json:"label,omitempty" jsonschema:"a short name for the task, shown in listings, e.g. 'code analysis'"`
+	Wait  bool   `json:"wait,omitempty" jsonschema:"true: wait for the sub-agent and return its answer; false (default): return at once with its ID"`
+}
+
 // NewSpawn returns the spawn tool over m. timeout is the sub-agents'
 // deadline (TOOLSVC_AGENT_TIMEOUT).
 func NewSpawn(m *agent.Manager, timeout time.Duration, maxConcurrent int) *Spawn {
-	return &Spawn{agents: m, timeout: timeout, maxConcurrent: maxConcurrent}
+	def := tooldef.New[spawnArgs]("spawn",
+		"Start a sub-agent on a task in the background: it has its own model and the file tools, exec, web_fetch and memory, "+
+			"works alone (it cannot ask questions or start sub-agents), and ends with a written answer. "+
+			"Use it for a self-contained piece of work that takes many steps, such as analysing a code base into a report. "+
+			"Returns the sub-agent's ID at once; with wait=true it waits and returns the answer.",
+		func(p tooldef.Prop) {
+			p.Prop("task").MinLength(1).MaxLength(100000)
+			p.Prop("label").MaxLength(100)
+		})
+	return &Spawn{Def: def, agents: m, timeout: timeout, maxConcurrent: maxConcurrent}
 }
-
-const spawnSchema = `{
-  "type": "object",
-  "properties": {
-    "task": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "the whole task, self-contained: the sub-agent sees nothing of this conversation, so say what to do, with which files, and what the answer should contain"},
-    "label": {"type": "string", "maxLength": 100, "description": "a short name for the task, shown in listings, e.g. 'code analysis'"},
-    "wait": {"type": "boolean", "description": "true: wait for the sub-agent and return its answer; false (default): return at once with its ID"}
-  },
-  "required": ["task"],
-  "additionalProperties": false
-}`
-
-type spawnArgs struct {
-	Task  string `json:"task"`
-	Label string `json:"label"`
-	Wait  bool   `json:"wait"`
-}
-
-func (t *Spawn) Name() string { return "spawn" }
-
-func (t *Spawn) Description() string {
-	return "Start a sub-agent on a task in the background: it has its own model and the file tools, exec, web_fetch and memory, " +
-		"works alone (it cannot ask questions or start sub-agents), and ends with a written answer. " +
-		"Use it for a self-contained piece of work that takes many steps, such as analysing a code base into a report. " +
-		"Returns the sub-agent's ID at once; with wait=true it waits and returns the answer."
-}
-
-func (t *Spawn) Parameters() json.RawMessage { return json.RawMessage(spawnSchema) }
 
 // Timeout lets a waiting call last as long as the sub-agent may, plus a
 // margin for it to record its end.
 func (t *Spawn) Timeout() time.Duration { return t.timeout + 30*time.Second }
 
 func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	a, err := registry.Decode[spawnArgs](raw)
+	a, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

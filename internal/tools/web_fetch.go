@@ -25,6 +25,7 @@ import (
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -40,11 +41,11 @@ type WebFetchOptions struct {
 // WebFetch fetches web pages through the network guard and returns their
 // readable text.
 type WebFetch struct {
+	tooldef.Def[webFetchArgs]
 	guard   *netguard.Guard
 	client  *http.Client
 	extract *extract.Extractor
 	opts    WebFetchOptions
-	schema  json.RawMessage
 	// extracting bounds the HTML parses running at once over all calls: a
 	// parsed 10 MiB page takes far more memory than its bytes, and
 	// extraction is CPU-bound anyway.
@@ -54,12 +55,25 @@ type WebFetch struct {
 // NewWebFetch returns web_fetch. Every connection it makes goes through
 // guard.
 func NewWebFetch(guard *netguard.Guard, ex *extract.Extractor, opts WebFetchOptions) *WebFetch {
+	def := tooldef.New[webFetchArgs]("web_fetch",
+		"Fetch web pages over http(s) and return their main readable content (navigation, ads and boilerplate removed) as JSON: "+
+			"url, finalUrl, status, title, extractor, truncated, length, text, and a warning when the page is nearly empty (rendered by JavaScript) or was cut. "+
+			"Pass url for one page, or urls for several at once (results in the same order; a failed page reports its error and the others are still returned). "+
+			"extractMode=markdown keeps headings, links, lists, tables and code. JSON responses are pretty-printed, plain text is returned as is; images, PDFs and other binary files are refused. "+
+			"Internal, private and loopback addresses are refused.",
+		func(p tooldef.Prop) {
+			p.Prop("url").MinLength(1).MaxLength(8192)
+			p.Prop("urls").MinItems(1).MaxItems(opts.MaxURLs).Items().MinLength(1).MaxLength(8192)
+			p.Prop("extractMode").Enum("text", "markdown")
+			p.Prop("maxChars").Minimum(100).Maximum(maxFetchChars).
+				Description(fmt.Sprintf("Most characters of text returned per page (default %d); the pages of a batch share at most %d", defaultFetchChars, maxFetchChars))
+		})
 	return &WebFetch{
+		Def:        def,
 		guard:      guard,
 		client:     guard.Client(0, opts.MaxRedirects), // the per-page context carries the deadline
 		extract:    ex,
 		opts:       opts,
-		schema:     json.RawMessage(fmt.Sprintf(webFetchSchema, opts.MaxURLs, maxFetchChars, defaultFetchChars)),
 		extracting: make(chan struct{}, runtime.NumCPU()),
 	}
 }
@@ -74,22 +88,13 @@ const (
 	nearlyEmpty = 200
 )
 
-const webFetchSchema = `{
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "The http:// or https:// URL to fetch"},
-    "urls": {"type": "array", "minItems": 1, "maxItems": %[1]d, "items": {"type": "string", "minLength": 1, "maxLength": 8192}, "description": "Several URLs to fetch in one call, instead of url; results come back in the same order"},
-    "extractMode": {"type": "string", "enum": ["text", "markdown"], "description": "text (default): plain readable text; markdown: keeps headings, links, lists, tables and code"},
-    "maxChars": {"type": "integer", "minimum": 100, "maximum": %[2]d, "description": "Most characters of text returned per page (default %[3]d); the pages of a batch share at most %[2]d"}
-  },
-  "additionalProperties": false
-}`
-
+// webFetchArgs: exactly one of url and urls is given, a rule, not a
+// schema requirement.
 type webFetchArgs struct {
-	URL         string   `json:"url"`
-	URLs        []string `json:"urls"`
-	ExtractMode string   `json:"extractMode"`
-	MaxChars    int      `json:"maxChars"`
+	URL         string   `json:"url,omitempty" jsonschema:"The http:// or https:// URL to fetch"`
+	URLs        []string `json:"urls,omitempty" jsonschema:"Several URLs to fetch in one call, instead of url; results come back in the same order"`
+	ExtractMode string   `json:"extractMode,omitempty" jsonschema:"text (default): plain readable text; markdown: keeps headings, links, lists, tables and code"`
+	MaxChars    int      `json:"maxChars,omitempty"`
 }
 
 // fetchResult is one page's result, with the fields CountBot's web_fetch
@@ -118,18 +123,6 @@ type batchResult struct {
 	Results []fetchResult `json:"results"`
 }
 
-func (t *WebFetch) Name() string { return "web_fetch" }
-
-func (t *WebFetch) Description() string {
-	return "Fetch web pages over http(s) and return their main readable content (navigation, ads and boilerplate removed) as JSON: " +
-		"url, finalUrl, status, title, extractor, truncated, length, text, and a warning when the page is nearly empty (rendered by JavaScript) or was cut. " +
-		"Pass url for one page, or urls for several at once (results in the same order; a failed page reports its error and the others are still returned). " +
-		"extractMode=markdown keeps headings, links, lists, tables and code. JSON responses are pretty-printed, plain text is returned as is; images, PDFs and other binary files are refused. " +
-		"Internal, private and loopback addresses are refused."
-}
-
-func (t *WebFetch) Parameters() json.RawMessage { return t.schema }
-
 // Rules are checked by the registry before Execute and stated in the
 // description.
 func (t *WebFetch) Rules() []registry.Rule {
@@ -144,7 +137,7 @@ func (t *WebFetch) Timeout() time.Duration {
 }
 
 func (t *WebFetch) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[webFetchArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

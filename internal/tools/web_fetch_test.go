@@ -567,7 +567,7 @@ func TestWebFetchSchema(t *testing.T) {
 	if s.Additional == nil || *s.Additional {
 		t.Error("additionalProperties is not false")
 	}
-	if !bytes.Contains(tool.Parameters(), []byte(`"maxItems": 10`)) {
+	if !bytes.Contains(tool.Parameters(), []byte(`"maxItems":10`)) {
 		t.Error("urls not bounded by MaxURLs")
 	}
 	if tool.Timeout() < 30*time.Second {

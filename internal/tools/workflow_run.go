@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -16,6 +17,7 @@ import (
 // dependency graph or a council, and returns their outputs as one Markdown
 // report. It is offered only when a model endpoint is configured.
 type WorkflowRun struct {
+	tooldef.Def[agent.Workflow]
 	runner  agent.Runner
 	timeout time.Duration
 }
@@ -27,56 +29,45 @@ type WorkflowRun struct {
 const workflowStages = 3
 
 // NewWorkflowRun returns the workflow_run tool over r (the sub-agent
-// manager). agentTimeout is one sub-agent's deadline.
+// manager). agentTimeout is one sub-agent's deadline. The arguments are an
+// agent.Workflow; what a model is told of each of its fields is said here.
 func NewWorkflowRun(r agent.Runner, agentTimeout time.Duration) *WorkflowRun {
-	return &WorkflowRun{runner: r, timeout: workflowStages*agentTimeout + 30*time.Second}
+	def := tooldef.New[agent.Workflow]("workflow_run",
+		"Run several sub-agents toward one goal and get their outputs as one Markdown report. "+
+			"pipeline: stages in order, each building on the earlier outputs (e.g. research, then draft, then edit); "+
+			"graph: agents with depends_on, independent ones in parallel; "+
+			"council: the same question from several perspectives in parallel, with cross_review a round where each reviews the others. "+
+			"Each agent works alone with the file tools, exec, web_fetch and memory. Use it for large work that splits into parts; it takes minutes.",
+		func(p tooldef.Prop) {
+			p.Prop("goal").MinLength(1).MaxLength(4000).
+				Description("what the workflow as a whole should achieve; every agent is told it")
+			p.Prop("mode").Enum("pipeline", "graph", "council").
+				Description("pipeline (default): the agents run one after another in the order given, each seeing the earlier outputs; graph: each agent runs as soon as the agents in its depends_on have completed, independent ones in parallel; council: all run in parallel on the same question, each from its perspective, optionally followed by a cross-review round")
+			p.Prop("agents").MinItems(1).MaxItems(agent.MaxWorkflowAgents).
+				Description("the agents, each a sub-agent with the file tools, exec, web_fetch and memory, working alone")
+			slot := p.Prop("agents").Items()
+			slot.Prop("id").MaxLength(40).
+				Description("short unique id (letters, digits, . _ -), named in depends_on; default agent1, agent2...")
+			slot.Prop("role").MaxLength(200).
+				Description("the agent's role, e.g. 'security reviewer'")
+			slot.Prop("task").MinLength(1).MaxLength(20000).
+				Description("what this agent should do, self-contained: it sees only the goal, its task and the outputs it is given")
+			slot.Prop("depends_on").MaxItems(agent.MaxWorkflowAgents).
+				Description("graph mode: ids of the agents whose outputs this one needs; ignored in the other modes")
+			slot.Prop("perspective").MaxLength(1000).
+				Description("the point of view to take, e.g. 'the end user' (useful in council mode)")
+			p.Prop("cross_review").
+				Description("council mode: after the first round, each member reviews the others' answers and revises its own")
+		})
+	return &WorkflowRun{Def: def, runner: r, timeout: workflowStages*agentTimeout + 30*time.Second}
 }
-
-var workflowSchema = fmt.Sprintf(`{
-  "type": "object",
-  "properties": {
-    "goal": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "what the workflow as a whole should achieve; every agent is told it"},
-    "mode": {"type": "string", "enum": ["pipeline", "graph", "council"], "description": "pipeline (default): the agents run one after another in the order given, each seeing the earlier outputs; graph: each agent runs as soon as the agents in its depends_on have completed, independent ones in parallel; council: all run in parallel on the same question, each from its perspective, optionally followed by a cross-review round"},
-    "agents": {
-      "type": "array", "minItems": 1, "maxItems": %d,
-      "description": "the agents, each a sub-agent with the file tools, exec, web_fetch and memory, working alone",
-      "items": {
-        "type": "object",
-        "properties": {
-          "id": {"type": "string", "maxLength": 40, "description": "short unique id (letters, digits, . _ -), named in depends_on; default agent1, agent2..."},
-          "role": {"type": "string", "maxLength": 200, "description": "the agent's role, e.g. 'security reviewer'"},
-          "task": {"type": "string", "minLength": 1, "maxLength": 20000, "description": "what this agent should do, self-contained: it sees only the goal, its task and the outputs it is given"},
-          "depends_on": {"type": "array", "maxItems": %d, "items": {"type": "string"}, "description": "graph mode: ids of the agents whose outputs this one needs; ignored in the other modes"},
-          "perspective": {"type": "string", "maxLength": 1000, "description": "the point of view to take, e.g. 'the end user' (useful in council mode)"}
-        },
-        "required": ["task"],
-        "additionalProperties": false
-      }
-    },
-    "cross_review": {"type": "boolean", "description": "council mode: after the first round, each member reviews the others' answers and revises its own"}
-  },
-  "required": ["goal", "agents"],
-  "additionalProperties": false
-}`, agent.MaxWorkflowAgents, agent.MaxWorkflowAgents)
-
-func (t *WorkflowRun) Name() string { return "workflow_run" }
-
-func (t *WorkflowRun) Description() string {
-	return "Run several sub-agents toward one goal and get their outputs as one Markdown report. " +
-		"pipeline: stages in order, each building on the earlier outputs (e.g. research, then draft, then edit); " +
-		"graph: agents with depends_on, independent ones in parallel; " +
-		"council: the same question from several perspectives in parallel, with cross_review a round where each reviews the others. " +
-		"Each agent works alone with the file tools, exec, web_fetch and memory. Use it for large work that splits into parts; it takes minutes."
-}
-
-func (t *WorkflowRun) Parameters() json.RawMessage { return json.RawMessage(workflowSchema) }
 
 // Timeout lets a workflow last a few sub-agent deadlines; when it ends
 // first, the running agents are canceled and reported so.
 func (t *WorkflowRun) Timeout() time.Duration { return t.timeout }
 
 func (t *WorkflowRun) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	w, err := registry.Decode[agent.Workflow](raw)
+	w, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -7,45 +7,36 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 // WriteFile creates or replaces a file, or appends to it, atomically.
 type WriteFile struct {
+	tooldef.Def[writeFileArgs]
 	ws *workspace.Workspace
 }
 
-// NewWriteFile returns write_file.
-func NewWriteFile(ws *workspace.Workspace) *WriteFile { return &WriteFile{ws: ws} }
-
-const writeFileSchema = `{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": %[1]d, "description": "File path relative to the workspace; missing folders are created"},
-    "content": {"type": "string", "description": "The text to write"},
-    "mode": {"type": "string", "enum": ["overwrite", "append"], "description": "overwrite (default) replaces the file; append adds content at its end"}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`
-
+// writeFileArgs: content is required, since "" is content, so absent is
+// not empty.
 type writeFileArgs struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-	Mode    string `json:"mode"`
+	Path    string `json:"path" jsonschema:"File path relative to the workspace; missing folders are created"`
+	Content string `json:"content" jsonschema:"The text to write"`
+	Mode    string `json:"mode,omitempty" jsonschema:"overwrite (default) replaces the file; append adds content at its end"`
 }
 
-func (t *WriteFile) Name() string { return "write_file" }
-
-func (t *WriteFile) Description() string {
-	return "Write text to a file in the workspace, creating it and its folders if needed. mode=overwrite (default) replaces " +
-		"the file; mode=append adds to its end. Write very large content in several calls: the first with overwrite, the rest with append."
-}
-
-// Parameters states the path bound the workspace enforces.
-func (t *WriteFile) Parameters() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(writeFileSchema, workspace.MaxPathLen))
+// NewWriteFile returns write_file. The schema states the path bound the
+// workspace enforces.
+func NewWriteFile(ws *workspace.Workspace) *WriteFile {
+	def := tooldef.New[writeFileArgs]("write_file",
+		"Write text to a file in the workspace, creating it and its folders if needed. mode=overwrite (default) replaces "+
+			"the file; mode=append adds to its end. Write very large content in several calls: the first with overwrite, the rest with append.",
+		func(p tooldef.Prop) {
+			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
+			p.Prop("mode").Enum("overwrite", "append")
+		})
+	return &WriteFile{Def: def, ws: ws}
 }
 
 // MalformedHint is added when the model's arguments arrive truncated, which
@@ -55,7 +46,7 @@ func (t *WriteFile) MalformedHint() string {
 }
 
 func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, error) {
-	args, err := registry.Decode[writeFileArgs](raw)
+	args, err := t.Decode(raw)
 	if err != nil {
 		return "", err
 	}
