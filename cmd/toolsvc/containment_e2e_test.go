@@ -193,6 +193,18 @@ func TestExecUser(t *testing.T) {
 			if out != "65534\n65534\n" {
 				t.Errorf("command ran as %q, want uid 65534", out)
 			}
+			// The call's own HOME belongs to that account, and so does a
+			// TOOLSVC_EXEC_HOME the service creates for it.
+			home := `echo h > "$HOME/.h" && stat -c '%u %a' "$HOME"`
+			if out := mustSucceed(t, s.invoke(t, "exec", execArgs(home))); out != "65534 700\n" {
+				t.Errorf("the call's HOME: %q, want a private folder of uid 65534", out)
+			}
+			s.Stop(t)
+			s = startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534",
+				"EXEC_HOME": filepath.Join(base, "home-"+mode)})
+			if out := mustSucceed(t, s.invoke(t, "exec", execArgs(home+` && cat "$HOME/.h"`))); out != "65534 700\nh\n" {
+				t.Errorf("TOOLSVC_EXEC_HOME: %q, want a private folder of uid 65534 that keeps .h", out)
+			}
 		})
 	}
 }

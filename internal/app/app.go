@@ -83,7 +83,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return a, err
 	}
-	a.ws, err = workspace.Open(cfg.Workspace, cfg.RestrictWorkspace)
+	log := a.log
+	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
+		Restrict: cfg.RestrictWorkspace,
+		Warn:     func(msg string) { log.Warn().Msg(msg) },
+	})
 	if err != nil {
 		return a, err
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/extract"
+	"github.com/countbot/toolsvc/internal/homedir"
 	"github.com/countbot/toolsvc/internal/memory"
 	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/shellguard"
@@ -308,16 +310,20 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	home, err := execHome(c.ExecHome, user)
+	home, err := execHome(c.ExecHome, d.DataDir, user)
 	if err != nil {
 		return nil, nil, err
+	}
+	var writable []string
+	if home != "" {
+		writable = append(writable, home)
 	}
 	sb, err := sandbox.New(sandbox.Options{
 		Mode:      sandbox.Mode(c.ExecSandbox),
 		Network:   c.ExecNetwork,
 		Workspace: d.Workspace.Dir(),
 		Private:   append([]string{d.DataDir}, c.ExecPrivatePaths...),
-		Writable:  []string{home},
+		Writable:  writable,
 		MaxProcs:  c.ExecMaxProcs,
 		MaxMemory: int64(c.ExecMaxMemory),
 		User:      user,
@@ -377,31 +383,25 @@ func execUser(spec string) (*sandbox.User, error) {
 	return &sandbox.User{Name: name, Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// execHome makes the commands' HOME: the configured folder, or a private
-// one in the system temp folder, so that dotfiles and caches that programs
-// write do not land in the root of the model's workspace.
-func execHome(dir string, user *sandbox.User) (string, error) {
-	uid := os.Geteuid()
-	if user != nil {
-		uid = int(user.Uid)
-	}
+// execHome prepares TOOLSVC_EXEC_HOME, the HOME kept between calls: the
+// service creates the folder itself and refuses one someone else could
+// have planted files in (see homedir). Empty: "", each call gets its own
+// HOME. The folder may not overlap the data folder, which commands must
+// never reach.
+func execHome(dir, dataDir string, user *sandbox.User) (string, error) {
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-home-%d", uid))
+		return "", nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	var hu *homedir.User
+	if user != nil {
+		hu = &homedir.User{Uid: user.Uid, Gid: user.Gid}
+	}
+	home, err := homedir.Prepare(dir, hu)
+	if err != nil {
 		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s is not a folder", dir)
+	if data, err := filepath.EvalSymlinks(dataDir); err == nil && (pathx.Contains(data, home) || pathx.Contains(home, data)) {
+		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s overlaps the data folder %s, which commands must not reach; name a folder outside it", home, data)
 	}
-	if user != nil {
-		if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
-			return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %w", err)
-		}
-	} else if owner, other := ownerOther(fi, uid); other {
-		// Someone else made the folder first in a shared temp folder.
-		return "", fmt.Errorf("TOOLSVC_EXEC_HOME: %s belongs to uid %d, not to the service (uid %d); set TOOLSVC_EXEC_HOME", dir, owner, uid)
-	}
-	return filepath.Abs(dir)
+	return home, nil
 }

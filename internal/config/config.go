@@ -100,7 +100,7 @@ type Config struct {
 	ExecMaxProcs      int           `envconfig:"EXEC_MAX_PROCS" default:"256" desc:"exec: processes and threads one command and everything it starts may have at once (control group, else RLIMIT_NPROC); 0: no limit"`
 	ExecMaxMemory     Bytes         `envconfig:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit"`
 	ExecUser          string        `envconfig:"EXEC_USER" desc:"exec: when the service runs as root, run commands as this user (name or uid[:gid]); it needs write access to the workspace"`
-	ExecHome          string        `envconfig:"EXEC_HOME" desc:"exec: the commands' HOME, kept between calls for dotfiles and caches; empty: a private folder toolsvc-home-<uid> in the system temp folder"`
+	ExecHome          string        `envconfig:"EXEC_HOME" desc:"exec: a HOME kept between calls for dotfiles and caches; toolsvc creates it (mode 0700) and refuses to start if it already exists as a symbolic link, with another owner or writable by group or others; empty: each call gets a fresh HOME in its private temporary folder, deleted after the call, so nothing one command plants there runs in the next"`
 
 	// Sub-agents (spawn, workflow_run, send_message): offered only when
 	// LLM_BASE_URL and LLM_MODEL are set.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,8 +41,11 @@ type ExecOptions struct {
 	// TempDir is where each command's private temporary folder is made;
 	// default os.TempDir(). It must not be inside the workspace.
 	TempDir string
-	// Home is the commands' HOME, kept between calls for the dotfiles and
-	// caches of the programs they run; default: the workspace.
+	// Home, when set, is the commands' HOME, kept between calls for the
+	// dotfiles and caches of the programs they run. Empty (the default):
+	// each call gets a fresh HOME, the folder "home" in its private
+	// temporary folder, so that nothing one command plants there (a
+	// .gitconfig, a usercustomize.py, a shell rc file) runs in the next.
 	Home string
 	// Owner, when set, owns each call's temporary folder (the account
 	// commands run as).
@@ -84,9 +88,6 @@ func NewExec(ws *workspace.Workspace, o ExecOptions) *Exec {
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
 	}
-	if o.Home == "" {
-		o.Home = ws.Dir()
-	}
 	if o.Environ == nil {
 		o.Environ = os.Environ
 	}
@@ -120,11 +121,19 @@ func (e *Exec) describe() string {
 	}
 	return fmt.Sprintf("Run a shell command with /bin/sh -c in the workspace and return its output: stdout, then "+
 		"stderr after 'STDERR:'; a failed command starts with 'COMMAND FAILED (exit code N)'. Use it for builds, "+
-		"tests, git, grep and other command-line work. "+where+"; $TMPDIR is a private temporary folder deleted after the call; network: %s. Destructive "+
+		"tests, git, grep and other command-line work. "+where+"; "+e.homeText()+"; network: %s. Destructive "+
 		"commands (rm -rf, mkfs, dd, shutdown...) are refused by a safety guard. Commands stop after %d s "+
 		"unless 'timeout' says otherwise (at most %d s). Output beyond %d characters is cut in the middle: "+
 		"send large output to a file and read it with read_file, or narrow it with grep, head or tail.",
 		net, int(e.opts.DefaultTimeout/time.Second), int(e.opts.MaxTimeout/time.Second), e.opts.MaxOutput)
+}
+
+// homeText tells the model which of its files last beyond the call.
+func (e *Exec) homeText() string {
+	if e.opts.Home == "" {
+		return "$HOME and $TMPDIR are private folders deleted after the call (keep what must last in the workspace)"
+	}
+	return "$TMPDIR is a private temporary folder deleted after the call; $HOME is kept between calls"
 }
 
 // Timeout implements registry.Timeouter: the registry's deadline is a
@@ -203,6 +212,16 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 
 	sb := e.opts.Sandbox
 	path, args, childTmp := sb.Command(tmp, []string{Shell, "-c", command})
+	home := e.opts.Home
+	if home == "" {
+		// The call's own HOME, inside its temporary folder: writable in
+		// every sandbox mode, as seen by the child (bubblewrap shows the
+		// folder as /tmp), and deleted with it.
+		if err := e.makeHome(filepath.Join(tmp, callHome)); err != nil {
+			return "", toolerr.Errorf(toolerr.ToolError, "could not create a HOME folder for the command: %w", err)
+		}
+		home = filepath.Join(childTmp, callHome)
+	}
 	// Room for MaxOutput characters of up to 4 bytes at each end.
 	keep := utf8.UTFMax * e.opts.MaxOutput
 	stdout := headtail.New(keep, keep)
@@ -212,7 +231,7 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 
 	cmd := exec.CommandContext(cctx, path, args...)
 	cmd.Dir = dir
-	cmd.Env = e.env(childTmp)
+	cmd.Env = e.env(home, childTmp)
 	cmd.Stdout = stream.tee(stdout)
 	cmd.Stderr = stream.tee(stderr)
 	// Bounds how long Wait waits for the output pipes once the command's
@@ -281,12 +300,27 @@ func exitCode(ps *os.ProcessState, err error) int {
 	return ps.ExitCode()
 }
 
+// callHome is the name of a call's own HOME in its temporary folder.
+const callHome = "home"
+
+// makeHome creates a call's own HOME, private to the account commands run
+// as.
+func (e *Exec) makeHome(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if e.opts.Owner != nil {
+		return os.Chown(dir, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
+	}
+	return nil
+}
+
 // env builds the child's environment from the allowlist only: the
 // service's own variables (API keys, tokens) never reach commands. HOME is
-// the configured home folder, so tools that keep settings in dotfiles and
-// caches keep them between calls, and TMPDIR the call's private folder.
-func (e *Exec) env(tmp string) []string {
-	out := []string{"HOME=" + e.opts.Home, "TMPDIR=" + tmp}
+// home (the call's own, or the configured one that lasts between calls),
+// and TMPDIR the call's private folder.
+func (e *Exec) env(home, tmp string) []string {
+	out := []string{"HOME=" + home, "TMPDIR=" + tmp}
 	hasPath := false
 	for _, kv := range e.opts.Environ() {
 		name, _, ok := strings.Cut(kv, "=")

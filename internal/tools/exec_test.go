@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,7 +101,7 @@ func TestExecResults(t *testing.T) {
 		{name: "cut counts characters", args: map[string]any{"command": "for i in $(seq 1 300); do printf '中'; done"},
 			want: []string{strings.Repeat("中", 100) + "\n\n... [300 bytes of stdout cut here (900 bytes in all); the first 100 and last 100 characters"}},
 		{name: "working dir", args: map[string]any{"command": "pwd", "working_dir": "sub"}, want: []string{"/sub\n"}},
-		{name: "home is workspace", args: map[string]any{"command": `test "$HOME" = "$PWD" && echo same`}, exact: "same\n"},
+		{name: "home in private tmpdir", args: map[string]any{"command": `test "$HOME" = "$TMPDIR/home" && test -d "$HOME" && test -w "$HOME" && echo ok`}, exact: "ok\n"},
 		{name: "private tmpdir", args: map[string]any{"command": `case "$TMPDIR" in */toolsvc-exec-*) echo ok;; esac`}, exact: "ok\n"},
 		{name: "empty command", args: map[string]any{"command": "   "}, code: toolerr.InvalidArguments},
 		{name: "working dir outside", args: map[string]any{"command": "pwd", "working_dir": "../"}, code: toolerr.PathDenied},
@@ -134,6 +135,41 @@ func TestExecResults(t *testing.T) {
 	}
 }
 
+// TestExecHome checks that, by default, what one command leaves in HOME
+// is gone in the next, and the call's folder with it; with Home set, it
+// lasts.
+func TestExecHome(t *testing.T) {
+	plant := `echo planted > "$HOME/.gitconfig" && echo "$HOME"`
+	check := `if test -e "$HOME/.gitconfig"; then echo present; else echo absent; fi`
+
+	e, _ := newTestExec(t, ExecOptions{})
+	first, err := runExec(t, context.Background(), e, map[string]any{"command": plant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.TrimSpace(first)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the call's HOME %s is still there: %v", first, err)
+	}
+	if out, err := runExec(t, context.Background(), e, map[string]any{"command": check}); err != nil || out != "absent\n" {
+		t.Errorf("a file planted in HOME reached the next call: %q, %v", out, err)
+	}
+	if !strings.Contains(e.Description(), "$HOME and $TMPDIR are private folders deleted after the call") {
+		t.Errorf("the description does not say HOME is per call:\n%s", e.Description())
+	}
+
+	home := t.TempDir()
+	e, _ = newTestExec(t, ExecOptions{Home: home})
+	if _, err := runExec(t, context.Background(), e, map[string]any{"command": plant}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runExec(t, context.Background(), e, map[string]any{"command": check}); err != nil || out != "present\n" {
+		t.Errorf("a configured HOME did not last between calls: %q, %v", out, err)
+	}
+	if !strings.Contains(e.Description(), "$HOME is kept between calls") {
+		t.Errorf("the description does not say HOME is kept:\n%s", e.Description())
+	}
+}
+
 func TestExecSymlinkWorkingDirEscape(t *testing.T) {
 	e, ws := newTestExec(t, ExecOptions{})
 	outside := t.TempDir()
@@ -157,10 +193,15 @@ func TestExecEnvironmentAllowlist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "TERM=dumb", "MY_VAR=visible", "GOFLAGS_X=prefixed", "HOME=" + ws.Dir()} {
+	for _, w := range []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "TERM=dumb", "MY_VAR=visible", "GOFLAGS_X=prefixed"} {
 		if !strings.Contains(out, w+"\n") {
 			t.Errorf("env lacks %s:\n%s", w, out)
 		}
+	}
+	// HOME is the call's own, in its private temporary folder.
+	home := regexp.MustCompile(`(?m)^HOME=` + regexp.QuoteMeta(filepath.Join(os.TempDir(), "toolsvc-exec-")) + `[^/\n]+/home$`)
+	if !home.MatchString(out) || strings.Contains(out, "HOME="+ws.Dir()+"\n") {
+		t.Errorf("HOME is not the call's own folder:\n%s", out)
 	}
 	for _, bad := range []string{"sk-service-key", "sk-llm-key", "tg-token", "TOOLSVC_", "HOME=/root", "/var/tmp/leak"} {
 		if strings.Contains(out, bad) {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -61,21 +62,93 @@ func tempBeside(name string) string {
 	return path.Join(path.Dir(name), "."+base+".tmp-"+randomHex())
 }
 
-// tempShared returns a temporary name in TempDir, creating the folder if
-// needed. It fails when TempDir cannot be a folder (something else was put
-// in its place), and WriteFile then works beside the target.
-func tempShared(root *os.Root) (string, error) {
-	if err := root.Mkdir(TempDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+// tempShared returns a temporary name in TempDir, making the folder, or
+// making it again, if needed (see ensureTemp). It fails when TempDir
+// cannot be a folder, and WriteFile then works beside the target.
+func (w *Workspace) tempShared(root *os.Root) (string, error) {
+	if err := w.ensureTemp(root); err != nil {
 		return "", err
-	}
-	fi, err := root.Lstat(TempDir)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", errors.New("not a folder")
 	}
 	return TempDir + "/.w.tmp-" + randomHex(), nil
+}
+
+// ensureTemp makes sure TempDir is a real folder at the top of root. The
+// workspace belongs to the commands exec runs and to whoever else writes
+// there, so anything may have taken the folder's place: a file, or a
+// symbolic link (to "/", say). Whatever is there that is not a folder is
+// removed as it is, a link as a link, never followed (os.Root removes the
+// name with unlinkat, inside the workspace), and the folder is made again,
+// with a warning. This runs at start-up, on reopening a replaced
+// workspace, before each write that needs the folder and from the
+// readiness check, so the service recovers without a restart.
+func (w *Workspace) ensureTemp(root *os.Root) error {
+	if fi, err := root.Lstat(TempDir); err == nil && fi.IsDir() {
+		return nil
+	}
+	w.healMu.Lock()
+	defer w.healMu.Unlock()
+	replaced, err := healTemp(root)
+	if replaced != "" && w.warn != nil {
+		w.warn(fmt.Sprintf("the workspace's temporary folder %s had been replaced by %s (by a command or by hand); "+
+			"it was removed without being followed, and the folder made again", TempDir, replaced))
+	}
+	return err
+}
+
+// repairTemp puts TempDir back as a folder when something else took its
+// place, and leaves a workspace without one as it is (the first write
+// makes it). A failure is left for Probe (/readyz) to report.
+func (w *Workspace) repairTemp(root *os.Root) {
+	if _, err := root.Lstat(TempDir); err == nil {
+		_ = w.ensureTemp(root)
+	}
+}
+
+// healTemp makes TempDir a folder again, and says what it removed to do
+// so ("" for nothing).
+func healTemp(root *os.Root) (replaced string, err error) {
+	fi, err := root.Lstat(TempDir)
+	switch {
+	case err == nil && fi.IsDir():
+		return "", nil
+	case err == nil:
+		replaced = describeEntry(fi)
+		// A name that is not a folder: unlinkat removes a link itself.
+		// Should a folder have appeared meanwhile, only an empty one is
+		// removed, and it is made again below.
+		if err := root.Remove(TempDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return replaced, err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", err
+	}
+	if err := root.Mkdir(TempDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return replaced, err
+	}
+	if fi, err = root.Lstat(TempDir); err != nil {
+		return replaced, err
+	}
+	if !fi.IsDir() {
+		return replaced, errors.New("not a folder")
+	}
+	return replaced, nil
+}
+
+// describeEntry names what fi is, for the warning.
+func describeEntry(fi fs.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsRegular():
+		return fmt.Sprintf("a file of %d bytes", fi.Size())
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // removeStaleTemps deletes the files in TempDir that no write is using:
@@ -117,13 +190,14 @@ func removeStaleTemps(root *os.Root) {
 
 // Probe checks that the workspace folder is there (reopening it if it was
 // replaced) and that a file can be made in it: a file is created in
-// TempDir and removed. The error says what failed, without host paths.
+// TempDir, which is made a folder again first if something took its
+// place, and removed. The error says what failed, without host paths.
 func (w *Workspace) Probe() error {
 	root, err := w.Current()
 	if err != nil {
 		return errors.New("missing: the folder was deleted, moved or unmounted")
 	}
-	tmp, err := tempShared(root)
+	tmp, err := w.tempShared(root)
 	if err == nil {
 		var f *os.File
 		if f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {

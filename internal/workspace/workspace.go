@@ -54,6 +54,9 @@ type Workspace struct {
 	// One is kept per reopen, which happens only when an operator replaces
 	// the workspace folder.
 	old []*opened
+
+	warn   func(msg string) // told of repairs; may be nil
+	healMu sync.Mutex       // one repair of the temporary folder at a time
 }
 
 // PathCheckInterval is how often Resolve compares the configured path with
@@ -72,11 +75,27 @@ func (o *opened) close() {
 	o.root.Close()
 }
 
-// Open creates dir if it is missing and opens it as the workspace. With
-// restrict false, absolute paths and ".." may also reach outside it.
-// Temporary files left in the workspace's temporary folder by writes that a
-// crash interrupted are removed.
+// Options configure OpenWith.
+type Options struct {
+	// Restrict confines paths to the workspace; false lets absolute paths
+	// and ".." also reach outside it.
+	Restrict bool
+	// Warn, when set, is told of repairs the service made in the
+	// workspace on its own (its temporary folder put back), for the log.
+	Warn func(msg string)
+}
+
+// Open is OpenWith without warnings.
 func Open(dir string, restrict bool) (*Workspace, error) {
+	return OpenWith(dir, Options{Restrict: restrict})
+}
+
+// OpenWith creates dir if it is missing and opens it as the workspace. Its
+// temporary folder (TempDir) is made a folder again if something took its
+// place, and temporary files left there by writes that a crash interrupted
+// are removed.
+func OpenWith(dir string, opts Options) (*Workspace, error) {
+	restrict := opts.Restrict
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
@@ -88,7 +107,7 @@ func Open(dir string, restrict bool) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now()}
+	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now(), warn: opts.Warn}
 	w.cur.Store(o)
 	if !restrict {
 		if w.sys, err = os.OpenRoot("/"); err != nil {
@@ -96,6 +115,7 @@ func Open(dir string, restrict bool) (*Workspace, error) {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 	}
+	w.repairTemp(o.root)
 	removeStaleTemps(o.root)
 	return w, nil
 }
@@ -197,6 +217,7 @@ func (w *Workspace) current() (*opened, error) {
 		n.close()
 		return o, unavailable(errors.New("the folder at the path cannot be checked"))
 	}
+	w.repairTemp(n.root)
 	removeStaleTemps(n.root)
 	w.old = append(w.old, o)
 	w.cur.Store(n)
@@ -494,7 +515,7 @@ func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) erro
 	for {
 		tmp := tempBeside(t.Name)
 		if shared {
-			if tmp, err = tempShared(t.Root); err != nil {
+			if tmp, err = w.tempShared(t.Root); err != nil {
 				shared = false
 				continue
 			}
