@@ -105,3 +105,18 @@ func TestValidateKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestBadSecretNotRepeated: a value that cannot be decoded is quoted in
+// the error, unless it holds secrets.
+func TestBadSecretNotRepeated(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"API_KEYS", "a=first-key-0123456789,a=second-key-0123456789"},
+		{"ADMIN_KEYS", "bad name=first-key-0123456789"},
+		{"WEBHOOK_URL", "ops=https://h.example/first-key-0123456789,ops=https://h.example/x"},
+	} {
+		_, err := LoadFrom(mapLookup(map[string]string{tc.name: tc.value}))
+		if err == nil || !strings.Contains(err.Error(), "TOOLSVC_"+tc.name+" is not a valid") || strings.Contains(err.Error(), "first-key") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
