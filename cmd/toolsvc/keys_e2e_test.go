@@ -42,7 +42,8 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestKeysOwnTheirWork: with two named keys, the second can neither list,
 // read, follow nor cancel the first one's sub-agent (404, as for an ID
 // that does not exist), nor see or continue its send_message conversation
-// (it gets one of its own); an admin key can do all of it, and sees a task
+// (it gets one of its own); a workflow's sub-agents belong to the key that
+// ran it; an admin key can do all of it, and sees a task
 // of before keys had names, which the named keys do not. Audit records,
 // task files and log lines name the keys and never show them.
 func TestKeysOwnTheirWork(t *testing.T) {
@@ -188,6 +189,20 @@ func TestKeysOwnTheirWork(t *testing.T) {
 		}
 	}
 
+	// A workflow's sub-agents belong to the key that ran it.
+	mustSucceed(t, bob.invoke(t, "workflow_run", map[string]any{"goal": "count", "agents": []map[string]any{{"id": "counter", "task": "count the files"}}}))
+	bobs := listed(bob)
+	if len(bobs) != 1 || bobs[0] == id {
+		t.Fatalf("bob lists %v after his workflow", bobs)
+	}
+	if got := bob.agentTask(t, bobs[0]); got.Owner != "bob" || got.Status != agent.StatusCompleted {
+		t.Errorf("bob's workflow agent: %+v", got)
+	}
+	if got := listed(alice); !slices.Equal(got, []string{id}) {
+		t.Errorf("alice lists %v after bob's workflow", got)
+	}
+	notFound(alice, "GET", "/agents/"+bobs[0])
+
 	// Names everywhere, keys nowhere.
 	s.Stop(t)
 	var records []map[string]any
@@ -213,7 +228,7 @@ func TestKeysOwnTheirWork(t *testing.T) {
 	for _, r := range records {
 		keysOf[r["tool_name"].(string)] = append(keysOf[r["tool_name"].(string)], r["key"])
 	}
-	if !slices.Equal(keysOf["spawn"], []any{"alice"}) || len(keysOf["send_message"]) != 3 {
+	if !slices.Equal(keysOf["spawn"], []any{"alice"}) || !slices.Equal(keysOf["workflow_run"], []any{"bob"}) || len(keysOf["send_message"]) != 3 {
 		t.Errorf("audit records by tool and key: %v", keysOf)
 	}
 	logs := s.Logs()
