@@ -155,6 +155,9 @@ type pass struct {
 	// meta is what the door read, for registry.Invoke; the door may add
 	// Progress.
 	meta registry.Meta
+	// cancel cancels ctx (a client that went away) and keeps the slot:
+	// the call holds it until the tool has returned and done is called.
+	cancel context.CancelFunc
 	// done ends the call: it cancels ctx and gives the slot back. It may be
 	// called more than once.
 	done func()
@@ -183,7 +186,7 @@ func (g *gate) admit(ctx context.Context) (pass, error) {
 		cancel()
 		<-g.sem
 	})
-	return pass{ctx: ctx, meta: meta, done: done}, nil
+	return pass{ctx: ctx, meta: meta, cancel: cancel, done: done}, nil
 }
 
 // headerValue returns a header bounded in length and stripped of control

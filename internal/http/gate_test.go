@@ -168,7 +168,8 @@ func TestGateAuthenticate(t *testing.T) {
 }
 
 // TestGateAdmit: a context that did not pass a door is refused; the slot
-// is held until done; a stopped service refuses and cancels.
+// is held until done, also once the call is canceled; a stopped service
+// cancels running calls and refuses new ones.
 func TestGateAdmit(t *testing.T) {
 	stopping, stop := context.WithCancel(context.Background())
 	g := newGate(nil, stopping, 1)
@@ -185,8 +186,20 @@ func TestGateAdmit(t *testing.T) {
 	if _, err := g.admit(ctx); !errors.Is(err, errBusy) {
 		t.Errorf("second admit with one slot: %v", err)
 	}
-	stop()
+	// A client gone: the call is canceled, and holds its slot until done.
+	p.cancel()
 	<-p.ctx.Done()
+	if _, err := g.admit(ctx); !errors.Is(err, errBusy) {
+		t.Errorf("admit while a canceled call has not returned: %v", err)
+	}
+	p.done()
+	p2, err := g.admit(ctx)
+	if err != nil {
+		t.Fatalf("admit after done: %v", err)
+	}
+	stop()
+	<-p2.ctx.Done()
+	p2.done()
 	p.done()
 	p.done()
 	if _, err := g.admit(ctx); !errors.Is(err, errStopping) {

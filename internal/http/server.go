@@ -361,7 +361,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		release()
 	})
 	defer callDone()
-	ctx, cancel, meta := p.ctx, p.done, p.meta
+	ctx, cancel, meta := p.ctx, p.cancel, p.meta
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
@@ -399,7 +399,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
 	if !es.finish("result", data) {
-		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).
+		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", meta.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
 }
