@@ -73,7 +73,10 @@ type sessionLock struct {
 
 // history is one session's file.
 type history struct {
-	SessionID string    `json:"session_id"`
+	SessionID string `json:"session_id"`
+	// Owner is the name of the API key the conversation belongs to; empty
+	// without keys (and in files of before keys had names).
+	Owner     string    `json:"owner,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Messages  []Message `json:"messages"`
 }
@@ -134,7 +137,13 @@ var ErrConversationTimeout = errors.New("no reply in time")
 // Send passes text to the agent in session's conversation and returns its
 // reply. An empty session has no history. Messages of one session are
 // answered one at a time, in the order they come.
-func (c *Conversations) Send(ctx context.Context, session, text string, onEvent func(Event)) (Outcome, error) {
+//
+// A conversation belongs to owner, the name of the caller's API key (empty
+// without keys): another key that names the same session gets a
+// conversation of its own, and never sees, nor adds to, this one's
+// history, just as if the session did not exist. The agent's tool calls
+// carry owner too.
+func (c *Conversations) Send(ctx context.Context, owner, session, text string, onEvent func(Event)) (Outcome, error) {
 	select {
 	case c.sem <- struct{}{}:
 	default:
@@ -143,8 +152,9 @@ func (c *Conversations) Send(ctx context.Context, session, text string, onEvent 
 	defer func() { <-c.sem }()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
+	file := conversationFile(owner, session)
 	if session != "" {
-		unlock, err := c.lock(ctx, session)
+		unlock, err := c.lock(ctx, file)
 		if err != nil {
 			return Outcome{}, ErrConversationTimeout
 		}
@@ -152,10 +162,10 @@ func (c *Conversations) Send(ctx context.Context, session, text string, onEvent 
 	}
 	var h history
 	if session != "" {
-		h = c.load(session)
+		h = c.load(file, owner)
 	}
 	loop := &Loop{Model: c.opts.Model, Tools: c.opts.Tools, Allowed: c.Tools(), MaxTurns: c.opts.MaxTurns,
-		System: ConversationPrompt(c.opts.MaxTurns), Source: "send_message"}
+		System: ConversationPrompt(c.opts.MaxTurns), Source: "send_message", Key: owner}
 	id := session
 	if id == "" {
 		id = "send_message"
@@ -171,11 +181,11 @@ func (c *Conversations) Send(ctx context.Context, session, text string, onEvent 
 		return out, errors.New(c.opts.Redact(out.Failure.Message))
 	}
 	if session != "" {
-		h.SessionID = c.opts.Redact(session)
+		h.SessionID, h.Owner = c.opts.Redact(session), owner
 		h.Messages = append(h.Messages, Message{Role: "user", Content: c.opts.Redact(text)}, Message{Role: "assistant", Content: out.Answer})
 		h.Messages = trimHistory(h.Messages)
 		h.UpdatedAt = c.opts.Now().UTC()
-		if err := c.save(session, h); err != nil {
+		if err := c.save(file, h); err != nil {
 			c.opts.Log.Error().Err(err).Msg("send_message: saving the conversation")
 		}
 	}
@@ -200,19 +210,20 @@ func trimHistory(msgs []Message) []Message {
 	return append([]Message(nil), msgs[start:]...)
 }
 
-func (c *Conversations) lock(ctx context.Context, session string) (func(), error) {
+// lock takes the conversation kept in file, for one message at a time.
+func (c *Conversations) lock(ctx context.Context, file string) (func(), error) {
 	c.mu.Lock()
-	l := c.locks[session]
+	l := c.locks[file]
 	if l == nil {
 		l = &sessionLock{ch: make(chan struct{}, 1)}
-		c.locks[session] = l
+		c.locks[file] = l
 	}
 	l.refs++
 	c.mu.Unlock()
 	release := func() {
 		c.mu.Lock()
 		if l.refs--; l.refs == 0 {
-			delete(c.locks, session)
+			delete(c.locks, file)
 		}
 		c.mu.Unlock()
 	}
@@ -243,14 +254,35 @@ func SessionFile(session string) string {
 	return safe + "-" + hex.EncodeToString(sum[:8]) + ".json"
 }
 
-func (c *Conversations) load(session string) history {
+// conversationFile is the file owner's conversation in session is kept
+// under. Without an owner it is SessionFile(session), the name of before
+// keys had names, so those histories keep loading; with one, the hash
+// covers the owner too, so two keys' conversations in one session are two
+// files.
+func conversationFile(owner, session string) string {
+	if owner == "" {
+		return SessionFile(session)
+	}
+	name := SessionFile(session)
+	safe := name[:strings.LastIndexByte(name, '-')]
+	sum := sha256.Sum256([]byte(owner + "\x00" + session))
+	return safe + "-" + hex.EncodeToString(sum[:8]) + ".json"
+}
+
+// load reads the history kept in file, if it is owner's.
+func (c *Conversations) load(file, owner string) history {
 	var h history
-	data, err := os.ReadFile(filepath.Join(c.opts.Dir, SessionFile(session)))
+	data, err := os.ReadFile(filepath.Join(c.opts.Dir, file))
 	if err != nil {
 		return h
 	}
 	if err := json.Unmarshal(data, &h); err != nil {
-		c.opts.Log.Warn().Str("file", SessionFile(session)).Msg("send_message: a conversation file cannot be read; starting afresh")
+		c.opts.Log.Warn().Str("file", file).Msg("send_message: a conversation file cannot be read; starting afresh")
+		return history{}
+	}
+	if h.Owner != owner {
+		// Names differ by a hash of the owner; this holds even if two
+		// ever met.
 		return history{}
 	}
 	h.Messages = trimHistory(h.Messages)
@@ -258,12 +290,12 @@ func (c *Conversations) load(session string) history {
 }
 
 // save writes the history atomically: a temporary file, synced, renamed.
-func (c *Conversations) save(session string, h history) error {
+func (c *Conversations) save(file string, h history) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeAtomic(c.opts.Dir, SessionFile(session), data)
+	return writeAtomic(c.opts.Dir, file, data)
 }
 
 func writeAtomic(dir, name string, data []byte) error {

@@ -65,7 +65,7 @@ func TestConversationContinues(t *testing.T) {
 		{"dev-1", "and tomorrow", "reply 2"},
 		{"dev-2", "hello", "reply 3"},
 	} {
-		out, err := c.Send(t.Context(), m.session, m.text, nil)
+		out, err := c.Send(t.Context(), "", m.session, m.text, nil)
 		if err != nil || out.Answer != m.want {
 			t.Fatalf("Send(%s, %s) = %q, %v", m.session, m.text, out.Answer, err)
 		}
@@ -82,7 +82,7 @@ func TestConversationContinues(t *testing.T) {
 	}
 	// A restart keeps the history: it is on disk.
 	c2 := conversations(t, srv, dir, nil)
-	if _, err := c2.Send(t.Context(), "dev-1", "thanks", nil); err != nil {
+	if _, err := c2.Send(t.Context(), "", "dev-1", "thanks", nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs = srv.Requests()
@@ -99,7 +99,7 @@ func TestConversationHistoryBounds(t *testing.T) {
 	dir := t.TempDir()
 	c := conversations(t, srv, dir, nil)
 	for i := range 15 {
-		if _, err := c.Send(t.Context(), "../../etc/passwd", fmt.Sprintf("message %d", i), nil); err != nil {
+		if _, err := c.Send(t.Context(), "", "../../etc/passwd", fmt.Sprintf("message %d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestConversationHistoryBounds(t *testing.T) {
 	// Big messages: the history stays within 32 KiB.
 	big := strings.Repeat("x", 10<<10)
 	for range 5 {
-		if _, err := c.Send(t.Context(), "big", big, nil); err != nil {
+		if _, err := c.Send(t.Context(), "", "big", big, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,7 +143,7 @@ func TestConversationTimeout(t *testing.T) {
 	srv := agenttest.New(t, agenttest.Reply(agenttest.Response{Hang: true}))
 	dir := t.TempDir()
 	c := conversations(t, srv, dir, func(o *agent.ConversationOptions) { o.Timeout = 200 * time.Millisecond })
-	_, err := c.Send(context.Background(), "s", "hello", nil)
+	_, err := c.Send(context.Background(), "", "s", "hello", nil)
 	if !errors.Is(err, agent.ErrConversationTimeout) {
 		t.Fatalf("Send() = %v", err)
 	}
@@ -164,15 +164,79 @@ func TestConversationBusy(t *testing.T) {
 	c := conversations(t, srv, t.TempDir(), func(o *agent.ConversationOptions) { o.MaxConcurrent = 1 })
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Send(context.Background(), "a", "one", nil)
+		_, err := c.Send(context.Background(), "", "a", "one", nil)
 		first <- err
 	}()
 	<-arrived
-	if _, err := c.Send(context.Background(), "b", "two", nil); !errors.Is(err, agent.ErrBusy) {
+	if _, err := c.Send(context.Background(), "", "b", "two", nil); !errors.Is(err, agent.ErrBusy) {
 		t.Errorf("second message: %v, want ErrBusy", err)
 	}
 	close(release)
 	if err := <-first; err != nil {
 		t.Errorf("first message: %v", err)
+	}
+}
+
+// TestConversationBelongsToKey: a conversation is its key's own. Another
+// key naming the same session starts afresh and leaves the first one's
+// history as it was; a history of before keys had names (no owner) goes
+// on without keys and is no key's; the agent's tool calls carry the key.
+func TestConversationBelongsToKey(t *testing.T) {
+	n := 0
+	var mu sync.Mutex
+	srv := agenttest.New(t, func(agenttest.Request) agenttest.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return agenttest.Final(fmt.Sprintf("reply %d", n))
+	})
+	dir := t.TempDir()
+	c := conversations(t, srv, dir, nil)
+	for _, m := range []struct{ owner, text string }{
+		{"", "before keys"}, {"alice", "secret plan"}, {"bob", "what did alice say"}, {"alice", "go on"}, {"", "still there?"},
+	} {
+		if _, err := c.Send(t.Context(), m.owner, "dev-1", m.text, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	for i, want := range [][]string{
+		{"user: before keys"},
+		{"user: secret plan"},
+		{"user: what did alice say"},
+		{"user: secret plan", "assistant: reply 2", "user: go on"},
+		{"user: before keys", "assistant: reply 1", "user: still there?"},
+	} {
+		if got := roles(t, reqs[i]); !slices.Equal(got, want) {
+			t.Errorf("message %d sent as %q, want %q", i+1, got, want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "dev-1-*.json"))
+	if len(files) != 3 {
+		t.Errorf("files %v: want one per key and one without", files)
+	}
+	// A file in alice's place that records another owner is not alice's.
+	byOwner := map[string]string{}
+	for _, f := range files {
+		var h struct{ Owner string }
+		raw, _ := os.ReadFile(f)
+		if err := json.Unmarshal(raw, &h); err != nil {
+			t.Fatal(err)
+		}
+		byOwner[h.Owner] = f
+	}
+	raw, err := os.ReadFile(byOwner["bob"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(byOwner["alice"], raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(t.Context(), "alice", "dev-1", "anyone?", nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs = srv.Requests()
+	if got := roles(t, reqs[len(reqs)-1]); !slices.Equal(got, []string{"user: anyone?"}) {
+		t.Errorf("alice with bob's file in her place sent as %q", got)
 	}
 }

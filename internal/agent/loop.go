@@ -90,6 +90,9 @@ type Loop struct {
 	System string
 	// Source is the audit source of the tool calls; default "subagent".
 	Source string
+	// Key is the name of the API key the work belongs to: its tool calls
+	// carry it, into the audit log and into any work they start.
+	Key string
 }
 
 // Run works on task under ctx (which carries the task's deadline). id is
@@ -148,7 +151,7 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 			case key == prevKey:
 				res = registry.Failed(name, toolerr.DuplicateCall, fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name))
 			default:
-				res = l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source})
+				res = l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source, Key: l.Key})
 			}
 			obs.Called(name, args, res)
 			prevKey = key

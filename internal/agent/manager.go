@@ -53,6 +53,10 @@ type Task struct {
 	ToolCalls  []CallRecord `json:"tool_calls"`
 	Answer     string       `json:"answer,omitempty"`
 	Error      *Failure     `json:"error,omitempty"`
+	// Owner is the name of the API key whose call started the task (never
+	// the key); empty for a task started without keys, and in files of
+	// before keys had names.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Summary is a task without its calls and answer, for GET /agents.
@@ -64,6 +68,7 @@ type Summary struct {
 	UpdatedAt  time.Time  `json:"updated_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Turns      int        `json:"turns"`
+	Owner      string     `json:"owner,omitempty"`
 }
 
 const (
@@ -226,7 +231,14 @@ type StartOptions struct {
 
 // StartWith begins a task in the background and returns it as it starts.
 // ctx bounds only the wait for a slot; the task runs on its own deadline.
+// The task belongs to the key of the tool call ctx is in (registry.Call's
+// Key: spawn's, or a workflow's), and its own tool calls carry that key,
+// so that work they start belongs to it too.
 func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (Task, error) {
+	var owner string
+	if c, ok := registry.CallFrom(ctx); ok {
+		owner = c.Key
+	}
 	if len(task) > maxTaskChars {
 		return Task{}, fmt.Errorf("the task is longer than %d characters", maxTaskChars)
 	}
@@ -255,7 +267,7 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 	tctx, cancel := context.WithCancelCause(m.base)
 	e := &entry{
 		t: Task{ID: newTaskID(), Label: m.opts.Redact(o.Label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
-			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}},
+			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}, Owner: owner},
 		cancel: cancel, done: make(chan struct{}), hook: o.OnEvent, subs: map[*Subscription]struct{}{},
 	}
 	m.tasks[e.t.ID] = e
@@ -277,7 +289,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer func() { <-m.sem }()
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.opts.Allowed, MaxTurns: m.opts.MaxTurns}
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.opts.Allowed, MaxTurns: m.opts.MaxTurns, Key: e.t.Owner}
 	var out Outcome
 	func() {
 		defer func() {
@@ -326,7 +338,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	if t.Status != StatusCompleted {
 		ev = m.opts.Log.Warn()
 	}
-	ev.Str("agent", e.t.ID).Str("status", t.Status).Int("turns", t.Turns).Int("tool_calls", t.CallCount).Msg("sub-agent finished")
+	ev.Str("agent", e.t.ID).Str("key", t.Owner).Str("status", t.Status).Int("turns", t.Turns).Int("tool_calls", t.CallCount).Msg("sub-agent finished")
 }
 
 // observer records a running task's progress and keeps the file current.
@@ -381,7 +393,7 @@ func (m *Manager) List() []Summary {
 	out := make([]Summary, 0, len(m.tasks))
 	for _, e := range m.tasks {
 		t := e.t
-		out = append(out, Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns})
+		out = append(out, Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns, Owner: t.Owner})
 	}
 	m.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {

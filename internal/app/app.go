@@ -153,7 +153,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 
 	a.handler = toolhttp.NewHandler(toolhttp.Options{
 		Registry:      a.reg,
-		APIKeys:       cfg.APIKeys,
+		Keys:          httpKeys(cfg),
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		MaxConcurrent: cfg.MaxConcurrentCalls,
 		Log:           a.log,
@@ -183,7 +183,20 @@ func (a *App) Registry() *registry.Registry { return a.reg }
 func (a *App) Describe(ev *zerolog.Event) {
 	ev.Str("workspace", a.ws.Dir()).Bool("restricted", a.ws.Restricted()).
 		Bool("audit", a.cfg.AuditEnabled).Bool("audit_required", a.cfg.AuditRequired).
-		Bool("auth", len(a.cfg.APIKeys) > 0).Strs("tools", a.reg.Names())
+		Bool("auth", a.cfg.KeysConfigured()).Strs("keys", append(a.cfg.APIKeys.Names(), a.cfg.AdminKeys.Names()...)).
+		Strs("admin_keys", a.cfg.AdminKeys.Names()).Strs("tools", a.reg.Names())
+}
+
+// httpKeys are the API keys and the admin keys as the HTTP gate takes them.
+func httpKeys(cfg config.Config) []toolhttp.Key {
+	var out []toolhttp.Key
+	for _, k := range cfg.APIKeys {
+		out = append(out, toolhttp.Key{Name: k.Name, Secret: k.Key})
+	}
+	for _, k := range cfg.AdminKeys {
+		out = append(out, toolhttp.Key{Name: k.Name, Secret: k.Key, Admin: true})
+	}
+	return out
 }
 
 // Ready checks that the workspace and the data folder exist and are

@@ -49,17 +49,20 @@ type Record struct {
 	ToolName string `json:"tool_name"`
 	// Arguments is the model's arguments: a json.RawMessage when they were
 	// valid JSON, else the raw text as a string.
-	Arguments          any       `json:"arguments"`
-	ArgumentsTruncated bool      `json:"arguments_truncated,omitempty"`
-	SessionID          string    `json:"session_id"`
-	Source             string    `json:"source,omitempty"`
-	Timestamp          time.Time `json:"timestamp"` // when the call started, UTC
-	Status             string    `json:"status"`    // success, error, interrupted
-	DurationMS         int64     `json:"duration_ms"`
-	Result             string    `json:"result"`
-	ResultTruncated    bool      `json:"result_truncated"`
-	ResultLength       int       `json:"result_length"` // characters in the full result
-	ErrorCode          string    `json:"error_code,omitempty"`
+	Arguments          any    `json:"arguments"`
+	ArgumentsTruncated bool   `json:"arguments_truncated,omitempty"`
+	SessionID          string `json:"session_id"`
+	Source             string `json:"source,omitempty"`
+	// Key is the name of the API key the call came with, never the key;
+	// absent when the service has no keys.
+	Key             string    `json:"key,omitempty"`
+	Timestamp       time.Time `json:"timestamp"` // when the call started, UTC
+	Status          string    `json:"status"`    // success, error, interrupted
+	DurationMS      int64     `json:"duration_ms"`
+	Result          string    `json:"result"`
+	ResultTruncated bool      `json:"result_truncated"`
+	ResultLength    int       `json:"result_length"` // characters in the full result
+	ErrorCode       string    `json:"error_code,omitempty"`
 }
 
 // Options configure a Log.

@@ -51,6 +51,10 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 		b = append(b, `,"source":`...)
 		b = appendString(b, rec.Source)
 	}
+	if rec.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendString(b, rec.Key)
+	}
 	b = append(b, `,"timestamp":"`...)
 	b = rec.Timestamp.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","status":`...)

@@ -37,7 +37,8 @@ type Config struct {
 	Workspace          string        `envconfig:"WORKSPACE" default:"./workspace" desc:"folder the tools work in; created if missing"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools; must be outside the workspace (and not contain it)"`
 	MinFreeBytes       int64         `envconfig:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
-	APIKeys            Secrets       `envconfig:"API_KEYS" desc:"comma-separated bearer keys; when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included)"`
+	APIKeys            APIKeys       `envconfig:"API_KEYS" desc:"comma-separated bearer keys, each name=key or a bare key (named key- and 8 hex digits of its SHA-256); when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included). Sub-agent tasks belong to the key that started them (another key gets 404), send_message conversations to the key and the session. Logs and audit records name the key, never show it"`
+	AdminKeys          APIKeys       `envconfig:"ADMIN_KEYS" desc:"comma-separated bearer keys, name=key or bare, that also see, follow and cancel every key's sub-agent tasks (those started before keys were set included); they need no entry in API_KEYS"`
 	AllowInsecure      bool          `envconfig:"ALLOW_INSECURE" default:"false" desc:"allow listening on a non-loopback address without API keys"`
 	RestrictWorkspace  bool          `envconfig:"RESTRICT_TO_WORKSPACE" default:"true" desc:"confine every path tools use to the workspace"`
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
@@ -265,18 +266,6 @@ func (b *Bytes) Decode(v string) error {
 	return nil
 }
 
-// Secrets is a comma-separated list of secret values. It never prints them.
-type Secrets []string
-
-// Decode implements envconfig.Decoder.
-func (s *Secrets) Decode(v string) error {
-	*s = splitList(v, ",")
-	return nil
-}
-
-// String hides the values.
-func (s Secrets) String() string { return fmt.Sprintf("[%d hidden]", len(s)) }
-
 // List is a comma-separated list of plain values.
 type List []string
 
@@ -388,15 +377,10 @@ func (c Config) Validate() error {
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		bad("ADDR", "%q is not host:port (%v)", c.Addr, err)
-	} else if !isLoopback(host) && len(c.APIKeys) == 0 && !c.AllowInsecure {
+	} else if !isLoopback(host) && !c.KeysConfigured() && !c.AllowInsecure {
 		bad("ADDR", "%q is not a loopback address and TOOLSVC_API_KEYS is empty: anyone who can reach it could run commands. Set TOOLSVC_API_KEYS, or TOOLSVC_ALLOW_INSECURE=true if something else guards the port", c.Addr)
 	}
-	for _, k := range c.APIKeys {
-		if len(k) < 16 {
-			bad("API_KEYS", "every key must be at least 16 characters long")
-			break
-		}
-	}
+	c.validateKeys(bad)
 	if c.Workspace == "" {
 		bad("WORKSPACE", "must not be empty")
 	}
@@ -624,7 +608,7 @@ func isLoopback(host string) bool {
 }
 
 // SecretValues returns every secret the service holds, for redaction: the
-// values of the Config fields of type Secrets or whose variable is named
+// API keys, the values of the Config fields of type Secret or whose variable is named
 // like a secret (redact.SecretVariable: *_KEY, *_TOKEN, *_SECRET,
 // *_PASSWORD...), and of every TOOLSVC_* variable so named in the
 // environment, including ones this struct does not know (read by other
@@ -648,6 +632,12 @@ func (c Config) secretValues(environ []string) []string {
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
 		name := Prefix + "_" + f.Tag.Get("envconfig")
+		if keys, ok := v.Field(i).Interface().(APIKeys); ok {
+			for _, k := range keys {
+				add(k.Key)
+			}
+			continue
+		}
 		if sa, ok := v.Field(i).Interface().(SecretAccounts); ok {
 			for _, a := range sa {
 				add(a.Value)
@@ -657,7 +647,7 @@ func (c Config) secretValues(environ []string) []string {
 			}
 			continue
 		}
-		if f.Type != reflect.TypeFor[Secrets]() && f.Type != reflect.TypeFor[Secret]() && !redact.SecretVariable(name) {
+		if f.Type != reflect.TypeFor[Secret]() && !redact.SecretVariable(name) {
 			continue
 		}
 		switch fv := v.Field(i); fv.Kind() {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestSecretValues(t *testing.T) {
-	c := Config{APIKeys: Secrets{"key-one-0123456789", "key-two-0123456789"}, Workspace: "/ws"}
+	c := Config{APIKeys: APIKeys{{"one", "key-one-0123456789"}, {KeyName("key-two-0123456789"), "key-two-0123456789"}}, AdminKeys: APIKeys{{"root", "admin-key-0123456789"}}, Workspace: "/ws"}
 	env := []string{
 		"TOOLSVC_LLM_API_KEY=llm-key-0123456789",
 		"TOOLSVC_TELEGRAM_TOKEN=tg-token-0123456789",
@@ -23,7 +23,7 @@ func TestSecretValues(t *testing.T) {
 	}
 	got := c.secretValues(env)
 	for _, want := range []string{
-		"key-one-0123456789", "key-two-0123456789", "llm-key-0123456789", "tg-token-0123456789",
+		"key-one-0123456789", "key-two-0123456789", "admin-key-0123456789", "llm-key-0123456789", "tg-token-0123456789",
 		"smtp-pass-0123", "hook-a-0123456789", "hook-b-0123456789",
 	} {
 		if !slices.Contains(got, want) {
@@ -44,7 +44,7 @@ func TestSecretFieldsNamed(t *testing.T) {
 	if got := c.secretValues(nil); len(got) != 0 {
 		t.Fatalf("empty config: %q", got)
 	}
-	c.APIKeys = Secrets{"a-key-that-is-long-enough"}
+	c.APIKeys = APIKeys{{"a", "a-key-that-is-long-enough"}}
 	if got := c.secretValues(nil); !slices.Equal(got, []string{"a-key-that-is-long-enough"}) {
 		t.Fatalf("got %q", got)
 	}

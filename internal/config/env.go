@@ -10,7 +10,19 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/countbot/toolsvc/internal/redact"
 )
+
+// secretField reports whether a field of type t set by variable name holds
+// secrets, whose values no message may repeat.
+func secretField(t reflect.Type, name string) bool {
+	switch t {
+	case reflect.TypeFor[Secret](), reflect.TypeFor[APIKeys](), reflect.TypeFor[SecretAccounts]():
+		return true
+	}
+	return redact.SecretVariable(name)
+}
 
 // TestPrefix starts the variables tests and scripts set for themselves
 // (TOOLSVC_TEST_AS_USER...). They are no settings, and the check of
@@ -140,6 +152,11 @@ func parse(lookup func(string) (string, bool)) (Config, error) {
 			value = def
 		}
 		if err := decodeField(v.Field(i), value); err != nil {
+			// A secret's value is not repeated: the message goes to the
+			// terminal and to whatever collects the service's output.
+			if secretField(f.Type, name) {
+				return c, fmt.Errorf("%s is not a valid %s: %w", name, f.Type.String(), err)
+			}
 			return c, fmt.Errorf("%s=%q is not a valid %s: %w", name, value, f.Type.String(), err)
 		}
 	}

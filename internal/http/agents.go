@@ -14,22 +14,30 @@ import (
 // AgentsRoutes returns the routes that follow sub-agents, for
 // Options.Routes: GET /agents lists the tasks, GET /agents/{id} shows one
 // with its tool calls and answer, GET /agents/{id}/events streams its
-// progress, DELETE /agents/{id} cancels it. A nil manager (no model
-// configured) adds none.
+// progress, DELETE /agents/{id} cancels it. A task belongs to the key
+// that started it: other keys neither list it nor reach it (404), admin
+// keys reach every task. A nil manager (no model configured) adds none.
 func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 	if m == nil {
 		return nil
 	}
 	return func(r chi.Router) {
 		r.Get("/agents", func(w http.ResponseWriter, r *http.Request) {
+			c := callerOf(r)
+			out := []agent.Summary{}
+			for _, t := range m.List() {
+				if c.Sees(t.Owner) {
+					out = append(out, t)
+				}
+			}
 			writeJSON(w, http.StatusOK, struct {
 				Agents []agent.Summary `json:"agents"`
-			}{m.List()})
+			}{out})
 		})
 		r.Get("/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
-			t, ok := m.Get(id)
-			if !agent.ValidID(id) || !ok {
+			t, ok := visibleTask(r, m, id)
+			if !ok {
 				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
 				return
 			}
@@ -38,7 +46,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		r.Get("/agents/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
 			var sub *agent.Subscription
-			ok := agent.ValidID(id)
+			_, ok := visibleTask(r, m, id)
 			if ok {
 				sub, ok = m.Subscribe(id)
 			}
@@ -51,14 +59,40 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		})
 		r.Delete("/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
-			t, ok := m.Cancel(r.Context(), id)
-			if !agent.ValidID(id) || !ok {
+			var t agent.Task
+			_, ok := visibleTask(r, m, id)
+			if ok {
+				t, ok = m.Cancel(r.Context(), id)
+			}
+			if !ok {
 				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
 		})
 	}
+}
+
+// callerOf is the request's caller. A request that did not pass the gate
+// (which never reaches these routes) is nobody: it sees only work without
+// an owner, never another key's.
+func callerOf(r *http.Request) Caller {
+	c, _ := CallerFrom(r.Context())
+	return c
+}
+
+// visibleTask returns the task id names when the caller may see it. A task
+// of another key is answered as one that does not exist, so that its ID
+// tells another key nothing, not even that it exists.
+func visibleTask(r *http.Request, m *agent.Manager, id string) (agent.Task, bool) {
+	if !agent.ValidID(id) {
+		return agent.Task{}, false
+	}
+	t, ok := m.Get(id)
+	if !ok || !callerOf(r).Sees(t.Owner) {
+		return agent.Task{}, false
+	}
+	return t, true
 }
 
 // cut40 cuts an ID named in a message, so a long path cannot fill it.

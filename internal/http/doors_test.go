@@ -129,7 +129,7 @@ func TestProbesLoggedAtDebug(t *testing.T) {
 	var logs syncBuffer
 	reg := registry.New(registry.Options{})
 	srv := httptest.NewServer(NewHandler(Options{
-		Registry: reg, Log: zerolog.New(&logs).Level(zerolog.DebugLevel), APIKeys: []string{"probe-key-0123456789"},
+		Registry: reg, Log: zerolog.New(&logs).Level(zerolog.DebugLevel), Keys: []Key{{Name: "probe", Secret: "probe-key-0123456789"}},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("m 1\n")) }),
 	}))
 	defer srv.Close()

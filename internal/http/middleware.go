@@ -1,11 +1,9 @@
 package http
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -48,7 +46,8 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-			next.ServeHTTP(ww, r)
+			notes := &requestNotes{}
+			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), notesKey{}, notes)))
 			status := ww.Status()
 			if status == 0 {
 				status = http.StatusOK
@@ -60,14 +59,17 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 			case status >= 500:
 				ev = log.Error()
 			}
-			ev.Str("request_id", requestIDFrom(r.Context())).
+			ev = ev.Str("request_id", requestIDFrom(r.Context())).
 				Str("method", r.Method).
 				Str("path", r.URL.Path).
 				Int("status", status).
 				Int("bytes", ww.BytesWritten()).
 				Dur("duration", time.Since(start)).
-				Str("remote", r.RemoteAddr).
-				Msg("request")
+				Str("remote", r.RemoteAddr)
+			if notes.key != "" {
+				ev = ev.Str("key", notes.key)
+			}
+			ev.Msg("request")
 		})
 	}
 }
@@ -90,46 +92,4 @@ func recoverer(log zerolog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// keyChecker compares bearer keys in constant time. Keys are hashed first so
-// that neither the comparison nor its length reveals anything.
-type keyChecker struct {
-	hashes [][32]byte
-}
-
-func newKeyChecker(keys []string) *keyChecker {
-	k := &keyChecker{}
-	for _, key := range keys {
-		k.hashes = append(k.hashes, sha256.Sum256([]byte(key)))
-	}
-	return k
-}
-
-func (k *keyChecker) enabled() bool { return len(k.hashes) > 0 }
-
-func (k *keyChecker) valid(presented string) bool {
-	h := sha256.Sum256([]byte(presented))
-	ok := 0
-	for i := range k.hashes {
-		ok |= subtle.ConstantTimeCompare(h[:], k.hashes[i][:])
-	}
-	return ok == 1
-}
-
-// auth requires "Authorization: Bearer <key>" when keys are configured.
-func (k *keyChecker) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !k.enabled() {
-			next.ServeHTTP(w, r)
-			return
-		}
-		h := r.Header.Get("Authorization")
-		scheme, key, found := strings.Cut(h, " ")
-		if !found || !strings.EqualFold(scheme, "Bearer") || !k.valid(strings.TrimSpace(key)) {
-			writeError(w, kindUnauthorized, "a valid API key is required: send 'Authorization: Bearer <key>'")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

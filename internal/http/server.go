@@ -5,6 +5,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -30,8 +30,10 @@ import (
 
 // Options configure the handler.
 type Options struct {
-	Registry      *registry.Registry
-	APIKeys       []string
+	Registry *registry.Registry
+	// Keys are the API keys; empty: no key needed. Each request's Caller
+	// (its key's name, and whether it sees all work) is in its context.
+	Keys          []Key
 	MaxBodyBytes  int64
 	MaxConcurrent int // tool calls at once; more get 503
 	// BodyTimeout bounds the time a call's body may take to arrive (408
@@ -66,7 +68,7 @@ type Options struct {
 
 type server struct {
 	opts   Options
-	sem    chan struct{}
+	gate   *gate
 	health []byte // the body of GET /healthz, the same for the life of the process
 	// bodies counts the bytes of request bodies held in memory, arriving or
 	// in calls that run; bodyBudget bounds it. Slots no longer bound body
@@ -102,13 +104,12 @@ func NewHandler(opts Options) http.Handler {
 	if opts.Stopping == nil {
 		opts.Stopping = context.Background()
 	}
-	s := &server{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent)}
+	s := &server{opts: opts, gate: newGate(opts.Keys, opts.Stopping, opts.MaxConcurrent)}
 	// As much body memory as full slots would hold with the largest bodies.
 	s.bodyBudget = opts.MaxBodyBytes * int64(opts.MaxConcurrent)
 	if s.bodyBudget/int64(opts.MaxConcurrent) != opts.MaxBodyBytes {
 		s.bodyBudget = math.MaxInt64
 	}
-	keys := newKeyChecker(opts.APIKeys)
 	s.health, _ = jsonx.Marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
 	s.formats = map[string][]byte{}
@@ -140,16 +141,16 @@ func NewHandler(opts Options) http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Group(func(r chi.Router) {
-		r.Use(keys.auth)
+		r.Use(s.gate.authenticate)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
-		r.Post("/tools/{name}/invoke", s.invoke)
+		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
 		r.Get("/openapi.json", s.openAPI)
 		// MCP's Streamable HTTP transport, stateless: POST carries the
 		// JSON-RPC messages. GET and DELETE (a session's stream and its
 		// end) get the router's 405 with Allow, since there are no
 		// sessions; MCP clients take that as "no stream".
-		r.Post("/mcp", s.mcpBody(mcpHandler))
+		r.With(s.gate.door).Post("/mcp", s.mcpBody(mcpHandler))
 		if opts.Metrics != nil {
 			r.Method(http.MethodGet, "/metrics", opts.Metrics)
 		}
@@ -274,25 +275,23 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// mcpInvoke runs a call that came over MCP through the same gate as
-// POST /tools/{name}/invoke: refused while shutting down or when every
-// slot is taken, canceled when the service stops.
-func (s *server) mcpInvoke(ctx context.Context, name string, args []byte, h http.Header) (registry.Result, string) {
-	if s.opts.Stopping.Err() != nil {
+// mcpInvoke runs a call that came over MCP through the gate, as
+// POST /tools/{name}/invoke does: refused while shutting down or when every
+// slot is taken, canceled when the service stops, with the metadata
+// headers and the key's name the door read from the MCP request.
+func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (registry.Result, string) {
+	p, err := s.gate.admit(ctx)
+	switch {
+	case errors.Is(err, errStopping):
 		return registry.Result{}, "the service is shutting down. Next: retry in a moment; if it persists, tell the user the tool service is down."
+	case errors.Is(err, errBusy):
+		return registry.Result{}, fmt.Sprintf("%d tool calls are already running. Next: retry this call in a few seconds.", cap(s.gate.sem))
+	case err != nil:
+		s.opts.Log.Error().Err(err).Str("tool", name).Msg("mcp: a call without its door's context was refused")
+		return registry.Result{}, "the service could not run the call (an internal fault, in its log). Next: tell the user the tool service needs its operator."
 	}
-	select {
-	case s.sem <- struct{}{}:
-	default:
-		return registry.Result{}, fmt.Sprintf("%d tool calls are already running. Next: retry this call in a few seconds.", cap(s.sem))
-	}
-	defer func() { <-s.sem }()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.opts.Stopping, cancel)
-	defer stop()
-	meta := registry.Meta{SessionID: cleanHeader(h.Get("X-Session-ID")), Source: cleanHeader(h.Get("X-Source"))}
-	return s.opts.Registry.Invoke(ctx, name, args, meta), ""
+	defer p.done()
+	return s.opts.Registry.Invoke(p.ctx, name, args, p.meta), ""
 }
 
 // mcpBody reads an MCP request's body as a call's body is read (size
@@ -329,7 +328,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
 	}
-	if s.opts.Stopping.Err() != nil {
+	if s.gate.stopped() {
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
 		return
 	}
@@ -340,37 +339,30 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.opts.Stopping.Err() != nil {
+	// A call stops when its client goes away or when the service stops.
+	p, err := s.gate.admit(r.Context())
+	switch {
+	case errors.Is(err, errStopping):
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
 		return
-	}
-	select {
-	case s.sem <- struct{}{}:
-	default:
-		writeError(w, kindOverloaded, fmt.Sprintf("%d tool calls are already running; retry shortly", cap(s.sem)))
+	case errors.Is(err, errBusy):
+		writeError(w, kindOverloaded, fmt.Sprintf("%d tool calls are already running; retry shortly", cap(s.gate.sem)))
+		return
+	case err != nil:
+		s.opts.Log.Error().Err(err).Str("request_id", requestIDFrom(r.Context())).Msg("invoke")
+		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 		return
 	}
 	// The slot and the body's memory are given back as soon as the call is
 	// over, before the result is written: a client slow to take it holds
 	// neither.
 	callDone := sync.OnceFunc(func() {
-		<-s.sem
+		p.done()
 		release()
 	})
 	defer callDone()
+	ctx, cancel, meta := p.ctx, p.cancel, p.meta
 
-	// A call stops when its client goes away or when the service stops.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.opts.Stopping, cancel)
-	defer stop()
-
-	meta := registry.Meta{
-		SessionID: headerValue(r, "X-Session-ID"),
-		Source:    headerValue(r, "X-Source"),
-		Channel:   headerValue(r, "X-Channel"),
-		ChatID:    headerValue(r, "X-Chat-ID"),
-	}
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
 		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, meta)
@@ -407,29 +399,11 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
 	}
 	if !es.finish("result", data) {
-		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).
+		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", meta.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
 }
 
 func wantsEvents(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-}
-
-// headerValue returns a header bounded in length and stripped of control
-// characters, since it ends up in the audit log.
-func headerValue(r *http.Request, name string) string {
-	return cleanHeader(r.Header.Get(name))
-}
-
-func cleanHeader(v string) string {
-	if len(v) > 256 {
-		v = v[:256]
-	}
-	return strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) {
-			return -1
-		}
-		return c
-	}, v)
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
-// Invoker runs one call through the service's gate. header is the MCP
-// request's HTTP header (X-Session-ID names the session for the audit log).
+// Invoker runs one call through the service's gate. ctx carries what the
+// gate read from the MCP request (its metadata headers, the caller's key):
+// the SDK hands its request's context values on to the tool handler.
 // refused is non-empty when the call was not run (too many calls at once,
 // shutting down): a message the model can act on.
-type Invoker func(ctx context.Context, name string, args []byte, header http.Header) (res registry.Result, refused string)
+type Invoker func(ctx context.Context, name string, args []byte) (res registry.Result, refused string)
 
 // Options configure the handler.
 type Options struct {
@@ -59,11 +60,7 @@ func NewHandler(opts Options) http.Handler {
 // error code in _meta for the client.
 func handler(invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var h http.Header
-		if req.Extra != nil {
-			h = req.Extra.Header
-		}
-		res, refused := invoke(ctx, req.Params.Name, req.Params.Arguments, h)
+		res, refused := invoke(ctx, req.Params.Name, req.Params.Arguments)
 		if refused != "" {
 			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "Error: " + refused}}}, nil
 		}

@@ -12,6 +12,10 @@ type Call struct {
 	// caller says so outright (X-Channel, X-Chat-ID); send_media reads
 	// them, or else the session ID.
 	Channel, ChatID string
+	// Key is the name of the API key the call came with (never the key);
+	// empty when the service has no keys. Work a tool starts for the call
+	// (a sub-agent task, a conversation) belongs to this key.
+	Key string
 }
 
 // Meta is what the caller of Invoke knows about a call.
@@ -20,6 +24,8 @@ type Meta struct {
 	Source    string
 	Channel   string
 	ChatID    string
+	// Key is the name of the caller's API key; see Call.Key.
+	Key string
 	// Progress, when set, receives progress events a tool reports while it
 	// runs (for example exec's output as it comes). It is called from the
 	// tool's goroutine and must not block for long.

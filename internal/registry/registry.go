@@ -344,7 +344,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	// The headers are the caller's text and reach the audit record and the
 	// tool's context: a key pasted there must not be recorded.
 	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
-	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source, Channel: meta.Channel, ChatID: meta.ChatID}
+	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source, Channel: meta.Channel, ChatID: meta.ChatID, Key: meta.Key}
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
@@ -354,7 +354,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		return res
 	}
 	rec := audit.Record{
-		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source,
+		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source, Key: meta.Key,
 		Timestamp: start.UTC(),
 	}
 	if json.Valid(args) {
@@ -365,7 +365,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
 		r.opts.Observer.AuditFailed("start")
-		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Bool("ran", r.opts.AuditFailOpen).
+		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Str("key", call.Key).Bool("ran", r.opts.AuditFailOpen).
 			Msg("audit log cannot record the call's start")
 		if !r.opts.AuditFailOpen {
 			res := Failed(name, toolerr.AuditUnavailable, auditUnavailableMsg)
@@ -385,7 +385,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	}
 	if err := r.opts.Audit.Finish(started, rec); err != nil {
 		r.opts.Observer.AuditFailed("finish")
-		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).
+		r.opts.Log.Error().Err(err).Str("call_id", call.ID).Str("tool", name).Str("key", call.Key).
 			Msg("audit log cannot write the call's final record")
 		if !r.opts.AuditFailOpen {
 			// The tool has run: its result goes back, so nothing it did is
@@ -475,7 +475,7 @@ func (r *Registry) execute(ctx context.Context, t Tool, args []byte) (out string
 	defer func() {
 		if p := recover(); p != nil {
 			call, _ := CallFrom(ctx)
-			r.opts.Log.Error().Str("tool", t.Name()).Str("call_id", call.ID).
+			r.opts.Log.Error().Str("tool", t.Name()).Str("call_id", call.ID).Str("key", call.Key).
 				Str("panic", fmt.Sprint(p)).Msg("tool panicked")
 			out, err = "", toolerr.Errorf(toolerr.ToolError, "Error executing %s: internal failure in the tool (call %s). Next: try again or use another approach; the operator can find the details in the service log.", t.Name(), call.ID)
 		}

@@ -274,11 +274,18 @@ func TestCallContext(t *testing.T) {
 		Progress(ctx, "output", "half")
 		return "done", nil
 	}}
-	r, _ := newTestRegistry(t, tool)
-	res := r.Invoke(context.Background(), "ctx", []byte(`{}`), Meta{SessionID: "s1", Source: "feishu", Progress: func(e, d string) { events = append(events, e+":"+d) }})
-	if res.Status != StatusSuccess || got.ID != res.CallID || got.SessionID != "s1" || got.Source != "feishu" || got.Tool != "ctx" {
+	r, a := newTestRegistry(t, tool)
+	res := r.Invoke(context.Background(), "ctx", []byte(`{}`), Meta{SessionID: "s1", Source: "feishu", Key: "alice", Progress: func(e, d string) { events = append(events, e+":"+d) }})
+	if res.Status != StatusSuccess || got.ID != res.CallID || got.SessionID != "s1" || got.Source != "feishu" || got.Tool != "ctx" || got.Key != "alice" {
 		t.Errorf("call %+v, result %+v", got, res)
 	}
+	a.mu.Lock()
+	for _, rec := range a.recs {
+		if rec.Key != "alice" {
+			t.Errorf("audit record without the key's name: %+v", rec)
+		}
+	}
+	a.mu.Unlock()
 	if len(events) != 1 || events[0] != "output:half" {
 		t.Errorf("events %v", events)
 	}

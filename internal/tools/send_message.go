@@ -49,8 +49,9 @@ func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string,
 	if strings.TrimSpace(a.Text) == "" {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "text is empty. Next: pass what the user said in text.")
 	}
+	// The conversation is the caller's key's own in this session.
 	call, _ := registry.CallFrom(ctx)
-	out, err := t.conv.Send(ctx, call.SessionID, a.Text, func(ev agent.Event) {
+	out, err := t.conv.Send(ctx, call.Key, call.SessionID, a.Text, func(ev agent.Event) {
 		registry.Progress(ctx, "progress", ev.Text()+"\n")
 	})
 	switch {
