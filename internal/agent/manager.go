@@ -101,6 +101,10 @@ type ManagerOptions struct {
 	// Allowed names the tools of Tools a sub-agent may use; nil:
 	// SubagentTools.
 	Allowed []string
+	// MoreAllowed, when set, names more tools a sub-agent may use, asked
+	// at the start of each sub-agent (tools from a file that a reload
+	// changes).
+	MoreAllowed func() []string
 }
 
 // Manager starts sub-agents, keeps their tasks on disk and answers for them.
@@ -276,7 +280,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer func() { <-m.sem }()
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.opts.Allowed, MaxTurns: m.opts.MaxTurns}
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: m.opts.MaxTurns}
 	var out Outcome
 	func() {
 		defer func() {
@@ -505,4 +509,16 @@ func cut(s string, n int) string {
 		return s
 	}
 	return strings.TrimSpace(string(r[:n])) + "…"
+}
+
+// allowed names the tools a sub-agent starting now may use.
+func (m *Manager) allowed() []string {
+	if m.opts.MoreAllowed == nil {
+		return m.opts.Allowed
+	}
+	base := m.opts.Allowed
+	if base == nil {
+		base = SubagentTools
+	}
+	return append(append([]string(nil), base...), m.opts.MoreAllowed()...)
 }

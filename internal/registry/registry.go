@@ -170,7 +170,7 @@ type Registry struct {
 	gen uint64
 }
 
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var namePattern = regexp.MustCompile(NamePattern)
 
 // New returns an empty registry.
 func New(opts Options) *Registry {

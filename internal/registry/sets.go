@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -93,3 +94,18 @@ func (r *Registry) changedLocked() {
 	r.allDefs = nil
 	r.gen++
 }
+
+// CheckSchema reports whether raw is a parameters schema Register accepts:
+// a JSON Schema with "type": "object" that compiles. Loaders of tools from
+// files call it to name the entry at fault.
+func CheckSchema(raw json.RawMessage) error {
+	_, err := compileSchema(raw)
+	return err
+}
+
+// ValidName reports whether name is a valid tool name (NamePattern).
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
+// NamePattern is the rule tool names follow, valid for every model's
+// tool format.
+const NamePattern = `^[a-zA-Z0-9_-]{1,64}$`
