@@ -1,6 +1,7 @@
 package customtools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -154,10 +155,15 @@ func argEnv(args json.RawMessage) ([]string, error) {
 		}
 		seen[v] = true
 		raw := m[k]
-		val := string(raw)
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			val = s
+		var val string
+		if len(raw) > 0 && raw[0] == '"' {
+			_ = json.Unmarshal(raw, &val) // valid: it passed the schema
+		} else {
+			var b bytes.Buffer
+			if json.Compact(&b, raw) == nil {
+				raw = b.Bytes()
+			}
+			val = string(raw)
 		}
 		if strings.ContainsRune(val, 0) {
 			return nil, toolerr.Errorf(toolerr.InvalidArguments, "argument %q holds a NUL character (\\u0000), which a program cannot receive in an environment variable. Next: send the value without NUL characters.", k)
