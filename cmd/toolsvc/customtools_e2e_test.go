@@ -519,3 +519,45 @@ tools:
 		t.Errorf("run() = %v", err)
 	}
 }
+
+// TestCustomCommandBounds: a command tool's output, time and network are
+// exec's, under each sandbox the machine offers: 100 MB of output comes
+// back cut to max_output, a program past its timeout is stopped, and the
+// network is off unless the tool says network: true.
+func TestCustomCommandBounds(t *testing.T) {
+	hits := atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	file := writeToolsFile(t, `
+tools:
+  - {name: flood, description: d, shell: "head -c 100000000 /dev/zero | tr '\\000' a", max_output: 1000}
+  - {name: slow, description: d, shell: "echo begun; sleep 120", timeout: 1s}
+  - name: fetch_off
+    description: d
+    parameters: {type: object, properties: {url: {type: string}}, required: [url]}
+    shell: 'curl -sS -o /dev/null -w "%{http_code}" --max-time 20 "$TOOL_ARG_URL"'
+  - name: fetch_on
+    description: d
+    parameters: {type: object, properties: {url: {type: string}}, required: [url]}
+    shell: 'curl -sS -o /dev/null -w "%{http_code}" --max-time 20 "$TOOL_ARG_URL"'
+    network: true
+`)
+	for _, mode := range sandboxModes(t) {
+		t.Run(mode, func(t *testing.T) {
+			s := startServer(t, map[string]string{"TOOLS_FILE": file, "EXEC_SANDBOX": mode})
+			out := mustSucceed(t, s.invoke(t, "flood", "{}"))
+			if len(out) > 1500 || !strings.Contains(out, "bytes of stdout cut here (100000000 bytes in all)") {
+				t.Errorf("flood: %d characters: %.300s", len(out), out)
+			}
+			mustFail(t, s.invoke(t, "slow", "{}"), "timeout", "timed out after 1s", "begun")
+			if out := mustSucceed(t, s.invoke(t, "fetch_on", map[string]any{"url": srv.URL})); out != "200" {
+				t.Errorf("fetch_on = %q", out)
+			}
+			before := hits.Load()
+			mustFail(t, s.invoke(t, "fetch_off", map[string]any{"url": srv.URL}), "tool_error", "exit code")
+			if hits.Load() != before {
+				t.Errorf("fetch_off reached the server with the network off")
+			}
+		})
+	}
+}
