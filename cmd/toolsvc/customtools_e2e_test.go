@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countbot/toolsvc/internal/agent/agenttest"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolfmt"
 )
@@ -559,5 +561,46 @@ tools:
 				t.Errorf("fetch_off reached the server with the network off")
 			}
 		})
+	}
+}
+
+// TestCustomToolsSubagents: a sub-agent is offered the file's tools that
+// say subagents: true, and only those; a reload that sets it on another
+// tool offers that one to the next sub-agent.
+func TestCustomToolsSubagents(t *testing.T) {
+	llm := agenttest.New(t,
+		agenttest.Reply(agenttest.Call("c1", "shared", `{}`)),
+		agenttest.Reply(agenttest.Final("first done")),
+		agenttest.Reply(agenttest.Final("second done")),
+	)
+	const tmpl = `
+tools:
+  - {name: shared, description: d, shell: "echo shared", subagents: true}
+  - {name: private, description: d, shell: "echo private", subagents: %s}
+`
+	file := writeToolsFile(t, strings.Replace(tmpl, "%s", "false", 1))
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"TOOLS_FILE": file}))
+	out := mustSucceed(t, s.invoke(t, "spawn", map[string]any{"task": "use the shared tool", "wait": true}))
+	assertContains(t, "spawn", out, "first done")
+	if err := os.WriteFile(file, []byte(strings.Replace(tmpl, "%s", "true", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"tools file reloaded"`, 1)
+	assertContains(t, "spawn", mustSucceed(t, s.invoke(t, "spawn", map[string]any{"task": "again", "wait": true})), "second done")
+
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	first, last := reqs[0].ToolNames(), reqs[2].ToolNames()
+	if !slices.Contains(first, "shared") || slices.Contains(first, "private") || !slices.Contains(first, "read_file") {
+		t.Errorf("the first sub-agent was offered %v", first)
+	}
+	if !slices.Contains(last, "shared") || !slices.Contains(last, "private") {
+		t.Errorf("the sub-agent after the reload was offered %v", last)
+	}
+	if !strings.Contains(string(reqs[1].Body), "shared") {
+		t.Errorf("the shared tool's result did not reach the model: %s", reqs[1].Body)
 	}
 }
