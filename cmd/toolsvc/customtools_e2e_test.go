@@ -525,7 +525,8 @@ tools:
 // TestCustomCommandBounds: a command tool's output, time and network are
 // exec's, under each sandbox the machine offers: 100 MB of output comes
 // back cut to max_output, a program past its timeout is stopped, and the
-// network is off unless the tool says network: true.
+// network is off unless the tool says network: true. Arguments a program
+// never reads do not hold it up.
 func TestCustomCommandBounds(t *testing.T) {
 	hits := atomic.Int64{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
@@ -534,6 +535,7 @@ func TestCustomCommandBounds(t *testing.T) {
 tools:
   - {name: flood, description: d, shell: "head -c 100000000 /dev/zero | tr '\\000' a", max_output: 1000}
   - {name: slow, description: d, shell: "echo begun; sleep 120", timeout: 1s}
+  - {name: deaf, description: d, shell: 'echo "${TOOL_ARG_TEXT:-no variable}"', parameters: {type: object, properties: {text: {type: string}}}}
   - name: fetch_off
     description: d
     parameters: {type: object, properties: {url: {type: string}}, required: [url]}
@@ -552,6 +554,11 @@ tools:
 				t.Errorf("flood: %d characters: %.300s", len(out), out)
 			}
 			mustFail(t, s.invoke(t, "slow", "{}"), "timeout", "timed out after 1s", "begun")
+			// 2 MB of arguments to a program that never reads stdin: too
+			// long for a variable (left out), and no hang on the pipe.
+			if out := mustSucceed(t, s.invoke(t, "deaf", map[string]any{"text": strings.Repeat("x", 2<<20)})); out != "no variable\n" {
+				t.Errorf("deaf = %.100q", out)
+			}
 			if out := mustSucceed(t, s.invoke(t, "fetch_on", map[string]any{"url": srv.URL})); out != "200" {
 				t.Errorf("fetch_on = %q", out)
 			}
