@@ -101,9 +101,9 @@ type ManagerOptions struct {
 	// Allowed names the tools of Tools a sub-agent may use; nil:
 	// SubagentTools.
 	Allowed []string
-	// MoreAllowed, when set, names more tools a sub-agent may use, asked
-	// at the start of each sub-agent (tools from a file that a reload
-	// changes).
+	// MoreAllowed, when set, names tools a sub-agent may use besides
+	// Allowed, asked at the start of each sub-agent (tools from a file,
+	// which a reload changes).
 	MoreAllowed func() []string
 }
 
@@ -511,14 +511,15 @@ func cut(s string, n int) string {
 	return strings.TrimSpace(string(r[:n])) + "…"
 }
 
-// allowed names the tools a sub-agent starting now may use.
+// allowed names the tools a sub-agent starting now may use: Allowed and
+// what MoreAllowed adds.
 func (m *Manager) allowed() []string {
 	if m.opts.MoreAllowed == nil {
 		return m.opts.Allowed
 	}
-	base := m.opts.Allowed
-	if base == nil {
-		base = SubagentTools
+	more := m.opts.MoreAllowed()
+	if len(more) == 0 {
+		return m.opts.Allowed
 	}
-	return append(append([]string(nil), base...), m.opts.MoreAllowed()...)
+	return append(append([]string(nil), m.opts.Allowed...), more...)
 }
