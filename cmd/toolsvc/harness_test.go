@@ -29,6 +29,7 @@ type testServer struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *syncBuffer
+	reload chan struct{} // read by the service: a value reloads the tools file
 }
 
 // startServer runs the service with the given TOOLSVC_* variables (names
@@ -43,7 +44,10 @@ func startServer(t testing.TB, env map[string]string) *testServer {
 	for k, v := range vars {
 		t.Setenv("TOOLSVC_"+k, v)
 	}
-	return launch(t, vars, func(ctx context.Context, w io.Writer) error { return run(ctx, nil, w, io.Discard) })
+	reload := make(chan struct{})
+	s := launch(t, vars, func(ctx context.Context, w io.Writer) error { return runWith(ctx, nil, w, io.Discard, reload) })
+	s.reload = reload
+	return s
 }
 
 // startConfig runs the service in-process from a config.Config built from
@@ -61,7 +65,10 @@ func startConfig(t testing.TB, env map[string]string) *testServer {
 	if err != nil {
 		t.Fatalf("configuration: %v", err)
 	}
-	return launch(t, vars, func(ctx context.Context, w io.Writer) error { return serve(ctx, cfg, "test", w) })
+	reload := make(chan struct{})
+	s := launch(t, vars, func(ctx context.Context, w io.Writer) error { return serveWith(ctx, cfg, "test", w, reload) })
+	s.reload = reload
+	return s
 }
 
 // testVars adds temporary folders, an ephemeral port and the info log

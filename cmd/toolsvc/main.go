@@ -23,7 +23,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, reloadSignal()); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -32,9 +32,32 @@ func main() {
 	}
 }
 
+// reloadSignal delivers SIGHUP: each one asks for the tools file to be
+// read again. Signals that come while a reload is pending are merged.
+func reloadSignal() <-chan struct{} {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return reload
+}
+
 // run parses the flags, loads the configuration from the TOOLSVC_*
 // environment variables and serves until ctx is done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, stdout, stderr, nil)
+}
+
+// runWith is run where a value on reload reads the tools file again
+// (SIGHUP in main; the tests send their own).
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, reload <-chan struct{}) error {
 	if len(args) > 0 && args[0] == "health" {
 		return health(ctx, args[1:], os.Getenv, stdout, stderr)
 	}
@@ -72,13 +95,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// unless the operator set GOGC. Process-wide, so not in serve, which
 	// tests run several times in one process.
 	gctune.Start(ctx, gctune.Options{})
-	return serve(ctx, cfg, ver, stdout)
+	return serveWith(ctx, cfg, ver, stdout, reload)
 }
 
 // serve builds the service from cfg, listens on cfg.Addr and serves until
 // ctx is done, then shuts it down. The log goes to stdout. The end-to-end
 // tests call it with a config.Config of their own, several at once.
 func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer) error {
+	return serveWith(ctx, cfg, ver, stdout, nil)
+}
+
+// serveWith is serve where a value on reload reads the tools file again.
+func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Writer, reload <-chan struct{}) error {
 	a, err := app.New(cfg, app.Options{Out: stdout, Version: ver})
 	if err != nil {
 		return err
@@ -106,10 +134,18 @@ func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	select {
-	case err := <-serveErr:
-		return err
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case err := <-serveErr:
+			return err
+		case <-reload:
+			// The outcome, good or bad, is logged; a bad file keeps the
+			// tools of the last good load.
+			_ = a.Reload()
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	log.Info().Msg("shutting down: refusing new calls, canceling running ones")
 	a.Stop()

@@ -107,6 +107,10 @@ type ManagerOptions struct {
 	// Never spawn or another agent tool: a sub-agent cannot start
 	// sub-agents, and it cannot reach the user.
 	Allowed []string
+	// MoreAllowed, when set, names tools a sub-agent may use besides
+	// Allowed, asked at the start of each sub-agent (tools from a file,
+	// which a reload changes).
+	MoreAllowed func() []string
 }
 
 // Manager starts sub-agents, keeps their tasks on disk and answers for them.
@@ -289,7 +293,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer func() { <-m.sem }()
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.opts.Allowed, MaxTurns: m.opts.MaxTurns, Key: e.t.Owner}
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: m.opts.MaxTurns, Key: e.t.Owner}
 	var out Outcome
 	func() {
 		defer func() {
@@ -518,4 +522,17 @@ func cut(s string, n int) string {
 		return s
 	}
 	return strings.TrimSpace(string(r[:n])) + "…"
+}
+
+// allowed names the tools a sub-agent starting now may use: Allowed and
+// what MoreAllowed adds.
+func (m *Manager) allowed() []string {
+	if m.opts.MoreAllowed == nil {
+		return m.opts.Allowed
+	}
+	more := m.opts.MoreAllowed()
+	if len(more) == 0 {
+		return m.opts.Allowed
+	}
+	return append(append([]string(nil), m.opts.Allowed...), more...)
 }

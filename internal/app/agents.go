@@ -15,7 +15,8 @@ import (
 // configured (TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL), and nil
 // otherwise. Its tasks are kept in DATA_DIR/agents/. Running sub-agents
 // stop when stopping is done; wait waits for them to record it.
-func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (m *agent.Manager, wait func(), err error) {
+// moreAllowed names the tools from the file sub-agents may use.
+func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -37,6 +38,7 @@ func newAgents(stopping context.Context, cfg config.Config, reg *registry.Regist
 		Log:           log.With().Str("component", "agents").Logger(),
 		Redact:        redact,
 		Allowed:       SubagentTools(),
+		MoreAllowed:   moreAllowed,
 	})
 	if err != nil {
 		return nil, nil, err

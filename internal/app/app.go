@@ -21,6 +21,7 @@ import (
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/customtools"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
 	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/ready"
@@ -49,6 +50,7 @@ type App struct {
 	reg      *registry.Registry
 	metrics  *metrics.Metrics
 	tools    *Tools
+	custom   *custom // the tools file's tools; nil without one
 	handler  http.Handler
 	stopping context.Context
 	stop     context.CancelFunc
@@ -77,9 +79,19 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 	}()
 
-	// The tool switches are checked first: a misspelt name stops start-up
-	// before anything is built.
-	sel, err := NewSelection(cfg.ToolsEnabled, cfg.ToolsDisabled)
+	// The tools file and the tool switches are checked first: a mistake
+	// in the file or a misspelt name stops start-up before anything is
+	// built. The switches also take the file's tools and toolsets.
+	var toolsFile *customtools.File
+	if cfg.ToolsFile != "" {
+		if toolsFile, err = loadToolsFile(cfg.ToolsFile, os.LookupEnv); err != nil {
+			return a, err
+		}
+		if err := mountMCPServers(toolsFile); err != nil {
+			return a, err
+		}
+	}
+	sel, err := newSelection(cfg.ToolsEnabled, cfg.ToolsDisabled, fileToolsets(toolsFile))
 	if err != nil {
 		return a, err
 	}
@@ -130,7 +142,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
-	agents, closeAgents, err := newAgents(a.stopping, agentsCfg, a.reg, a.dataDir, a.log, red.String)
+	agents, closeAgents, err := newAgents(a.stopping, agentsCfg, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
 	if err != nil {
 		return a, err
 	}
@@ -141,13 +153,25 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			return a, err
 		}
 	}
-	a.tools, err = Register(a.reg, Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
-		Agents: agents, Conversations: conv}, sel)
+	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
+		Agents: agents, Conversations: conv}
+	a.tools, err = Register(a.reg, deps, sel)
 	if err != nil {
 		closeAgents()
 		return a, err
 	}
 	a.closers = append(a.closers, a.tools.Close)
+	if toolsFile != nil {
+		if a.custom, err = newCustom(deps, a.reg, red, a.tools, os.LookupEnv); err != nil {
+			closeAgents()
+			return a, err
+		}
+		a.closers = append(a.closers, a.custom.close)
+		if err := a.custom.apply(toolsFile, sel); err != nil {
+			closeAgents()
+			return a, err
+		}
+	}
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 
@@ -217,7 +241,20 @@ func (a *App) Ready() (bool, map[string]string) {
 	for tool, why := range a.tools.Off {
 		r.Checks["tool:"+tool] = "off: " + why
 	}
+	a.custom.ready(r.Checks)
 	return r.Ready, r.Checks
+}
+
+// Reload reads TOOLSVC_TOOLS_FILE again and replaces its tools at once:
+// calls already running finish on the old definitions, new calls and
+// every listing see the new ones. A file with a mistake changes nothing;
+// the error is logged and returned. Without a tools file it does nothing.
+func (a *App) Reload() error {
+	if a.custom == nil {
+		a.log.Info().Msg("reload: no tools file (TOOLSVC_TOOLS_FILE) to reload")
+		return nil
+	}
+	return a.custom.reload()
 }
 
 // Stop begins the shutdown: new calls are refused and running ones

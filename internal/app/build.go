@@ -61,6 +61,9 @@ type Tools struct {
 	// when exec is not offered.
 	SandboxMode string
 	closers     []func()
+	// runner is exec's run path, for command tools; nil when exec is not
+	// on.
+	runner *execRunner
 }
 
 // Close releases what the tools hold (browsers, sandboxes), last built
@@ -77,6 +80,7 @@ type builder struct {
 	Deps
 	closers     []func()
 	sandboxMode string
+	runner      *execRunner // exec's, when exec is on
 }
 
 // Register builds the tools sel switches on whose dependencies are here
@@ -136,6 +140,7 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 	}
 	out.closers = b.closers
 	out.SandboxMode = b.sandboxMode
+	out.runner = b.runner
 	return out, nil
 }
 
@@ -287,7 +292,7 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	if _, err := os.Stat(tools.Shell); err != nil {
 		return nil, fmt.Sprintf("exec runs commands with %s, which this system (%s) does not have", tools.Shell, runtime.GOOS), nil
 	}
-	ex, sb, err := newExecTool(b.Deps)
+	ex, sb, sbOpts, err := newExecTool(b.Deps)
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return nil, err.Error(), nil
 	}
@@ -296,29 +301,31 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	}
 	b.closers = append(b.closers, ex.Close)
 	b.sandboxMode = string(sb.Mode())
+	b.runner = &execRunner{exec: ex, sandbox: sb, opts: sbOpts}
 	return ex, "sandbox " + string(sb.Mode()), nil
 }
 
-// newExecTool builds exec with its command guard and sandbox.
-func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, error) {
+// newExecTool builds exec with its command guard and sandbox, and returns
+// the options the sandbox was built with.
+func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
 	c := d.Config
 	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
+		return nil, nil, sandbox.Options{}, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
 	}
 	user, err := execUser(c.ExecUser)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sandbox.Options{}, err
 	}
 	home, err := execHome(c.ExecHome, d.DataDir, user)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sandbox.Options{}, err
 	}
 	var writable []string
 	if home != "" {
 		writable = append(writable, home)
 	}
-	sb, err := sandbox.New(sandbox.Options{
+	sbOpts := sandbox.Options{
 		Mode:      sandbox.Mode(c.ExecSandbox),
 		Network:   c.ExecNetwork,
 		Workspace: d.Workspace.Dir(),
@@ -327,9 +334,10 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, error) {
 		MaxProcs:  c.ExecMaxProcs,
 		MaxMemory: int64(c.ExecMaxMemory),
 		User:      user,
-	})
+	}
+	sb, err := sandbox.New(sbOpts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sandbox.Options{}, err
 	}
 	ev := d.Log.Info()
 	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() {
@@ -348,7 +356,7 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, error) {
 		Sandbox:        sb,
 		Home:           home,
 		Owner:          user,
-	}), sb, nil
+	}), sb, sbOpts, nil
 }
 
 // execUser resolves TOOLSVC_EXEC_USER: a user name, or uid[:gid].

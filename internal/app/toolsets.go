@@ -107,7 +107,11 @@ func Toolsets() []Toolset {
 // stand for, each once, in build order. An unknown name is an error that
 // names the nearest known one.
 func Resolve(names []string) ([]string, error) {
-	sets := Toolsets()
+	return resolveIn(Toolsets(), names)
+}
+
+// resolveIn is Resolve over the given toolsets.
+func resolveIn(sets []Toolset, names []string) ([]string, error) {
 	var known []string
 	for _, s := range sets {
 		known = append(known, s.Name)
@@ -191,15 +195,22 @@ type Selection struct {
 // NewSelection resolves the two lists of tool and toolset names; an
 // unknown name is an error naming the nearest known one.
 func NewSelection(enabled, disabled []string) (Selection, error) {
+	return newSelection(enabled, disabled, nil)
+}
+
+// newSelection is NewSelection over the built-in toolsets and extra ones
+// (those of the tools file).
+func newSelection(enabled, disabled []string, extra []Toolset) (Selection, error) {
+	sets := append(Toolsets(), extra...)
 	var s Selection
 	if len(enabled) > 0 {
-		on, err := Resolve(enabled)
+		on, err := resolveIn(sets, enabled)
 		if err != nil {
 			return s, fmt.Errorf("%s_TOOLS_ENABLED: %w", config.Prefix, err)
 		}
 		s.enabled = on
 	}
-	off, err := Resolve(disabled)
+	off, err := resolveIn(sets, disabled)
 	if err != nil {
 		return s, fmt.Errorf("%s_TOOLS_DISABLED: %w", config.Prefix, err)
 	}

@@ -20,10 +20,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
-	"github.com/countbot/toolsvc/api"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
-	"github.com/countbot/toolsvc/internal/openapi"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolfmt"
 )
@@ -75,16 +73,9 @@ type server struct {
 	// memory, since bodies are read before a slot is taken.
 	bodies     atomic.Int64
 	bodyBudget int64
-	// openapi is GET /openapi.json, built once from the contract and the
-	// registry, and openapiTools the same with the tools' operations only;
-	// openapiErr is why they could not be.
-	openapi      []byte
-	openapiTools []byte
-	openapiErr   error
-	// formats holds GET /tools?format= for every format but the default,
-	// rendered once: the tools are registered before the handler is built.
-	formats   map[string][]byte
-	formatErr error
+	// rendered holds GET /tools?format= and GET /openapi.json, rendered
+	// once per generation of the registry.
+	rendered *renderings
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -112,16 +103,7 @@ func NewHandler(opts Options) http.Handler {
 	}
 	s.health, _ = jsonx.Marshal(healthBody{Status: "ok", Version: opts.Version}) // two strings: cannot fail
 
-	s.formats = map[string][]byte{}
-	for _, f := range toolfmt.Formats()[1:] {
-		if s.formats[f], s.formatErr = toolfmt.Render(opts.Registry.Definitions(), f); s.formatErr != nil {
-			break
-		}
-	}
-	s.openapi, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, false)
-	if s.openapiErr == nil {
-		s.openapiTools, s.openapiErr = openapi.Build(api.OpenAPI(), opts.Registry.Definitions(), opts.Version, true)
-	}
+	s.rendered = newRenderings(opts.Registry, opts.Version)
 	mcpHandler := mcp.NewHandler(mcp.Options{
 		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
 	})
@@ -249,27 +231,29 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
 		return
 	}
-	if s.formatErr != nil {
-		s.opts.Log.Error().Err(s.formatErr).Msg("tool definitions")
+	rd := s.rendered.get()
+	if rd.formatErr != nil {
+		s.opts.Log.Error().Err(rd.formatErr).Msg("tool definitions")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 		return
 	}
-	writeRaw(w, http.StatusOK, s.formats[format])
+	writeRaw(w, http.StatusOK, rd.formats[format])
 }
 
 // openAPI serves the OpenAPI document: the contract plus one operation
 // per tool, or (scope=tools) the tools' operations only.
 func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
-	if s.openapiErr != nil {
-		s.opts.Log.Error().Err(s.openapiErr).Msg("openapi document")
+	rd := s.rendered.get()
+	if rd.openapiErr != nil {
+		s.opts.Log.Error().Err(rd.openapiErr).Msg("openapi document")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 		return
 	}
 	switch r.URL.Query().Get("scope") {
 	case "", "all":
-		writeRaw(w, http.StatusOK, s.openapi)
+		writeRaw(w, http.StatusOK, rd.openapi)
 	case "tools":
-		writeRaw(w, http.StatusOK, s.openapiTools)
+		writeRaw(w, http.StatusOK, rd.openapiTools)
 	default:
 		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
 	}

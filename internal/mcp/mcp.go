@@ -8,6 +8,7 @@ package mcp
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,25 +35,49 @@ const instructions = "These are toolsvc's tools. Arguments are checked against e
 	"a call that fails (bad arguments, a refused path, a failed command) comes back as an error result " +
 	"whose text says what went wrong and what to do next."
 
-// NewHandler returns the MCP endpoint's handler. The tools are those
-// registered when it is called.
+// NewHandler returns the MCP endpoint's handler. It offers the tools
+// registered when a request comes: the server describing them is built
+// again when the registry's generation changes (tools from a file
+// reloaded), and kept while it does not.
 func NewHandler(opts Options) http.Handler {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "toolsvc", Version: opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{}})
-	for _, def := range opts.Registry.Definitions() {
-		srv.AddTool(&sdk.Tool{
-			Name:        def.Function.Name,
-			Description: def.Function.Description,
-			InputSchema: def.Function.Parameters,
-		}, handler(opts.Invoke))
+	var (
+		mu  sync.Mutex
+		gen uint64
+		srv *sdk.Server
+	)
+	current := func(*http.Request) *sdk.Server {
+		g := opts.Registry.Generation()
+		mu.Lock()
+		defer mu.Unlock()
+		if srv == nil || g != gen {
+			var defs []registry.Definition
+			gen, defs = opts.Registry.Snapshot()
+			srv = newServer(opts, defs)
+		}
+		return srv
 	}
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+	current(nil) // built now, so that the first request does not wait
+	return sdk.NewStreamableHTTPHandler(current, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
 		// A client that goes away cancels its call, as over REST.
 		PropagateRequestCancellation: true,
 	})
+}
+
+// newServer is an MCP server offering defs.
+func newServer(opts Options, defs []registry.Definition) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "toolsvc", Version: opts.Version},
+		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{}})
+	for _, def := range defs {
+		srv.AddTool(&sdk.Tool{
+			Name:        def.Function.Name,
+			Description: def.Function.Description,
+			InputSchema: def.Function.Parameters,
+		}, handler(opts.Invoke))
+	}
+	return srv
 }
 
 // handler turns a registry Result into an MCP result: the text a model

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Mask replaces every secret found.
@@ -20,8 +21,15 @@ const Mask = "[REDACTED]"
 const minLen = 8
 
 // Redactor replaces secret values with Mask. The zero value and nil redact
-// nothing.
+// nothing. It is safe for concurrent use, Add included.
 type Redactor struct {
+	mu  sync.Mutex // serialises Add
+	raw []string   // every secret given, as given
+	st  atomic.Pointer[state]
+}
+
+// state is the secrets in force, replaced as a whole by Add.
+type state struct {
 	r       *strings.Replacer
 	secrets []string // longest first, with their JSON-escaped forms
 }
@@ -31,6 +39,18 @@ type Redactor struct {
 // (a key holding a quote or a backslash, written inside a JSON string), so
 // raw JSON arguments and JSON log lines are covered too.
 func New(secrets ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add makes more values secret from now on, for secrets the service
+// learns after start-up (header values of tools read from a file). Text
+// already redacted is not revisited.
+func (r *Redactor) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.raw = append(r.raw, secrets...)
 	seen := map[string]bool{}
 	var list []string
 	add := func(s string) {
@@ -39,14 +59,15 @@ func New(secrets ...string) *Redactor {
 			list = append(list, s)
 		}
 	}
-	for _, s := range secrets {
+	for _, s := range r.raw {
 		if len(s) >= minLen {
 			add(s)
 			add(jsonEscaped(s)) // escaping only lengthens: a short secret stays out
 		}
 	}
 	if len(list) == 0 {
-		return &Redactor{}
+		r.st.Store(nil)
+		return
 	}
 	// Longest first, so a secret that contains another is replaced whole.
 	sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
@@ -54,7 +75,15 @@ func New(secrets ...string) *Redactor {
 	for _, s := range list {
 		pairs = append(pairs, s, Mask)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...), secrets: list}
+	r.st.Store(&state{r: strings.NewReplacer(pairs...), secrets: list})
+}
+
+// current returns the secrets in force, or nil when there are none.
+func (r *Redactor) current() *state {
+	if r == nil {
+		return nil
+	}
+	return r.st.Load()
 }
 
 // jsonEscaped returns s as it appears inside a JSON string written by
@@ -69,10 +98,11 @@ func jsonEscaped(s string) string {
 
 // String returns s with every secret replaced.
 func (r *Redactor) String(s string) string {
-	if r == nil || r.r == nil {
+	st := r.current()
+	if st == nil {
 		return s
 	}
-	return r.r.Replace(s)
+	return st.r.Replace(s)
 }
 
 // Progress wraps a listener of progress events (event name, data) so that
@@ -84,7 +114,8 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 	if fn == nil {
 		return nil, func() {}
 	}
-	if r == nil || r.r == nil {
+	st := r.current()
+	if st == nil {
 		return fn, func() {}
 	}
 	var mu sync.Mutex
@@ -93,7 +124,7 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 	send = func(event, data string) {
 		mu.Lock()
 		text := held[event] + data
-		out, tail := r.scan(text)
+		out, tail := st.scan(text)
 		if tail != "" {
 			if !slices.Contains(order, event) {
 				order = append(order, event)
@@ -112,7 +143,7 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 		var rest [][2]string
 		for _, ev := range order {
 			if t, ok := held[ev]; ok {
-				rest = append(rest, [2]string{ev, r.String(t)})
+				rest = append(rest, [2]string{ev, st.r.Replace(t)})
 				delete(held, ev)
 			}
 		}
@@ -129,7 +160,7 @@ func (r *Redactor) Progress(fn func(event, data string)) (send func(event, data 
 // the beginning of a secret, and returns that rest unredacted. Secrets are
 // tried longest first, as String does: where a longer secret may still
 // match once more text arrives, nothing shorter is replaced yet.
-func (r *Redactor) scan(text string) (out, tail string) {
+func (r *state) scan(text string) (out, tail string) {
 	var b strings.Builder
 	i := 0
 next:
@@ -153,9 +184,10 @@ next:
 
 // Writer returns a writer that redacts what it writes to w. It is meant for
 // a logger that writes one whole line per Write, as zerolog does; a secret
-// split across two writes is not found.
+// split across two writes is not found. Secrets added later are redacted
+// from then on.
 func (r *Redactor) Writer(w io.Writer) io.Writer {
-	if r == nil || r.r == nil {
+	if r == nil {
 		return w
 	}
 	return &writer{r: r, w: w}

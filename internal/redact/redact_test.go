@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,38 @@ func TestSecretVariable(t *testing.T) {
 		if got := SecretVariable(name); got != want {
 			t.Errorf("SecretVariable(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestAdd: a secret added later is redacted from then on, by String, by
+// Progress and by a Writer made before it was added.
+func TestAdd(t *testing.T) {
+	r := New("first-secret-1")
+	var buf strings.Builder
+	w := r.Writer(&buf)
+	r.Add("later-secret-2")
+	if got := r.String("first-secret-1 later-secret-2"); got != Mask+" "+Mask {
+		t.Errorf("String = %q", got)
+	}
+	fmt.Fprint(w, "log later-secret-2\n")
+	if strings.Contains(buf.String(), "later-secret-2") {
+		t.Errorf("writer: %q", buf.String())
+	}
+	var got strings.Builder
+	send, flush := r.Progress(func(_, d string) { got.WriteString(d) })
+	send("output", "x later-sec")
+	send("output", "ret-2 y")
+	flush()
+	if got.String() != "x "+Mask+" y" {
+		t.Errorf("progress = %q", got.String())
+	}
+	// A redactor with no secret at first still redacts what is added.
+	empty := New()
+	var b2 strings.Builder
+	w2 := empty.Writer(&b2)
+	empty.Add("added-afterwards")
+	fmt.Fprint(w2, "added-afterwards")
+	if b2.String() != Mask {
+		t.Errorf("empty writer = %q", b2.String())
 	}
 }

@@ -147,6 +147,7 @@ type FunctionSchema struct {
 
 type entry struct {
 	tool   Tool
+	set    string // the set ReplaceSet manages it in; "" for Register's tools
 	schema *gojsonschema.Schema
 	def    Definition
 	defJS  []byte
@@ -156,16 +157,20 @@ type entry struct {
 	example string
 }
 
-// Registry is safe for concurrent use. Tools are registered at start-up.
+// Registry is safe for concurrent use. Tools are registered at start-up;
+// named sets of them (tools from a file) can be replaced later, at once,
+// with ReplaceSet.
 type Registry struct {
 	opts Options
 
 	mu      sync.RWMutex
 	tools   map[string]*entry
 	allDefs []byte // cached JSON array of every definition, sorted by name
+	// gen counts the changes of the set of tools (see Generation).
+	gen uint64
 }
 
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var namePattern = regexp.MustCompile(NamePattern)
 
 // New returns an empty registry.
 func New(opts Options) *Registry {
@@ -199,18 +204,36 @@ func New(opts Options) *Registry {
 // Register adds t. It fails on an invalid name, a duplicate name or a
 // parameters schema that does not compile; start-up should stop then.
 func (r *Registry) Register(t Tool) error {
+	e, err := newEntry(t, "")
+	if err != nil {
+		return err
+	}
+	name := t.Name()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("register tool %q: a tool with that name is already registered", name)
+	}
+	r.tools[name] = e
+	r.changedLocked()
+	return nil
+}
+
+// newEntry checks t's name and compiles its schema and definition, for
+// the set named set ("" for tools added one by one with Register).
+func newEntry(t Tool, set string) (*entry, error) {
 	name := t.Name()
 	if !namePattern.MatchString(name) {
-		return fmt.Errorf("register tool %q: name must match %s", name, namePattern)
+		return nil, fmt.Errorf("register tool %q: name must match %s", name, namePattern)
 	}
 	params := t.Parameters()
 	schema, err := compileSchema(params)
 	if err != nil {
-		return fmt.Errorf("register tool %q: invalid parameters schema: %w", name, err)
+		return nil, fmt.Errorf("register tool %q: invalid parameters schema: %w", name, err)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, params); err != nil {
-		return fmt.Errorf("register tool %q: %w", name, err)
+		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
 	desc := t.Description()
 	var rules []Rule
@@ -223,16 +246,9 @@ func (r *Registry) Register(t Tool) error {
 	}}
 	defJS, err := json.Marshal(def)
 	if err != nil {
-		return fmt.Errorf("register tool %q: %w", name, err)
+		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.tools[name]; dup {
-		return fmt.Errorf("register tool %q: a tool with that name is already registered", name)
-	}
-	r.tools[name] = &entry{tool: t, schema: schema, def: def, defJS: defJS, rules: rules, example: exampleArgs(params, rules)}
-	r.allDefs = nil
-	return nil
+	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules, example: exampleArgs(params, rules)}, nil
 }
 
 // Names returns the registered tool names, sorted.
@@ -278,7 +294,7 @@ func (r *Registry) Definitions() []Definition {
 }
 
 // DefinitionsJSON returns Definitions as a JSON array. The bytes are the
-// same on every call until another tool is registered, so model prompt
+// same on every call until the set of tools changes, so model prompt
 // caches keyed on them keep working. The caller must not modify them.
 func (r *Registry) DefinitionsJSON() []byte {
 	r.mu.RLock()

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,22 +160,11 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 	if a.Timeout > 0 {
 		timeout = min(time.Duration(a.Timeout)*time.Second, e.opts.MaxTimeout)
 	}
-	// Waiting for a free slot is bounded by the command's timeout, and
-	// does not eat into it: the command gets its whole timeout once it
-	// starts, and the result says how long it waited.
-	waitStart := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, timeout)
-	defer wcancel()
-	select {
-	case e.sem <- struct{}{}:
-		defer func() { <-e.sem }()
-	case <-wctx.Done():
-		if ctx.Err() != nil {
-			return "", canceled(true)
-		}
-		return "", toolerr.Errorf(toolerr.Busy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
+	release, waited, err := e.acquire(ctx, timeout)
+	if err != nil {
+		return "", err
 	}
-	waited := time.Since(waitStart)
+	defer release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := e.run(ctx, cctx, a.Command, dir, timeout)
@@ -199,67 +186,21 @@ func (e *Exec) workingDir(p string) (string, error) {
 
 // run starts the command and waits for it, its timeout, or the caller.
 func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.Duration) (string, error) {
-	// A fresh folder per call, never reused: nothing one command leaves
-	// there can reach the next.
-	tmp, err := os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
-	if err == nil && e.opts.Owner != nil {
-		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
-	}
+	o, err := e.runJob(ctx, cctx, job{argv: []string{Shell, "-c", command}, dir: dir, what: "the shell"})
 	if err != nil {
-		return "", toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
+		return "", err
 	}
-	defer os.RemoveAll(tmp)
-
-	sb := e.opts.Sandbox
-	path, args, childTmp := sb.Command(tmp, []string{Shell, "-c", command})
-	home := e.opts.Home
-	if home == "" {
-		// The call's own HOME, inside its temporary folder: writable in
-		// every sandbox mode, as seen by the child (bubblewrap shows the
-		// folder as /tmp), and deleted with it.
-		if err := e.makeHome(filepath.Join(tmp, callHome)); err != nil {
-			return "", toolerr.Errorf(toolerr.ToolError, "could not create a HOME folder for the command: %w", err)
-		}
-		home = filepath.Join(childTmp, callHome)
-	}
-	// Room for MaxOutput characters of up to 4 bytes at each end.
-	keep := utf8.UTFMax * e.opts.MaxOutput
-	stdout := headtail.New(keep, keep)
-	stderr := headtail.New(keep, keep)
-	stream := newStreamer(ctx)
-	defer stream.stop()
-
-	cmd := exec.CommandContext(cctx, path, args...)
-	cmd.Dir = dir
-	cmd.Env = e.env(home, childTmp)
-	cmd.Stdout = stream.tee(stdout)
-	cmd.Stderr = stream.tee(stderr)
-	// Bounds how long Wait waits for the output pipes once the command's
-	// processes are gone or killed.
-	cmd.WaitDelay = 2 * time.Second
-	child, err := sb.Start(cmd, tmp)
-	if err != nil {
-		return "", toolerr.Errorf(toolerr.ToolError, "could not start the shell: %w", err)
-	}
-	if !e.track(child) {
-		child.Kill()
-	}
-	err, contained := child.Wait()
-	e.untrack(child)
-	stream.stop()
-
 	switch {
 	case ctx.Err() != nil:
-		return "", canceled(contained)
-	case cctx.Err() != nil && !exitedByItself(cmd.ProcessState):
-		last := lastLines(e.format(stdout, stderr, 0, false), 2000)
+		return "", canceled(o.contained)
+	case o.timedOut:
+		last := lastLines(e.format(o.stdout, o.stderr, 0, false), 2000)
 		if strings.TrimSpace(last) == "" {
 			last = "(no output)"
 		}
-		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(contained), last, int(e.opts.MaxTimeout/time.Second))
+		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(o.contained), last, int(e.opts.MaxTimeout/time.Second))
 	}
-	code := exitCode(cmd.ProcessState, err)
-	return e.format(stdout, stderr, code, true), nil
+	return e.format(o.stdout, o.stderr, o.code, true), nil
 }
 
 // killedText says what is known of the command's processes after a kill.

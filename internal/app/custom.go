@@ -1,0 +1,302 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/config"
+	"github.com/countbot/toolsvc/internal/customtools"
+	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/redact"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/tools"
+)
+
+// customSet is the registry set the tools file's tools are kept in, so
+// that a reload replaces them all at once.
+const customSet = "the tools file"
+
+// execRunner is exec's run path with its sandbox, shared by exec and the
+// command tools, and the sandbox with the other network setting, built
+// when a tool asks for it.
+type execRunner struct {
+	exec    *tools.Exec
+	sandbox *sandbox.Sandbox
+	opts    sandbox.Options
+
+	mu    sync.Mutex
+	other *sandbox.Sandbox
+}
+
+// sandboxFor returns exec's sandbox with the network on or off: the same
+// mode, paths, user and limits.
+func (r *execRunner) sandboxFor(network bool) (*sandbox.Sandbox, error) {
+	if network == r.sandbox.Network() {
+		return r.sandbox, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.other == nil {
+		o := r.opts
+		o.Mode, o.Network = r.sandbox.Mode(), network
+		sb, err := sandbox.New(o)
+		if err != nil {
+			return nil, fmt.Errorf("the sandbox with the network %s: %w", onOff(network), err)
+		}
+		r.other = sb
+	}
+	return r.other, nil
+}
+
+func (r *execRunner) close() {
+	r.exec.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.other != nil {
+		r.other.Close()
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// custom holds the tools of TOOLSVC_TOOLS_FILE: it loads the file, builds
+// its tools and puts them in the registry, at start-up and on Reload.
+type custom struct {
+	cfg    config.Config
+	reg    *registry.Registry
+	log    zerolog.Logger
+	red    *redact.Redactor
+	deps   customtools.Deps
+	getenv func(string) (string, bool)
+
+	mu        sync.Mutex // one load at a time
+	state     customState
+	lastError string // why the last reload failed; "" after a good one
+	closers   []func()
+}
+
+// customState is what the last good load made.
+type customState struct {
+	file      *customtools.File
+	on        []string
+	off       map[string]string
+	subagents []string
+}
+
+// reservedNames are the names custom tools and their toolsets may not
+// take: every built-in tool and toolset, whether on here or not, so that
+// a file that loads on one machine loads on every one.
+func reservedNames() map[string]string {
+	out := map[string]string{}
+	for _, s := range Toolsets() {
+		out[s.Name] = "the built-in toolset"
+		for _, t := range s.Tools {
+			out[t] = "the built-in tool"
+		}
+	}
+	return out
+}
+
+// loadToolsFile reads and checks the tools file.
+func loadToolsFile(path string, getenv func(string) (string, bool)) (*customtools.File, error) {
+	return customtools.Load(path, customtools.Options{Getenv: getenv, Reserved: reservedNames()})
+}
+
+// fileToolsets are the toolsets of f, for the switches.
+func fileToolsets(f *customtools.File) []Toolset {
+	if f == nil {
+		return nil
+	}
+	sets := f.Toolsets()
+	names := make([]string, 0, len(sets))
+	for n := range sets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]Toolset, 0, len(names))
+	for _, n := range names {
+		out = append(out, Toolset{Name: n, Tools: sets[n]})
+	}
+	return out
+}
+
+// newCustom prepares the runners of the file's tools: exec's run path
+// (exec's own when exec is on, else one built the same way) and the
+// network guard.
+func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tools, getenv func(string) (string, bool)) (*custom, error) {
+	c := d.Config
+	cu := &custom{cfg: c, reg: reg, log: d.Log, red: red, getenv: getenv}
+	gopts := netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts}
+	guard, err := netguard.New(gopts)
+	if err != nil {
+		return nil, err
+	}
+	cu.deps.HTTP = customtools.HTTPDeps{
+		Guard: guard,
+		GuardAllowing: func(host string) (*netguard.Guard, error) {
+			return netguard.New(customtools.AllowHost(gopts, host))
+		},
+		DefaultTimeout:   c.FetchTimeout,
+		DefaultMaxOutput: c.ExecMaxOutput,
+	}
+	runner := built.runner
+	switch {
+	case runner != nil:
+	case !hasShell():
+		cu.deps.CommandOff = fmt.Sprintf("command tools run in exec's sandbox, which needs %s; this system (%s) does not have it", tools.Shell, runtime.GOOS)
+	default:
+		ex, sb, sbOpts, err := newExecTool(d)
+		switch {
+		case errors.Is(err, sandbox.ErrNoSandbox):
+			cu.deps.CommandOff = "command tools run in exec's sandbox: " + err.Error()
+		case err != nil:
+			return nil, err
+		default:
+			runner = &execRunner{exec: ex, sandbox: sb, opts: sbOpts}
+			cu.closers = append(cu.closers, runner.close)
+		}
+	}
+	if runner != nil {
+		if built.runner != nil {
+			// exec's own closer stops its commands; the other sandbox is ours.
+			cu.closers = append(cu.closers, func() {
+				runner.mu.Lock()
+				defer runner.mu.Unlock()
+				if runner.other != nil {
+					runner.other.Close()
+				}
+			})
+		}
+		cu.deps.Command = &customtools.CommandDeps{
+			Exec:           runner.exec,
+			Sandbox:        runner.sandboxFor,
+			Workspace:      d.Workspace.Dir(),
+			DefaultTimeout: c.ExecTimeout,
+		}
+	}
+	return cu, nil
+}
+
+func hasShell() bool {
+	_, err := os.Stat(tools.Shell)
+	return err == nil
+}
+
+// apply builds the tools of f as sel switches them and puts them in the
+// registry in place of the previous ones. On an error nothing changes.
+func (cu *custom) apply(f *customtools.File, sel Selection) error {
+	built, err := customtools.Build(f, cu.deps, sel.Off)
+	if err != nil {
+		return err
+	}
+	// The header secrets are redacted before any tool can use them.
+	cu.red.Add(built.Secrets...)
+	if err := cu.reg.ReplaceSet(customSet, built.Tools); err != nil {
+		return fmt.Errorf("tools file %s: %w", f.Path, err)
+	}
+	cu.state = customState{file: f, on: built.On, off: built.Off, subagents: built.Subagents}
+	for _, s := range f.Tools {
+		if why, off := built.Off[s.Name]; off {
+			cu.log.Warn().Str("tool", s.Name).Str("state", "off").Str("source", "file").Str("reason", why).Msg("tool")
+			continue
+		}
+		cu.log.Info().Str("tool", s.Name).Str("state", "on").Str("source", "file").Str("toolset", s.Toolset).
+			Bool("subagents", s.Subagents).Str("reason", built.Notes[s.Name]).Msg("tool")
+	}
+	return nil
+}
+
+// reload reads the file again and replaces the tools; on any error the
+// tools of the last good load stay, and the error is logged and returned.
+func (cu *custom) reload() error {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	err := cu.reloadLocked()
+	if err != nil {
+		cu.lastError = err.Error()
+		cu.log.Error().Err(err).Strs("kept", cu.state.on).Msg("tools file reload failed; the tools of the last good load are kept")
+		return err
+	}
+	cu.lastError = ""
+	cu.log.Info().Str("file", cu.cfg.ToolsFile).Strs("tools", cu.state.on).Msg("tools file reloaded")
+	return nil
+}
+
+func (cu *custom) reloadLocked() error {
+	f, err := loadToolsFile(cu.cfg.ToolsFile, cu.getenv)
+	if err != nil {
+		return err
+	}
+	if err := mountMCPServers(f); err != nil {
+		return err
+	}
+	sel, err := newSelection(cu.cfg.ToolsEnabled, cu.cfg.ToolsDisabled, fileToolsets(f))
+	if err != nil {
+		return fmt.Errorf("tools file %s: with its toolsets, %w", f.Path, err)
+	}
+	return cu.apply(f, sel)
+}
+
+// subagentTools lists the file's tools sub-agents may call.
+func (cu *custom) subagentTools() []string {
+	if cu == nil {
+		return nil
+	}
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	return cu.state.subagents
+}
+
+// ready adds the file's state to /readyz: its tools that are off, and a
+// failed reload (which does not make the service unready: the tools of
+// the last good load are served).
+func (cu *custom) ready(checks map[string]string) {
+	if cu == nil {
+		return
+	}
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	for t, why := range cu.state.off {
+		checks["tool:"+t] = "off: " + why
+	}
+	v := "ok"
+	if cu.lastError != "" {
+		v = "reload failed, the tools of the last good load are served: " + cu.lastError
+	}
+	checks["tools_file"] = v
+}
+
+func (cu *custom) close() {
+	for i := len(cu.closers) - 1; i >= 0; i-- {
+		cu.closers[i]()
+	}
+	cu.closers = nil
+}
+
+// mountMCPServers is where the file's mcpServers are mounted as tools.
+// Until MCP mounting is wired in, a file that lists servers is refused,
+// so that no server the operator listed is silently left out.
+func mountMCPServers(f *customtools.File) error {
+	if len(f.MCPServers) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(f.MCPServers))
+	for n := range f.MCPServers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("tools file %s: mcpServers (%s): mounting MCP servers is not available in this build; remove the section", f.Path, strings.Join(names, ", "))
+}

@@ -1,0 +1,64 @@
+package http
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/countbot/toolsvc/api"
+	"github.com/countbot/toolsvc/internal/openapi"
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolfmt"
+)
+
+// rendered is what is served from the tools' definitions of one registry
+// generation: GET /tools?format= for every format but the default, and
+// GET /openapi.json (whole, and its tools' operations only).
+type rendered struct {
+	gen          uint64
+	formats      map[string][]byte
+	formatErr    error
+	openapi      []byte
+	openapiTools []byte
+	openapiErr   error
+}
+
+// renderings renders the definitions once per registry generation: the
+// bytes stay the same between calls (model prompt caches depend on it)
+// until the tools change (tools from a file reloaded).
+type renderings struct {
+	reg     *registry.Registry
+	version string
+	mu      sync.Mutex // one rendering at a time
+	cur     atomic.Pointer[rendered]
+}
+
+func newRenderings(reg *registry.Registry, version string) *renderings {
+	r := &renderings{reg: reg, version: version}
+	r.get() // rendered now: the first request does not wait
+	return r
+}
+
+// get returns the renderings of the registry's current generation.
+func (r *renderings) get() *rendered {
+	if cur := r.cur.Load(); cur != nil && cur.gen == r.reg.Generation() {
+		return cur
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur := r.cur.Load(); cur != nil && cur.gen == r.reg.Generation() {
+		return cur
+	}
+	gen, defs := r.reg.Snapshot()
+	out := &rendered{gen: gen, formats: map[string][]byte{}}
+	for _, f := range toolfmt.Formats()[1:] {
+		if out.formats[f], out.formatErr = toolfmt.Render(defs, f); out.formatErr != nil {
+			break
+		}
+	}
+	out.openapi, out.openapiErr = openapi.Build(api.OpenAPI(), defs, r.version, false)
+	if out.openapiErr == nil {
+		out.openapiTools, out.openapiErr = openapi.Build(api.OpenAPI(), defs, r.version, true)
+	}
+	r.cur.Store(out)
+	return out
+}

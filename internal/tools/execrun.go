@@ -1,0 +1,193 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/headtail"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/toolerr"
+)
+
+// This file is exec's run path, shared by exec and by the tools that run
+// an operator's program in exec's sandbox (command tools from a file):
+// the slots, the private temporary folder, the allowlisted environment,
+// the bounded output, the sandbox and the kill of everything a program
+// started.
+
+// job is one program to run.
+type job struct {
+	argv    []string // absolute program path and its arguments
+	dir     string   // host path of the working folder
+	stdin   []byte   // nil: no input
+	env     []string // NAME=value added after the allowlisted environment
+	sandbox *sandbox.Sandbox
+	what    string // names the program in an error: "the shell"
+}
+
+// outcome is what a job left: its output (each stream bounded at both
+// ends), its exit code, and how it ended.
+type outcome struct {
+	stdout, stderr *headtail.Buffer
+	code           int
+	timedOut       bool // cctx ended it, not the program itself
+	contained      bool // every process it started is known to be gone
+}
+
+// acquire waits for a free slot, for at most timeout: the wait does not
+// eat into the program's timeout, and how long it was is returned.
+func (e *Exec) acquire(ctx context.Context, timeout time.Duration) (release func(), waited time.Duration, err error) {
+	waitStart := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem }, time.Since(waitStart), nil
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return nil, 0, canceled(true)
+		}
+		return nil, 0, toolerr.Errorf(toolerr.Busy, "%d commands are already running (TOOLSVC_EXEC_MAX_CONCURRENT) and none finished within the %s timeout. Next: wait for the running commands to finish, then retry.", cap(e.sem), timeout)
+	}
+}
+
+// runJob starts j in its sandbox with a fresh private temporary folder
+// and waits for it, for cctx (its timeout) or for ctx (the caller). An
+// error means it could not start.
+func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
+	// A fresh folder per call, never reused: nothing one command leaves
+	// there can reach the next.
+	tmp, err := os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
+	if err == nil && e.opts.Owner != nil {
+		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
+	}
+	if err != nil {
+		return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	sb := j.sandbox
+	if sb == nil {
+		sb = e.opts.Sandbox
+	}
+	path, args, childTmp := sb.Command(tmp, j.argv)
+	home := e.opts.Home
+	if home == "" {
+		// The call's own HOME, inside its temporary folder: writable in
+		// every sandbox mode, as seen by the child (bubblewrap shows the
+		// folder as /tmp), and deleted with it.
+		if err := e.makeHome(filepath.Join(tmp, callHome)); err != nil {
+			return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a HOME folder for the program: %w", err)
+		}
+		home = filepath.Join(childTmp, callHome)
+	}
+	// Room for MaxOutput characters of up to 4 bytes at each end.
+	keep := utf8.UTFMax * e.opts.MaxOutput
+	o := outcome{stdout: headtail.New(keep, keep), stderr: headtail.New(keep, keep)}
+	stream := newStreamer(ctx)
+	defer stream.stop()
+
+	cmd := exec.CommandContext(cctx, path, args...)
+	cmd.Dir = j.dir
+	cmd.Env = append(e.env(home, childTmp), j.env...)
+	if j.stdin != nil {
+		cmd.Stdin = bytes.NewReader(j.stdin)
+	}
+	cmd.Stdout = stream.tee(o.stdout)
+	cmd.Stderr = stream.tee(o.stderr)
+	// Bounds how long Wait waits for the output pipes once the command's
+	// processes are gone or killed.
+	cmd.WaitDelay = 2 * time.Second
+	child, err := sb.Start(cmd, tmp)
+	if err != nil {
+		return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not start %s: %w", j.what, err)
+	}
+	if !e.track(child) {
+		child.Kill()
+	}
+	err, o.contained = child.Wait()
+	e.untrack(child)
+	stream.stop()
+	o.timedOut = cctx.Err() != nil && !exitedByItself(cmd.ProcessState)
+	o.code = exitCode(cmd.ProcessState, err)
+	return o, nil
+}
+
+// Program is a program to run in exec's sandbox by a tool other than exec.
+type Program struct {
+	Argv  []string // absolute program path and its arguments
+	Stdin []byte   // nil: no input
+	Env   []string // NAME=value added after exec's allowlisted environment
+	// Sandbox runs it; nil: exec's. A tool whose network setting differs
+	// from exec's passes a sandbox built with the same options but that.
+	Sandbox *sandbox.Sandbox
+	Timeout time.Duration // 0: exec's default
+	// MaxOutput bounds each of Stdout and Stderr in characters; 0: exec's.
+	MaxOutput int
+}
+
+// Ran is a Program's output, each stream cut in the middle to MaxOutput
+// characters with a note, and its exit code (128+N for signal N).
+type Ran struct {
+	Stdout, Stderr string
+	ExitCode       int
+	Waited         time.Duration // for a free slot
+}
+
+// Run runs p in the workspace through exec's run path: a slot among
+// TOOLSVC_EXEC_MAX_CONCURRENT, a private temporary folder, the allowlisted
+// environment, the sandbox, bounded output and time. A timeout, the call
+// being canceled, no free slot or a program that cannot start is an error
+// with the matching code; an exit code of its own is not.
+func (e *Exec) Run(ctx context.Context, p Program) (Ran, error) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = e.opts.DefaultTimeout
+	}
+	max := p.MaxOutput
+	if max <= 0 {
+		max = e.opts.MaxOutput
+	}
+	dir, err := e.workingDir("")
+	if err != nil {
+		return Ran{}, err
+	}
+	release, waited, err := e.acquire(ctx, timeout)
+	if err != nil {
+		return Ran{}, err
+	}
+	defer release()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	o, err := e.runJob(ctx, cctx, job{argv: p.Argv, dir: dir, stdin: p.Stdin, env: p.Env, sandbox: p.Sandbox, what: p.Argv[0]})
+	if err != nil {
+		return Ran{}, err
+	}
+	r := Ran{Stdout: boundedStream(o.stdout, max, "stdout"), Stderr: boundedStream(o.stderr, max, "stderr"), ExitCode: o.code, Waited: waited}
+	switch {
+	case ctx.Err() != nil:
+		return Ran{}, canceled(o.contained)
+	case o.timedOut:
+		last := lastLines(r.Stdout+"\n"+r.Stderr, 2000)
+		if strings.TrimSpace(last) == "" {
+			last = "(no output)"
+		}
+		return Ran{}, toolerr.Errorf(toolerr.Timeout, "the program timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: try a smaller piece of work.", timeout, killedText(o.contained), last)
+	}
+	return r, nil
+}
+
+// boundedStream renders one stream within budget characters, "" when it
+// is empty.
+func boundedStream(b *headtail.Buffer, budget int, name string) string {
+	if b.Total() == 0 {
+		return ""
+	}
+	return render(b, budget, name)
+}
