@@ -19,14 +19,14 @@ import (
 type conn struct {
 	s     *Server
 	cs    *mcp.ClientSession
-	child *child       // nil for Streamable HTTP
-	limit *frameLimit  // the bound on one message (stdio)
+	child *child      // nil for Streamable HTTP
+	limit *frameLimit // the bound on one message (stdio)
 	// httpOver is set when a response body passed the bound (HTTP).
 	httpOver atomic.Bool
-	done  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	err   error // why it ended
+	done     chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	err      error // why it ended
 }
 
 func newConn(s *Server, ch *child, limit *frameLimit) *conn {

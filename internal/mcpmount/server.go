@@ -148,12 +148,12 @@ type Server struct {
 	conn     *conn // nil while down
 	status   error
 	tools    []registry.Tool
-	toolSig  string         // names, descriptions and schemas of tools, to see a change
-	changed  chan struct{}  // closed and replaced at every change of conn or tools
-	onChange []func()       // OnToolsChanged
-	progress sync.Map       // progress token -> context of the call
-	token    uint64         // last progress token
-	listReq  chan struct{}  // list_changed seen, for the refresher
+	toolSig  string        // names, descriptions and schemas of tools, to see a change
+	changed  chan struct{} // closed and replaced at every change of conn or tools
+	onChange []func()      // OnToolsChanged
+	progress sync.Map      // progress token -> context of the call
+	token    uint64        // last progress token
+	listReq  chan struct{} // list_changed seen, for the refresher
 }
 
 // New returns a server that is not started yet. name is the key of its
