@@ -1,7 +1,6 @@
 package mcpmount
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -24,7 +23,7 @@ import (
 // workspace under <Folder>/<server>/ and named by a line in their place;
 // resource links named; structured content as JSON when there is nothing
 // else. isError makes it a tool error carrying the same text.
-func (s *Server) result(ctx context.Context, t *Tool, res *mcp.CallToolResult) (string, error) {
+func (s *Server) result(t *Tool, res *mcp.CallToolResult) (string, error) {
 	var parts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,6 +121,9 @@ func (d *Deps) defaults() {
 	}
 }
 
+// errClosed is why a call after Close fails.
+var errClosed = errors.New("stopped")
+
 // upFor is how long a connection must last for the backoff to start
 // again from MinBackoff.
 const upFor = time.Minute
@@ -152,7 +156,7 @@ type Server struct {
 	changed  chan struct{} // closed and replaced at every change of conn or tools
 	onChange []func()      // OnToolsChanged
 	progress sync.Map      // progress token -> context of the call
-	token    uint64        // last progress token
+	token    atomic.Uint64 // last progress token
 	listReq  chan struct{} // list_changed seen, for the refresher
 }
 
@@ -516,7 +520,12 @@ func (s *Server) Status() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
-		return nil
+		select {
+		case <-s.conn.done:
+			return s.conn.why()
+		default:
+			return nil
+		}
 	}
 	if s.status == nil {
 		return fmt.Errorf("MCP server %s: not connected", s.name)
@@ -533,11 +542,17 @@ func (s *Server) await(ctx context.Context) (*conn, error) {
 		s.mu.Lock()
 		c, ch, status, closed := s.conn, s.changed, s.status, s.closed
 		s.mu.Unlock()
+		if c != nil {
+			select {
+			case <-c.done:
+				// Ended, and not yet replaced: wait for the restart.
+			default:
+				return c, nil
+			}
+		}
 		switch {
-		case c != nil:
-			return c, nil
 		case closed:
-			return nil, errors.New("closed")
+			return nil, errClosed
 		}
 		select {
 		case <-ch:

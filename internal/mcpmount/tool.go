@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -213,6 +212,9 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 		if ctx.Err() != nil {
 			return "", s.ctxError(ctx)
 		}
+		if errors.Is(err, errClosed) {
+			return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s was stopped (the service is shutting down or reloading its tools). Next: retry in a moment.", s.name)
+		}
 		return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s is not running: %s. It is restarted automatically. Next: retry in a while, or use another tool.", s.name, s.redact(err.Error()))
 	}
 	if len(args) == 0 {
@@ -220,7 +222,7 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	if registry.Streaming(ctx) {
-		token := fmt.Sprintf("toolsvc-%d", atomic.AddUint64(&s.token, 1))
+		token := fmt.Sprintf("toolsvc-%d", s.token.Add(1))
 		params.SetProgressToken(token)
 		s.progress.Store(token, ctx)
 		defer s.progress.Delete(token)
@@ -229,7 +231,7 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 	if err != nil {
 		return "", s.callError(ctx, c, err)
 	}
-	return s.result(ctx, t, res)
+	return s.result(t, res)
 }
 
 // callError turns a failed call into an error a model can act on.
