@@ -174,13 +174,25 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// expand replaces each ${NAME} in v with the service's variable NAME. A
+// WorkspaceVar names the variable that stands for the workspace's
+// absolute path in args, env and header values ("${WORKSPACE}"), so that
+// a server can be pointed at it (server-filesystem's folder,
+// server-memory's file) whatever the deployment calls it.
+const WorkspaceVar = "WORKSPACE"
+
+// expand replaces each ${NAME} in v with the service's variable NAME, and
+// ${WORKSPACE} with the workspace's path (workspace, "" when none). A
 // variable that is not set is an error naming it, never an empty value
-// sent as a credential.
-func expand(v string, getenv func(string) (string, bool)) (string, error) {
+// sent as a credential. read reports whether a variable other than
+// WORKSPACE was read.
+func expand(v, workspace string, getenv func(string) (string, bool)) (out string, read bool, err error) {
 	var missing []string
-	out := varRef.ReplaceAllStringFunc(v, func(m string) string {
+	out = varRef.ReplaceAllStringFunc(v, func(m string) string {
 		name := m[2 : len(m)-1]
+		if name == WorkspaceVar && workspace != "" {
+			return workspace
+		}
+		read = true
 		val, ok := getenv(name)
 		if !ok {
 			missing = append(missing, name)
@@ -188,27 +200,32 @@ func expand(v string, getenv func(string) (string, bool)) (string, error) {
 		return val
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("the environment variable %s is not set", strings.Join(missing, ", "))
+		return "", read, fmt.Errorf("the environment variable %s is not set", strings.Join(missing, ", "))
 	}
-	return out, nil
+	return out, read, nil
 }
 
 // resolved is a Config with every ${NAME} replaced, and the values that
 // are secrets.
 type resolved struct {
+	args    []string
 	env     map[string]string
 	headers map[string]string
 	secrets []string
 }
 
-// resolve expands the variables of the headers and env values. Every
-// header value is a secret (it carries credentials more often than not),
-// and so is every env value that read a variable or whose name looks
-// secret (GITHUB_TOKEN, API_KEY).
-func (c Config) resolve(getenv func(string) (string, bool)) (resolved, error) {
+// resolve expands the variables of the headers and env values, and
+// ${WORKSPACE} in args (only that one: args show in the process list).
+// Every header value is a secret (it carries credentials more often than
+// not), and so is every env value that read a variable or whose name
+// looks secret (GITHUB_TOKEN, API_KEY).
+func (c Config) resolve(workspace string, getenv func(string) (string, bool)) (resolved, error) {
 	r := resolved{env: map[string]string{}, headers: map[string]string{}}
+	for _, a := range c.Args {
+		r.args = append(r.args, strings.ReplaceAll(a, "${"+WorkspaceVar+"}", workspace))
+	}
 	for _, k := range sortedKeys(c.Headers) {
-		v, err := expand(c.Headers[k], getenv)
+		v, _, err := expand(c.Headers[k], workspace, getenv)
 		if err != nil {
 			return r, fmt.Errorf("header %s: %w", k, err)
 		}
@@ -219,12 +236,12 @@ func (c Config) resolve(getenv func(string) (string, bool)) (resolved, error) {
 		}
 	}
 	for _, k := range sortedKeys(c.Env) {
-		v, err := expand(c.Env[k], getenv)
+		v, read, err := expand(c.Env[k], workspace, getenv)
 		if err != nil {
 			return r, fmt.Errorf("env %s: %w", k, err)
 		}
 		r.env[k] = v
-		if v != c.Env[k] || redact.SecretName(k) {
+		if read || redact.SecretName(k) {
 			r.secrets = append(r.secrets, v)
 		}
 	}

@@ -62,11 +62,14 @@ func TestResolveSecrets(t *testing.T) {
 	}
 	c := Config{Headers: map[string]string{"Authorization": "Bearer ${TOKEN}", "X-Region": "${REGION}"},
 		Env: map[string]string{"GITHUB_TOKEN": "ghp_literal_value_1", "LOG_LEVEL": "debugging", "KEY_FROM_VAR": "${TOKEN}"}}
-	r, err := c.resolve(getenv)
+	c.Args = []string{"--root", "${WORKSPACE}/data", "${TOKEN}"}
+	c.Env["MEMORY_FILE_PATH"] = "${WORKSPACE}/memory.jsonl"
+	r, err := c.resolve("/srv/ws", getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.headers["Authorization"] != "Bearer abcdefgh12345678" || r.env["KEY_FROM_VAR"] != "abcdefgh12345678" {
+	if r.headers["Authorization"] != "Bearer abcdefgh12345678" || r.env["KEY_FROM_VAR"] != "abcdefgh12345678" ||
+		r.env["MEMORY_FILE_PATH"] != "/srv/ws/memory.jsonl" || strings.Join(r.args, " ") != "--root /srv/ws/data ${TOKEN}" {
 		t.Errorf("resolved %+v", r)
 	}
 	all := strings.Join(r.secrets, "|")
@@ -75,10 +78,10 @@ func TestResolveSecrets(t *testing.T) {
 			t.Errorf("secret %q missing from %q", want, all)
 		}
 	}
-	if strings.Contains(all, "debugging") {
+	if strings.Contains(all, "debugging") || strings.Contains(all, "/srv/ws") {
 		t.Errorf("an ordinary env value is taken for a secret: %q", all)
 	}
-	if _, err := (Config{Headers: map[string]string{"A": "${MISSING}"}}).resolve(getenv); err == nil || !strings.Contains(err.Error(), "MISSING is not set") {
+	if _, err := (Config{Headers: map[string]string{"A": "${MISSING}"}}).resolve("/srv/ws", getenv); err == nil || !strings.Contains(err.Error(), "MISSING is not set") {
 		t.Errorf("missing variable: %v", err)
 	}
 }

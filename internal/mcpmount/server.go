@@ -167,7 +167,11 @@ func New(name string, cfg Config, d Deps) *Server {
 	s := &Server{name: name, cfg: cfg, d: d, changed: make(chan struct{}), listReq: make(chan struct{}, 1),
 		status: errors.New("not started")}
 	s.log = d.Log.With().Str("mcp_server", name).Logger()
-	s.res, s.resErr = cfg.resolve(d.LookupEnv)
+	ws := ""
+	if d.Workspace != nil {
+		ws = d.Workspace.Dir()
+	}
+	s.res, s.resErr = cfg.resolve(ws, d.LookupEnv)
 	s.red = redact.New(s.res.secrets...)
 	s.life, s.cancel = context.WithCancel(context.Background())
 	return s

@@ -79,7 +79,7 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: temporary folder: %w", s.name, err)
 	}
-	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.cfg.Args...))
+	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.res.args...))
 	env = append(env, "TMPDIR="+childTmp)
 	inR, inW, err := os.Pipe()
 	if err != nil {
