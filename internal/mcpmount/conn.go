@@ -41,14 +41,13 @@ func (c *conn) watch() {
 	c.mu.Lock()
 	if c.err == nil {
 		why := c.diagnose()
-		switch {
-		case why != "":
-			c.err = fmt.Errorf("MCP server %s: %s", c.s.name, why)
-		case err != nil:
-			c.err = fmt.Errorf("MCP server %s: connection ended: %s", c.s.name, c.s.redact(err.Error()))
-		default:
-			c.err = fmt.Errorf("MCP server %s: connection ended", c.s.name)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errTooLarge) && !errors.Is(err, mcp.ErrConnectionClosed) {
+			why = strings.TrimPrefix(why+"; the connection failed: "+c.s.redact(err.Error()), "; ")
 		}
+		if why == "" {
+			why = "the connection ended"
+		}
+		c.err = fmt.Errorf("MCP server %s: %s", c.s.name, why)
 	}
 	c.mu.Unlock()
 	close(c.done)
@@ -110,7 +109,7 @@ func (c *conn) stderrTail() string {
 
 func (c *conn) restartNote() string {
 	if c.child != nil {
-		return " and the server stopped"
+		return " and the server stopped; it is being restarted"
 	}
 	return ""
 }

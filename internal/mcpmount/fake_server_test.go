@@ -129,6 +129,7 @@ func TestHugeResult(t *testing.T) {
 	s := e.start(t, "fake", fakeConfig(t, "raw", nil))
 	reg := registryOf(t, s)
 	r := invoke(reg, context.Background(), "fake__huge", `{"mb":100}`)
+	t.Logf("result: %s", r.Result)
 	if r.Status != registry.StatusError || r.Error.Code != toolerr.ToolError || !strings.Contains(r.Result, "larger than 16777216 bytes") || !strings.Contains(r.Result, "Next:") {
 		t.Fatalf("huge: %+v", r)
 	}
@@ -156,6 +157,7 @@ func TestKilledMidCall(t *testing.T) {
 	s := e.start(t, "fake", fakeConfig(t, "raw", nil))
 	reg := registryOf(t, s)
 	r := callKilled(t, s, reg, "fake__slow", `{}`)
+	t.Logf("result: %s", r.Result)
 	if r.Error == nil || r.Error.Code != toolerr.Unavailable || !strings.Contains(r.Result, "restarted") {
 		t.Fatalf("killed call: %+v", r)
 	}
@@ -217,6 +219,7 @@ func TestBadServers(t *testing.T) {
 			if err == nil {
 				t.Fatal("Start succeeded")
 			}
+			t.Logf("Start: %v", err)
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("Start error %q lacks %q", err, w)

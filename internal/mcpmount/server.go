@@ -121,6 +121,12 @@ func (d *Deps) defaults() {
 	}
 }
 
+// brokenError is why a call to a server whose configuration cannot work
+// fails.
+type brokenError struct{ err error }
+
+func (e *brokenError) Error() string { return e.err.Error() }
+
 // errClosed is why a call after Close fails.
 var errClosed = errors.New("stopped")
 
@@ -149,6 +155,7 @@ type Server struct {
 	mu       sync.Mutex
 	started  bool
 	closed   bool
+	broken   bool  // its configuration cannot work: never retried
 	conn     *conn // nil while down
 	status   error
 	tools    []registry.Tool
@@ -208,6 +215,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 	if err := s.checkConfig(); err != nil {
+		s.mu.Lock()
+		s.broken = true
+		s.mu.Unlock()
 		s.setStatus(err)
 		return err
 	}
@@ -544,8 +554,11 @@ func (s *Server) await(ctx context.Context) (*conn, error) {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		c, ch, status, closed := s.conn, s.changed, s.status, s.closed
+		c, ch, status, closed, broken := s.conn, s.changed, s.status, s.closed, s.broken
 		s.mu.Unlock()
+		if broken {
+			return nil, &brokenError{status}
+		}
 		if c != nil {
 			select {
 			case <-c.done:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +32,9 @@ type child struct {
 	exited chan struct{}
 	err    error // how it ended, after exited
 	once   sync.Once
+	// killed is set when the service killed it (it did not exit after its
+	// stdin closed, or sent too much): its exit status then says nothing.
+	killed atomic.Bool
 }
 
 // connectStdio starts the server's process in the sandbox and runs the
@@ -44,7 +48,10 @@ func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := &frameLimit{r: ch.stdout, limit: s.d.MaxMessage, lines: true, onOver: ch.kill}
+	limit := &frameLimit{r: ch.stdout, limit: s.d.MaxMessage, lines: true, onOver: func() {
+		ch.killed.Store(true)
+		ch.kill()
+	}}
 	c := newConn(s, ch, limit)
 	// The sdk's own bound on a line stays above ours, which ends the
 	// connection with a clear reason first.
@@ -124,10 +131,14 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	return ch, nil
 }
 
-// exitText says how the process ended, or "" while it runs.
+// exitText says how the process ended, or "" while it runs or when the
+// service killed it.
 func (c *child) exitText() string {
 	select {
 	case <-c.exited:
+		if c.killed.Load() {
+			return ""
+		}
 		return fmt.Sprintf("the server process ended (%v)", c.err)
 	default:
 		return ""
@@ -147,6 +158,7 @@ func (c *child) stop() {
 		select {
 		case <-c.exited:
 		case <-t.C:
+			c.killed.Store(true)
 			c.kill()
 			<-c.exited
 		}

@@ -212,6 +212,10 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 		if ctx.Err() != nil {
 			return "", s.ctxError(ctx)
 		}
+		var broken *brokenError
+		if errors.As(err, &broken) {
+			return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s cannot start: %s. Next: use another tool; the operator must fix the server's entry.", s.name, s.redact(err.Error()))
+		}
 		if errors.Is(err, errClosed) {
 			return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s was stopped (the service is shutting down or reloading its tools). Next: retry in a moment.", s.name)
 		}
