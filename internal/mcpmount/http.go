@@ -18,7 +18,7 @@ import (
 func (s *Server) connectHTTP(ctx context.Context) (*conn, error) {
 	rt := &headerTransport{base: s.d.Transport, headers: s.res.headers, limit: s.d.MaxMessage}
 	hc := &http.Client{Transport: rt, CheckRedirect: sameHost}
-	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.d.MaxMessage}
+	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.d.MaxMessage + 1<<20}
 	c := newConn(s, nil, nil)
 	rt.over = &c.httpOver
 	cs, err := s.client().Connect(ctx, t, nil)
@@ -43,8 +43,7 @@ func sameHost(req *http.Request, via []*http.Request) error {
 }
 
 // headerTransport adds the configured headers to each request and bounds
-// a plain JSON response body (an event stream is bounded per event by the
-// sdk's MaxEventSize).
+// what a response may make the client hold.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
@@ -63,10 +62,12 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		f := &frameLimit{r: resp.Body, limit: t.limit}
-		f.onOver = func() { t.over.Store(true) }
-		resp.Body = f
-	}
+	// A JSON body is bounded whole; an event stream line by line (one
+	// event's data is one line in practice; the sdk bounds a whole event
+	// a little above).
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	f := &frameLimit{r: resp.Body, limit: t.limit, lines: stream}
+	f.onOver = func() { t.over.Store(true) }
+	resp.Body = f
 	return resp, nil
 }

@@ -511,6 +511,19 @@ func (s *Server) notify() {
 	}
 }
 
+// detach stops using c: calls wait for the next connection, which the
+// restart loop makes once c has ended.
+func (s *Server) detach(c *conn, why error) {
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+		s.status = fmt.Errorf("MCP server %s: reconnecting: %w", s.name, why)
+		s.signalLocked()
+	}
+	s.mu.Unlock()
+	go c.close()
+}
+
 // Tools returns the server's current tools, named "<server>__<tool>". The
 // last list is kept while the server restarts, so that the tools stay
 // known and a call waits for the restart or says the server is down.

@@ -247,6 +247,13 @@ func (s *Server) callError(ctx context.Context, c *conn, err error) error {
 	if errors.As(err, &wire) {
 		return toolerr.Errorf(toolerr.ToolError, "the MCP server %s refused the call: %s (JSON-RPC error %d). Next: check the arguments against the tool's description, or use another tool.", s.name, s.redact(wire.Message), wire.Code)
 	}
+	if c.httpOver.Swap(false) {
+		// The sdk may or may not end the connection after a body it could
+		// not read; it is replaced in either case, so that the next call
+		// does not meet a connection that is failing.
+		s.detach(c, errors.New("a response was larger than the bound on one message"))
+		return toolerr.Errorf(toolerr.ToolError, "the MCP server %s sent a response larger than %d bytes, the bound on one message; it was not read. Next: ask for less at a time (a narrower query, a smaller page or file).", s.name, s.d.MaxMessage)
+	}
 	// The connection failed: wait a moment for it to be seen ended, to
 	// say why.
 	t := time.NewTimer(stopGrace + time.Second)
@@ -254,7 +261,7 @@ func (s *Server) callError(ctx context.Context, c *conn, err error) error {
 	select {
 	case <-c.done:
 		why := c.why().Error()
-		if c.httpOver.Load() || c.limit != nil && c.limit.over.Load() {
+		if c.limit != nil && c.limit.over.Load() {
 			return toolerr.Errorf(toolerr.ToolError, "%s. Next: ask for less at a time (a narrower query, a smaller page or file).", s.redact(why))
 		}
 		return toolerr.Errorf(toolerr.Unavailable, "%s. It is being restarted. Next: retry the call; if it fails the same way again, the call itself may crash the server, so try other arguments or another tool.", s.redact(why))
