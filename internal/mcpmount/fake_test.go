@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -92,6 +93,7 @@ func rawServer(in io.Reader, out io.Writer) {
 			tools := []any{
 				map[string]any{"name": "echo", "description": "Echo the text.", "inputSchema": obj(`{"text":{"type":"string"},"secret":{"type":"boolean"}}`)},
 				map[string]any{"name": "fail", "inputSchema": obj(`{}`)},
+				map[string]any{"name": "probe", "inputSchema": obj(`{"read":{"type":"string"},"dial":{"type":"string"}}`)},
 				map[string]any{"name": "huge", "inputSchema": obj(`{"mb":{"type":"integer"}}`)},
 				map[string]any{"name": "slow", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "change", "inputSchema": obj(`{}`)},
@@ -119,6 +121,28 @@ func rawServer(in io.Reader, out io.Writer) {
 					s += " " + os.Getenv("FAKE_SECRET")
 				}
 				reply(text(s, false))
+			case "probe":
+				// What the sandbox lets it do: read a file, connect to an
+				// address, and where it runs.
+				var out []string
+				if p, _ := a["read"].(string); p != "" {
+					if b, err := os.ReadFile(p); err != nil {
+						out = append(out, "read: "+err.Error())
+					} else {
+						out = append(out, "read: "+string(b))
+					}
+				}
+				if addr, _ := a["dial"].(string); addr != "" {
+					if c, err := net.Dial("tcp", addr); err != nil {
+						out = append(out, "dial: "+err.Error())
+					} else {
+						c.Close()
+						out = append(out, "dial: connected")
+					}
+				}
+				wd, _ := os.Getwd()
+				out = append(out, "cwd: "+wd, "home: "+os.Getenv("HOME"), "service secret: "+os.Getenv("SERVICE_SECRET"))
+				reply(text(strings.Join(out, "\n"), false))
 			case "fail":
 				reply(text("the widget is broken", true))
 			case "huge":
