@@ -248,6 +248,30 @@ func (c Config) resolve(workspace string, getenv func(string) (string, bool)) (r
 	return r, nil
 }
 
+// Secrets returns the entry's secret values (see resolve) as they will be
+// sent, reading ${NAME} with lookupEnv (nil: os.LookupEnv) and
+// ${WORKSPACE} as workspace, so that the service can add them to its
+// redaction before any server starts. A value whose variable is not set
+// is left out here; Start reports it.
+func (c Config) Secrets(workspace string, lookupEnv func(string) (string, bool)) []string {
+	if lookupEnv == nil {
+		lookupEnv = lookupEnv0
+	}
+	var out []string
+	for k, v := range c.Headers {
+		if r, err := (Config{Headers: map[string]string{k: v}}).resolve(workspace, lookupEnv); err == nil {
+			out = append(out, r.secrets...)
+		}
+	}
+	for k, v := range c.Env {
+		if r, err := (Config{Env: map[string]string{k: v}}).resolve(workspace, lookupEnv); err == nil {
+			out = append(out, r.secrets...)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -272,5 +296,5 @@ func errOr(err error, s string) string {
 	return s
 }
 
-// lookupEnv is the default source of ${NAME} values.
-func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
+// lookupEnv0 is the default source of ${NAME} values.
+func lookupEnv0(name string) (string, bool) { return os.LookupEnv(name) }

@@ -81,6 +81,9 @@ func TestResolveSecrets(t *testing.T) {
 	if strings.Contains(all, "debugging") || strings.Contains(all, "/srv/ws") {
 		t.Errorf("an ordinary env value is taken for a secret: %q", all)
 	}
+	if got := strings.Join(c.Secrets("/srv/ws", getenv), "|"); !strings.Contains(got, "ghp_literal_value_1") || !strings.Contains(got, "Bearer abcdefgh12345678") || strings.Contains(got, "debugging") || strings.Contains(got, "/srv/ws") {
+		t.Errorf("Config.Secrets: %q", got)
+	}
 	if _, err := (Config{Headers: map[string]string{"A": "${MISSING}"}}).resolve("/srv/ws", getenv); err == nil || !strings.Contains(err.Error(), "MISSING is not set") {
 		t.Errorf("missing variable: %v", err)
 	}

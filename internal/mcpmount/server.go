@@ -93,7 +93,7 @@ func (d *Deps) defaults() {
 		d.Environ = os.Environ
 	}
 	if d.LookupEnv == nil {
-		d.LookupEnv = lookupEnv
+		d.LookupEnv = lookupEnv0
 	}
 	if d.Transport == nil {
 		d.Transport = http.DefaultTransport.(*http.Transport).Clone()
