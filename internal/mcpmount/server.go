@@ -17,6 +17,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -410,9 +411,9 @@ func (s *Server) client() *mcp.Client {
 					text += fmt.Sprintf("/%g", p.Total)
 				}
 				if p.Message != "" {
-					text += " " + p.Message
+					text += " " + runes.Shorten(strings.ToValidUTF8(p.Message, "\uFFFD"), maxLine)
 				}
-				registry.Progress(v.(context.Context), "progress", s.redact(text))
+				registry.Progress(v.(context.Context), "progress", s.redact(text)+"\n")
 			}
 		},
 	})
