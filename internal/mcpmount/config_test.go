@@ -123,6 +123,7 @@ func TestNormalizeSchema(t *testing.T) {
 		{"remote ref", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "https://evil.example/s.json"}}}, `!points outside`},
 		{"remote id", map[string]any{"type": "object", "$id": "https://evil.example/s.json"}, `!remote base`},
 		{"local ref", map[string]any{"type": "object", "definitions": map[string]any{"n": map[string]any{"type": "integer"}}, "properties": map[string]any{"a": map[string]any{"$ref": "#/definitions/n"}}}, `#/definitions/n`},
+		{"huge", map[string]any{"type": "object", "description": strings.Repeat("d", 70<<10)}, `!more than`},
 		{"bad type inside", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": 7}}}, `!`},
 	}
 	for _, tc := range cases {

@@ -27,6 +27,9 @@ const maxNameLen = 64
 // into every prompt.
 const maxDescription = 4000
 
+// maxSchemaBytes bounds a tool's schema: it goes into every prompt too.
+const maxSchemaBytes = 64 << 10
+
 var badNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 
 // ToolName returns the name server's tool is mounted as:
@@ -132,6 +135,9 @@ func normalizeSchema(in any) (json.RawMessage, error) {
 	raw, err = json.Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > maxSchemaBytes {
+		return nil, fmt.Errorf("the schema is %d bytes, more than the %d a tool definition may take in a prompt", len(raw), maxSchemaBytes)
 	}
 	if err := registry.CheckSchema(raw); err != nil {
 		return nil, err
