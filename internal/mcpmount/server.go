@@ -613,10 +613,13 @@ func (s *Server) Close() error {
 	s.status = fmt.Errorf("MCP server %s: stopped", s.name)
 	s.signalLocked()
 	s.mu.Unlock()
-	s.cancel()
+	// The connection first, so that a stdio server sees its stdin close
+	// and may exit cleanly (flush its files) before anything is killed;
+	// then the rest: a start in progress, the restart loop.
 	if c != nil {
 		c.close()
 	}
+	s.cancel()
 	s.wg.Wait()
 	return nil
 }
