@@ -2,6 +2,7 @@ package mcpmount
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,9 +210,19 @@ func TestBadServers(t *testing.T) {
 			return c
 		}, []string{"NO_SUCH_VARIABLE_HERE is not set"}},
 	}
+	cases = append(cases, struct {
+		name string
+		cfg  func(t *testing.T) Config
+		want []string
+	}{"no sandbox", func(t *testing.T) Config { return fakeConfig(t, "raw", nil) }, []string{"sandbox, which is not available", "bubblewrap is not available"}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, sandbox.None)
+			if tc.name == "no sandbox" {
+				e.deps.Sandbox = func(bool) (*sandbox.Sandbox, error) {
+					return nil, errors.New("TOOLSVC_EXEC_SANDBOX=bwrap: bubblewrap is not available")
+				}
+			}
 			e.deps.ConnectTimeout = 2 * time.Second
 			s := New("bad", tc.cfg(t), e.deps)
 			defer s.Close()

@@ -239,8 +239,13 @@ func (s *Server) checkConfig() error {
 	if s.resErr != nil {
 		return fmt.Errorf("MCP server %s: %w", s.name, s.resErr)
 	}
-	if s.cfg.Type == TypeStdio && s.d.Sandbox == nil {
-		return fmt.Errorf("MCP server %s: stdio servers run in exec's sandbox, and there is none here", s.name)
+	if s.cfg.Type == TypeStdio {
+		if s.d.Sandbox == nil {
+			return fmt.Errorf("MCP server %s: stdio servers run in exec's sandbox, and there is none here", s.name)
+		}
+		if _, err := s.d.Sandbox(s.cfg.Network); err != nil {
+			return fmt.Errorf("MCP server %s: stdio servers run in exec's sandbox, which is not available: %w", s.name, err)
+		}
 	}
 	if s.d.Workspace == nil {
 		return fmt.Errorf("MCP server %s: no workspace", s.name)
