@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what the tests need
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
-# for exec's sandbox, python3 for the example agent), downloads the Go
+# for exec's sandbox, python3 for the example agent, nodejs and npm for the
+# MCP servers the mcpmount tests install from npm), downloads the Go
 # modules, then vets and runs every test with the race detector.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./internal/registry/...   # some packages
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3)
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,222 @@
+package mcpmount
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/workspace"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeVar); mode != "" {
+		runFake(mode)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// The MCP servers from npm the tests run, at pinned versions.
+var npmPackages = []string{
+	"@modelcontextprotocol/server-everything@2026.8.31",
+	"@modelcontextprotocol/server-memory@2026.8.31",
+}
+
+var (
+	npmOnce sync.Once
+	npmDir  string
+	npmErr  error
+)
+
+// npmServers installs the npm packages once into a cache folder reused
+// between runs (keyed by the pinned versions) and returns its
+// node_modules. Without node and npm the test is skipped, except under
+// CI (CI=true), where it fails: the servers must be tested there.
+func npmServers(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing under CI: install Debian's nodejs and npm (scripts/test.sh does)", p)
+			}
+			t.Skipf("MCP SERVERS FROM NPM NOT TESTED: %s is not installed", p)
+		}
+	}
+	npmOnce.Do(func() {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir := filepath.Join(base, "toolsvc-test-npm", strings.NewReplacer("@", "", "/", "-", ".", "_").Replace(strings.Join(npmPackages, "+")))
+		marker := filepath.Join(dir, "installed")
+		if _, err := os.Stat(marker); err != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				npmErr = err
+				return
+			}
+			args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error"}, npmPackages...)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput()
+			if err != nil {
+				npmErr = &npmError{err: err, out: string(out)}
+				return
+			}
+			npmErr = os.WriteFile(marker, nil, 0o644)
+		}
+		npmDir = filepath.Join(dir, "node_modules")
+	})
+	if npmErr != nil {
+		t.Fatalf("npm install of %v: %v", npmPackages, npmErr)
+	}
+	return npmDir
+}
+
+type npmError struct {
+	err error
+	out string
+}
+
+func (e *npmError) Error() string { return e.err.Error() + ": " + e.out }
+
+// logBuf is a log sink safe for the server's goroutines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type env struct {
+	deps Deps
+	ws   *workspace.Workspace
+	logs *logBuf
+}
+
+// newEnv returns Deps for a test: a fresh workspace, the sandbox of mode
+// (extra folders readable and writable, for the npm cache and the test
+// binary), a quick backoff.
+func newEnv(t testing.TB, mode sandbox.Mode, extra ...string) *env {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	home := t.TempDir()
+	sbs := NewSandboxes(sandbox.Options{Mode: mode, Workspace: dir, Writable: append([]string{home}, extra...), MaxProcs: 256, MaxMemory: 2 << 30})
+	t.Cleanup(sbs.Close)
+	logs := &logBuf{}
+	return &env{ws: ws, logs: logs, deps: Deps{
+		Sandbox:        sbs.For,
+		Workspace:      ws,
+		Home:           home,
+		TempDir:        t.TempDir(),
+		Log:            zerolog.New(logs),
+		ConnectTimeout: 20 * time.Second,
+		MinBackoff:     50 * time.Millisecond,
+		MaxBackoff:     time.Second,
+	}}
+}
+
+// start starts a server and closes it when the test ends.
+func (e *env) start(t testing.TB, name string, cfg Config) *Server {
+	t.Helper()
+	s := New(name, cfg, e.deps)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, e.logs.String())
+	}
+	return s
+}
+
+// fakeConfig runs the test binary as the fake server of mode.
+func fakeConfig(t testing.TB, mode string, env map[string]string) Config {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{fakeVar: mode}
+	for k, v := range env {
+		all[k] = v
+	}
+	return Config{Type: TypeStdio, Command: exe, Env: all}
+}
+
+// registryOf registers the server's tools in a fresh registry, failing
+// the test on any error: every mounted tool must be accepted as it is.
+func registryOf(t testing.TB, s *Server) *registry.Registry {
+	t.Helper()
+	reg := registry.New(registry.Options{DefaultTimeout: 30 * time.Second})
+	for _, tool := range s.Tools() {
+		if err := reg.Register(tool); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+	}
+	return reg
+}
+
+func toolByName(t testing.TB, s *Server, name string) *Tool {
+	t.Helper()
+	for _, tool := range s.Tools() {
+		if tool.Name() == name {
+			return tool.(*Tool)
+		}
+	}
+	var names []string
+	for _, tool := range s.Tools() {
+		names = append(names, tool.Name())
+	}
+	t.Fatalf("no tool %s among %v", name, names)
+	return nil
+}
+
+func invoke(reg *registry.Registry, ctx context.Context, name, args string) registry.Result {
+	return reg.Invoke(ctx, name, json.RawMessage(args), registry.Meta{})
+}
+
+// waitFor waits for cond, checked after every change of the server's
+// state, at most a generous bound (a hang, not a slow machine, fails).
+func waitFor(t testing.TB, s *Server, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}

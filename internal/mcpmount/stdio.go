@@ -1,0 +1,269 @@
+package mcpmount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countbot/toolsvc/internal/sandbox"
+)
+
+// stopGrace is how long a stdio server may take to exit after its stdin
+// closes before it is killed.
+const stopGrace = 2 * time.Second
+
+// child is a stdio server's process, started inside the sandbox.
+type child struct {
+	proc   *sandbox.Child
+	cmd    *exec.Cmd
+	stdin  *os.File // the service's end
+	stdout *os.File // the service's end
+	tmp    string
+	stderr *stderrLog
+	exited chan struct{}
+	err    error // how it ended, after exited
+	once   sync.Once
+	// killed is set when the service killed it (it did not exit after its
+	// stdin closed, or sent too much): its exit status then says nothing.
+	killed atomic.Bool
+}
+
+// connectStdio starts the server's process in the sandbox and runs the
+// initialize handshake with it.
+func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
+	sb, err := s.d.Sandbox(s.cfg.Network)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: no sandbox for it: %w", s.name, err)
+	}
+	ch, err := s.startChild(sb)
+	if err != nil {
+		return nil, err
+	}
+	limit := &frameLimit{r: ch.stdout, limit: s.d.MaxMessage, lines: true, onOver: func() {
+		ch.killed.Store(true)
+		ch.kill()
+	}}
+	c := newConn(s, ch, limit)
+	// The sdk's own bound on a line stays above ours, which ends the
+	// connection with a clear reason first.
+	t := &mcp.IOTransport{Reader: limit, Writer: stdinCloser{ch}, MaxLineLength: s.d.MaxMessage + 1<<20}
+	cs, err := s.client().Connect(ctx, t, nil)
+	if err != nil {
+		return nil, s.connectError(ctx, c, "initialize", err)
+	}
+	c.cs = cs
+	go c.watch()
+	return c, nil
+}
+
+// startChild starts the command: argv resolved against the child's PATH,
+// an allowlisted environment plus the entry's env, the working folder in
+// the workspace, a private temporary folder, stdin and stdout as pipes to
+// the service and stderr to the log.
+func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
+	env := s.env()
+	dir, err := s.workDir()
+	if err != nil {
+		return nil, err
+	}
+	prog, err := lookPath(s.cfg.Command, dir, envValue(env, "PATH"))
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: %w", s.name, err)
+	}
+	tmp, err := os.MkdirTemp(s.d.TempDir, "toolsvc-mcp-*")
+	if err == nil && s.d.Owner != nil {
+		err = os.Chown(tmp, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: temporary folder: %w", s.name, err)
+	}
+	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.res.args...))
+	env = append(env, "TMPDIR="+childTmp)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	ch := &child{stdin: inW, stdout: outR, tmp: tmp, stderr: &stderrLog{s: s}, exited: make(chan struct{})}
+	cmd := exec.CommandContext(s.life, path, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	cmd.Stderr = ch.stderr
+	cmd.WaitDelay = stopGrace
+	ch.cmd = cmd
+	proc, err := sb.Start(cmd, tmp)
+	// The child holds its own ends now.
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("MCP server %s: could not start %s: %w", s.name, prog, err)
+	}
+	ch.proc = proc
+	go func() {
+		err, _ := proc.Wait()
+		ch.err = err
+		if err == nil {
+			ch.err = errors.New("exit status 0")
+		}
+		close(ch.exited)
+	}()
+	return ch, nil
+}
+
+// exitText says how the process ended, or "" while it runs or when the
+// service killed it.
+func (c *child) exitText() string {
+	select {
+	case <-c.exited:
+		if c.killed.Load() {
+			return ""
+		}
+		return fmt.Sprintf("the server process ended (%v)", c.err)
+	default:
+		return ""
+	}
+}
+
+// kill kills the process and everything it started.
+func (c *child) kill() { c.proc.Kill() }
+
+// stop closes the server's stdin, as the MCP spec asks, waits stopGrace
+// for it to exit, then kills it and what it started, and removes its
+// temporary folder.
+func (c *child) stop() {
+	c.once.Do(func() {
+		c.stdin.Close()
+		t := time.NewTimer(stopGrace)
+		select {
+		case <-c.exited:
+		case <-t.C:
+			c.killed.Store(true)
+			c.kill()
+			<-c.exited
+		}
+		t.Stop()
+		c.stdout.Close()
+		os.RemoveAll(c.tmp)
+	})
+}
+
+// stdinCloser is the transport's writer: writes go to the server's stdin;
+// Close stops the server (the transport closes it with the session).
+type stdinCloser struct{ c *child }
+
+func (w stdinCloser) Write(p []byte) (int, error) { return w.c.stdin.Write(p) }
+func (w stdinCloser) Close() error                { w.c.stop(); return nil }
+
+// env builds a stdio server's environment as exec builds a command's: the
+// allowlist of the service's variables, never the rest (API keys,
+// tokens), HOME the configured home folder, then the entry's env.
+func (s *Server) env() []string {
+	out := []string{"HOME=" + s.d.Home}
+	hasPath := false
+	for _, kv := range s.d.Environ() {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !s.allowedEnv(name) {
+			continue
+		}
+		if _, own := s.res.env[name]; own {
+			continue
+		}
+		hasPath = hasPath || name == "PATH"
+		out = append(out, kv)
+	}
+	if _, own := s.res.env["PATH"]; !hasPath && !own {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	for _, k := range sortedKeys(s.res.env) {
+		if k == "HOME" || k == "TMPDIR" {
+			continue // the sandbox decides where the server may write
+		}
+		out = append(out, k+"="+s.res.env[k])
+	}
+	return out
+}
+
+func (s *Server) allowedEnv(name string) bool {
+	if strings.HasPrefix(name, "TOOLSVC_") || name == "HOME" || name == "TMPDIR" {
+		return false
+	}
+	switch name {
+	case "PATH", "LANG", "LANGUAGE", "TZ", "TERM":
+		return true
+	}
+	if strings.HasPrefix(name, "LC_") {
+		return true
+	}
+	for _, a := range s.d.EnvAllow {
+		if a == name || (strings.HasSuffix(a, "*") && strings.HasPrefix(name, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// workDir resolves the entry's cwd through the workspace (default: the
+// workspace itself) to a host path.
+func (s *Server) workDir() (string, error) {
+	p, err := s.d.Workspace.ResolveDir(s.cfg.Cwd, "give cwd a folder relative to the workspace, or leave it out.")
+	if err != nil {
+		return "", fmt.Errorf("MCP server %s: cwd %q: %w", s.name, s.cfg.Cwd, err)
+	}
+	return s.d.Workspace.RealPath(p)
+}
+
+// lookPath finds the program as a shell would for the child: a name with
+// a slash is taken relative to the working folder, a bare name is looked
+// up in the child's PATH (not the service's).
+func lookPath(name, dir, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("command %q: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q was not found in PATH (%s); install it, or give its absolute path", name, path)
+}

@@ -1,0 +1,287 @@
+package mcpmount
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
+)
+
+// maxNameLen is the longest tool name every model format accepts.
+const maxNameLen = 64
+
+// maxDescription bounds a tool's description, in characters: it goes
+// into every prompt.
+const maxDescription = 4000
+
+// maxSchemaBytes bounds a tool's schema: it goes into every prompt too.
+const maxSchemaBytes = 64 << 10
+
+var badNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// ToolName returns the name server's tool is mounted as:
+// "<server>__<tool>", every character outside [a-zA-Z0-9_-] replaced by
+// "_", and a name longer than 64 characters cut to 55 and ended with "_"
+// and 8 hex digits of the SHA-256 of the full name, so that the same tool
+// always gets the same name and two long names that share a start differ.
+func ToolName(server, tool string) string {
+	full := server + "__" + tool
+	n := badNameChars.ReplaceAllString(full, "_")
+	if len(n) <= maxNameLen {
+		return n
+	}
+	return hashed(n, full)
+}
+
+func hashed(n, full string) string {
+	sum := sha256.Sum256([]byte(full))
+	return n[:min(len(n), maxNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// mount turns the server's tool list into registry tools. A tool whose
+// schema is unusable is left out with a log line naming it; the others
+// stay.
+func (s *Server) mount(remote []*mcp.Tool) []registry.Tool {
+	var out []registry.Tool
+	seen := map[string]string{}
+	for _, rt := range remote {
+		if rt == nil || rt.Name == "" {
+			s.log.Warn().Msg("mcp server: a tool without a name was left out")
+			continue
+		}
+		params, err := normalizeSchema(rt.InputSchema)
+		if err != nil {
+			s.log.Warn().Str("tool", rt.Name).Err(err).Msg("mcp server: tool left out: its inputSchema is not a usable JSON Schema for an arguments object")
+			continue
+		}
+		name := ToolName(s.name, rt.Name)
+		if other, dup := seen[name]; dup {
+			// Two names that differ only in characters replaced above.
+			name = hashed(name, s.name+"__"+rt.Name)
+			s.log.Warn().Str("tool", rt.Name).Str("other", other).Str("name", name).Msg("mcp server: tool renamed: its name clashed with another after invalid characters were replaced")
+		}
+		if _, dup := seen[name]; dup {
+			s.log.Warn().Str("tool", rt.Name).Msg("mcp server: tool left out: the server lists it twice")
+			continue
+		}
+		if name != s.name+"__"+rt.Name {
+			s.log.Info().Str("tool", rt.Name).Str("name", name).Msg("mcp server: tool mounted under another name: model formats allow only [a-zA-Z0-9_-], at most 64 characters")
+		}
+		seen[name] = rt.Name
+		out = append(out, &Tool{s: s, name: name, remote: rt.Name, desc: s.describe(rt), params: params})
+	}
+	return out
+}
+
+func (s *Server) describe(rt *mcp.Tool) string {
+	d := strings.TrimSpace(rt.Description)
+	if d == "" {
+		d = strings.TrimSpace(rt.Title)
+	}
+	if d == "" {
+		d = fmt.Sprintf("Tool %s.", rt.Name)
+	}
+	d = strings.ToValidUTF8(d, "\uFFFD")
+	if utf8.RuneCountInString(d) > maxDescription {
+		d = runes.Prefix(d, maxDescription) + "..."
+	}
+	return d + fmt.Sprintf(" (From the MCP server %s.)", s.name)
+}
+
+// normalizeSchema turns a tool's inputSchema into what the registry takes:
+// a JSON Schema with "type": "object". A schema without a type gets it,
+// a missing one means no arguments. A top-level "$schema" naming a draft
+// the validator does not know is dropped (it validates as draft 7). A
+// "$ref" to anything but the schema itself is refused: the validator
+// would fetch it from the network.
+func normalizeSchema(in any) (json.RawMessage, error) {
+	if in == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New("the schema is not a JSON object")
+	}
+	switch t := m["type"]; t {
+	case nil:
+		m["type"] = "object"
+	case "object":
+	default:
+		return nil, fmt.Errorf(`the schema's type is %v, not "object"`, t)
+	}
+	if v, ok := m["$schema"].(string); ok && !knownDraft(v) {
+		delete(m, "$schema")
+	}
+	if err := localRefs(m); err != nil {
+		return nil, err
+	}
+	raw, err = json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxSchemaBytes {
+		return nil, fmt.Errorf("the schema is %d bytes, more than the %d a tool definition may take in a prompt", len(raw), maxSchemaBytes)
+	}
+	if err := registry.CheckSchema(raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func knownDraft(v string) bool {
+	for _, d := range []string{"draft-04", "draft-06", "draft-07"} {
+		if strings.Contains(v, "json-schema.org/"+d+"/schema") {
+			return true
+		}
+	}
+	return false
+}
+
+// localRefs refuses references that leave the document.
+func localRefs(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if s, ok := e.(string); ok {
+				if k == "$ref" && !strings.HasPrefix(s, "#") {
+					return fmt.Errorf("$ref %q points outside the schema", s)
+				}
+				if (k == "$id" || k == "id") && strings.Contains(s, "://") {
+					return fmt.Errorf("%s %q sets a remote base for references", k, s)
+				}
+			}
+			if err := localRefs(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := localRefs(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Tool is one tool of an MCP server, as a registry.Tool.
+type Tool struct {
+	s      *Server
+	name   string
+	remote string
+	desc   string
+	params json.RawMessage
+}
+
+// Name implements registry.Tool.
+func (t *Tool) Name() string { return t.name }
+
+// Remote returns the tool's name on the server.
+func (t *Tool) Remote() string { return t.remote }
+
+// Server returns the name of the tool's server.
+func (t *Tool) Server() string { return t.s.name }
+
+// Description implements registry.Tool.
+func (t *Tool) Description() string { return t.desc }
+
+// Parameters implements registry.Tool: the server's inputSchema.
+func (t *Tool) Parameters() json.RawMessage { return t.params }
+
+// Timeout implements registry.Timeouter: the entry's timeout, else the
+// registry's default (0).
+func (t *Tool) Timeout() time.Duration { return t.s.cfg.Timeout }
+
+// Execute implements registry.Tool: the arguments, already checked
+// against the schema, go to the server as they are.
+func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
+	s := t.s
+	c, err := s.await(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", s.ctxError(ctx)
+		}
+		var broken *brokenError
+		if errors.As(err, &broken) {
+			return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s cannot start: %s. Next: use another tool; the operator must fix the server's entry.", s.name, s.redact(err.Error()))
+		}
+		if errors.Is(err, errClosed) {
+			return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s was stopped (the service is shutting down or reloading its tools). Next: retry in a moment.", s.name)
+		}
+		return "", toolerr.Errorf(toolerr.Unavailable, "the MCP server %s is not running: %s. It is restarted automatically. Next: retry in a while, or use another tool.", s.name, s.redact(err.Error()))
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	if registry.Streaming(ctx) {
+		token := fmt.Sprintf("toolsvc-%d", s.token.Add(1))
+		params.SetProgressToken(token)
+		s.progress.Store(token, ctx)
+		defer s.progress.Delete(token)
+	}
+	res, err := c.cs.CallTool(ctx, params)
+	if err != nil {
+		return "", s.callError(ctx, c, err)
+	}
+	return s.result(t, res)
+}
+
+// callError turns a failed call into an error a model can act on.
+func (s *Server) callError(ctx context.Context, c *conn, err error) error {
+	if ctx.Err() != nil {
+		return s.ctxError(ctx)
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return toolerr.Errorf(toolerr.ToolError, "the MCP server %s refused the call: %s (JSON-RPC error %d). Next: check the arguments against the tool's description, or use another tool.", s.name, s.redact(wire.Message), wire.Code)
+	}
+	if c.httpOver.Swap(false) {
+		// The sdk may or may not end the connection after a body it could
+		// not read; it is replaced in either case, so that the next call
+		// does not meet a connection that is failing.
+		s.detach(c, errors.New("a response was larger than the bound on one message"))
+		return toolerr.Errorf(toolerr.ToolError, "the MCP server %s sent a response larger than %d bytes, the bound on one message; it was not read. Next: ask for less at a time (a narrower query, a smaller page or file).", s.name, s.d.MaxMessage)
+	}
+	// The connection failed: wait a moment for it to be seen ended, to
+	// say why.
+	t := time.NewTimer(stopGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		why := c.why().Error()
+		if c.limit != nil && c.limit.over.Load() {
+			return toolerr.Errorf(toolerr.ToolError, "%s. Next: ask for less at a time (a narrower query, a smaller page or file).", s.redact(why))
+		}
+		return toolerr.Errorf(toolerr.Unavailable, "%s. It is being restarted. Next: retry the call; if it fails the same way again, the call itself may crash the server, so try other arguments or another tool.", s.redact(why))
+	case <-t.C:
+	}
+	return toolerr.Errorf(toolerr.ToolError, "the call to the MCP server %s failed: %s. Next: retry, or use another tool.", s.name, s.redact(err.Error()))
+}
+
+func (s *Server) ctxError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return toolerr.Errorf(toolerr.Timeout, "the MCP server %s did not answer in time; the call was canceled. Next: retry with a smaller request, or use another tool.", s.name)
+	}
+	return toolerr.Errorf(toolerr.Canceled, "the call to the MCP server %s was canceled (the client went away or the service is shutting down).", s.name)
+}
+
+var _ registry.Tool = (*Tool)(nil)
+var _ registry.Timeouter = (*Tool)(nil)
