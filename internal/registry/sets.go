@@ -96,8 +96,9 @@ func (r *Registry) changedLocked() {
 }
 
 // CheckSchema reports whether raw is a parameters schema Register accepts:
-// a JSON Schema with "type": "object" that compiles. Loaders of tools from
-// files call it to name the entry at fault.
+// a JSON Schema with "type": "object" that compiles. Tools that come from
+// outside (a tools file, MCP servers) are checked with it first, so that
+// the entry at fault is named, or one bad schema leaves that tool out.
 func CheckSchema(raw json.RawMessage) error {
 	_, err := compileSchema(raw)
 	return err
