@@ -29,13 +29,14 @@ func newCORS(origins []string) *cors {
 		if o == "*" {
 			c.any = true
 		}
-		c.origins[strings.TrimSuffix(o, "/")] = true
+		c.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	return c
 }
 
 func (c *cors) allowed(origin string) bool {
-	return origin != "" && (c.any || c.origins[origin])
+	o := strings.ToLower(origin)
+	return origin != "" && (c.origins[o] || c.any && o != "null")
 }
 
 func (c *cors) handle(next http.Handler) http.Handler {
