@@ -84,7 +84,7 @@ func wantHTTPError(t *testing.T, s *testServer, path string, resp *http.Response
 func TestBodyTooLargeAnsweredBeforeReading(t *testing.T) {
 	s := startServer(t, map[string]string{"MAX_BODY_BYTES": "1024"})
 	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
+	fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
 	stopSending := make(chan struct{})
 	defer close(stopSending)
 	go func() {
@@ -119,7 +119,7 @@ func TestBodyTooLargeReachesClientsThatSendEverythingFirst(t *testing.T) {
 	t.Run("Go, Content-Length", func(t *testing.T) {
 		c := rawConn(t, s, nil)
 		_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(big), big); err != nil {
+		if _, err := fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s", len(big), big); err != nil {
 			t.Fatalf("sending the body: %v", err)
 		}
 		resp, body := readResponse(t, c, bufio.NewReader(c))
@@ -162,7 +162,7 @@ print(r.status, r.read().decode())
 func TestBodyTimeout(t *testing.T) {
 	s := startServer(t, map[string]string{"BODY_TIMEOUT": "1s"})
 	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"path\":")
+	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"path\":")
 	resp, body := readResponse(t, c, bufio.NewReader(c))
 	wantHTTPError(t, s, "/tools/list_dir/invoke", resp, body, http.StatusRequestTimeout, "body_timeout")
 	assertContains(t, "408 message", string(body), "within 1s")
@@ -177,7 +177,7 @@ func TestSlowUploadsHoldNoSlot(t *testing.T) {
 	s := startServer(t, map[string]string{"MAX_CONCURRENT_CALLS": fmt.Sprint(slots), "BODY_TIMEOUT": "5m"})
 	for i := 0; i < 3*slots; i++ {
 		c := rawConn(t, s, nil)
-		fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
+		fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		line, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
@@ -300,7 +300,7 @@ func TestStreamClientThatStopsReading(t *testing.T) {
 			// A small receive buffer, so the server's writes block sooner.
 			_ = conn.(*net.TCPConn).SetReadBuffer(4096)
 			body, _ := json.Marshal(execArgs("yes 'a line of output that fills the socket'", "timeout", c.execTimeout))
-			fmt.Fprintf(conn, "POST /tools/exec/invoke HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nX-Session-ID: stuck-reader\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			fmt.Fprintf(conn, "POST /tools/exec/invoke HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nX-Session-ID: stuck-reader\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 			// Never read from conn.
 
 			mustSucceed(t, s.invoke(t, "list_dir", `{}`))
@@ -380,7 +380,7 @@ func waitForAudit(t *testing.T, s *testServer, session string) auditLine {
 func TestBodyMemoryIsBounded(t *testing.T) {
 	s := startServer(t, map[string]string{"MAX_CONCURRENT_CALLS": "1", "MAX_BODY_BYTES": "1024", "BODY_TIMEOUT": "5m"})
 	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
 		t.Fatalf("want 100 Continue, got %q %v", line, err)

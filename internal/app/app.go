@@ -187,6 +187,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		Version:       opts.Version,
 		Metrics:       a.metrics.Handler(),
 		CORSOrigins:   cfg.CORSOrigins,
+		AllowedHosts:  cfg.AllowedHosts,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,

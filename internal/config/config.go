@@ -48,7 +48,8 @@ type Config struct {
 	BodyTimeout        time.Duration `envconfig:"BODY_TIMEOUT" default:"30s" desc:"how long a call's request body may take to arrive (408 after it)"`
 	StreamWriteTimeout time.Duration `envconfig:"STREAM_WRITE_TIMEOUT" default:"30s" desc:"a client that takes no event or result for this long is dropped and its call canceled"`
 	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
-	CORSOrigins        List          `envconfig:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com, or * for any), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. Empty: no CORS"`
+	CORSOrigins        List          `envconfig:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com; * for any, only with TOOLSVC_API_KEYS; null, the origin of sandboxed frames and local files, only when listed), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. A browser's request from any other web page gets 403. Empty: no browser page may call the API"`
+	AllowedHosts       List          `envconfig:"ALLOWED_HOSTS" desc:"comma-separated host names (or *.example.com) the Host header may name besides localhost and loopback addresses, any port, e.g. the name a reverse proxy forwards. Requests that come in on a loopback address and name another host get 403, which keeps renamed (DNS rebinding) pages out; when set, the check applies on every address. /healthz and /readyz are exempt"`
 
 	// Tool switches: names of tools or of toolsets (files, shell, web,
 	// memory, agents, channels); the service checks them against its tools.
@@ -425,7 +426,15 @@ func (c Config) Validate() error {
 	}
 	for _, o := range c.CORSOrigins {
 		if !validOrigin(o) {
-			bad("CORS_ORIGINS", "%q is not an origin such as https://chat.example.com or http://localhost:3000, nor *", o)
+			bad("CORS_ORIGINS", "%q is not an origin such as https://chat.example.com or http://localhost:3000, nor * or null", o)
+		}
+		if o == "*" && !c.KeysConfigured() {
+			bad("CORS_ORIGINS", "* lets every web page the user opens call the API, and without TOOLSVC_API_KEYS any of them could run commands on this machine. List the origins that may call it (https://chat.example.com), or set TOOLSVC_API_KEYS")
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if !validHostName(h) {
+			bad("ALLOWED_HOSTS", "%q is not a host name such as toolsvc.example.com or *.example.com, nor an IP address (no scheme, no port)", h)
 		}
 	}
 	// file_search
@@ -590,15 +599,35 @@ func validCIDR(v string) bool {
 	return err == nil && ip.Zone() == ""
 }
 
-// validOrigin accepts "*" or scheme://host[:port] with nothing after it,
-// as a browser sends it in the Origin header.
+// validOrigin accepts "*", "null" or scheme://host[:port] with nothing
+// after it, as a browser sends it in the Origin header.
 func validOrigin(o string) bool {
-	if o == "*" {
+	if o == "*" || o == "null" {
 		return true
 	}
 	u, err := url.Parse(strings.TrimSuffix(o, "/"))
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
+}
+
+// validHostName accepts an IP address (IPv6 with or without brackets) or
+// a DNS name, optionally starting with "*." and ending with a dot: what a
+// Host header names, without its port.
+func validHostName(h string) bool {
+	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+		return ip.Zone() == "" && (strings.HasPrefix(h, "[") == strings.HasSuffix(h, "]"))
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(h, "*."), ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") ||
+			strings.Trim(strings.ToLower(label), "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func isLoopback(host string) bool {

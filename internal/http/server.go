@@ -59,9 +59,15 @@ type Options struct {
 	// call rates it shows are for the operator.
 	Metrics http.Handler
 	// CORSOrigins are the origins a browser may call the API from ("*":
-	// any). Empty: no CORS headers, so browsers keep pages of other
-	// origins from reading the answers.
+	// any but "null"). A request with another Origin is refused (403).
+	// Empty: no CORS headers, and every request a browser sends for a web
+	// page is refused.
 	CORSOrigins []string
+	// AllowedHosts are host names the Host header may name besides
+	// localhost and loopback addresses ("*.example.com": any name under
+	// it). Empty: the Host is checked only on connections that came in on
+	// a loopback address; set: on every connection.
+	AllowedHosts []string
 }
 
 type server struct {
@@ -110,9 +116,12 @@ func NewHandler(opts Options) http.Handler {
 
 	r := chi.NewRouter()
 	// HEAD is answered on every GET route, by the GET handler; net/http
-	// sends its headers and drops its body. CORS comes before the keys: a
-	// browser's preflight carries none.
-	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), newCORS(opts.CORSOrigins).handle, middleware.GetHead)
+	// sends its headers and drops its body. The guard refuses pages that
+	// are not invited on every route, before anything else answers them.
+	// CORS comes before the keys: a browser's preflight carries none.
+	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log),
+		newGuard(opts.CORSOrigins, opts.AllowedHosts, opts.Log).handle,
+		newCORS(opts.CORSOrigins).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})

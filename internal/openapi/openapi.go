@@ -75,6 +75,7 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 					},
 					"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
 					"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
+					"403": map[string]any{"$ref": "#/components/responses/Forbidden"},
 					"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
 					"413": map[string]any{
 						"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
