@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // ConversationExcluded are the tools the conversation agent never gets:
@@ -307,7 +308,7 @@ func (o eventObserver) Called(name, args string, res registry.Result) {
 	if o.fn == nil {
 		return
 	}
-	rec := CallRecord{Name: name, Arguments: cut(args, maxArgsChars), Status: res.Status, CallID: res.CallID}
+	rec := CallRecord{Name: name, Arguments: runes.Shorten(args, maxArgsChars), Status: res.Status, CallID: res.CallID}
 	if res.Error != nil {
 		rec.ErrorCode = res.Error.Code
 	}

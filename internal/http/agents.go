@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/jsonx"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // AgentsRoutes returns the routes that follow sub-agents, for
@@ -30,7 +31,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 			id := chi.URLParam(r, "id")
 			t, ok := m.Get(id)
 			if !agent.ValidID(id) || !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
@@ -43,7 +44,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 				sub, ok = m.Subscribe(id)
 			}
 			if !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			defer sub.Close()
@@ -53,20 +54,12 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 			id := chi.URLParam(r, "id")
 			t, ok := m.Cancel(r.Context(), id)
 			if !agent.ValidID(id) || !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
 		})
 	}
-}
-
-// cut40 cuts an ID named in a message, so a long path cannot fill it.
-func cut40(id string) string {
-	if len(id) > 40 {
-		id = id[:40] + "..."
-	}
-	return id
 }
 
 // JoinRoutes returns one Options.Routes function adding every non-nil one.

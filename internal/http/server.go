@@ -25,6 +25,7 @@ import (
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/openapi"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolfmt"
 )
 
@@ -131,11 +132,11 @@ func NewHandler(opts Options) http.Handler {
 	// browser's preflight carries none.
 	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), newCORS(opts.CORSOrigins).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", runes.Shorten(r.Method, 40), runes.Shorten(r.URL.Path, runes.Echo)))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", allowedMethods(r, req))
-		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
+		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", runes.Shorten(req.Method, 40), runes.Shorten(req.URL.Path, runes.Echo)))
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -245,7 +246,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !toolfmt.Known(format) {
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", runes.Shorten(format, 40), strings.Join(toolfmt.Formats(), ", ")))
 		return
 	}
 	if s.formatErr != nil {
@@ -270,7 +271,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	case "tools":
 		writeRaw(w, http.StatusOK, s.openapiTools)
 	default:
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", runes.Shorten(r.URL.Query().Get("scope"), 40)))
 	}
 }
 
