@@ -171,7 +171,7 @@ func formatProblems(tool string, problems []problem, dropped int) string {
 		shown++
 	}
 	if rest := len(texts) - shown + dropped; rest > 0 {
-		fmt.Fprintf(&b, "; and %d more %s", rest, plural(rest, "problem", "problems"))
+		fmt.Fprintf(&b, "; and %d more %s", rest, runes.Plural(rest, "problem", "problems"))
 	}
 	return b.String()
 }
@@ -505,13 +505,6 @@ func name(n string) string {
 		return n
 	}
 	return strconv.Quote(runes.Shorten(n, 64))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func join(parent, child string) string {

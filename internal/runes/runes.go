@@ -2,7 +2,7 @@
 // splits a UTF-8 character: the audit log, read_file and web_fetch bound
 // what they return in characters, and every message that quotes a value
 // (a caller's path or URL, a peer's error body, a model's answer) shortens
-// it with Shorten.
+// it with Shorten. Plural picks a word's form for a count in such messages.
 package runes
 
 import (
@@ -46,4 +46,12 @@ func Shorten(s string, n int) string {
 		return s
 	}
 	return strings.TrimRightFunc(Prefix(head, n-1), unicode.IsSpace) + "…"
+}
+
+// Plural returns one when n is 1 and many otherwise: "1 entry", "2 entries".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

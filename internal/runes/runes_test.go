@@ -70,3 +70,11 @@ func TestShortenBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "entries", 1: "entry", 2: "entries", -1: "entries"} {
+		if got := Plural(n, "entry", "entries"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
