@@ -115,8 +115,10 @@ import_image golang:1.26-bookworm "$base_id-$gover" "$build_tar" \
 	--change 'ENV GOPATH=/go' --change 'ENV GOTOOLCHAIN=local' --change 'WORKDIR /go'
 
 image=localhost/toolsvc:container-test
-log "podman build"
-podman build --pull=never --jobs 2 --format docker -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
+# The version the image reports: the checkout's, as git describes it.
+version=$(git describe --always --dirty 2>/dev/null || echo devel)
+log "podman build (version $version)"
+podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version" -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
 	{
 		tail -40 "$cache/build.log" >&2
 		fail "podman build failed; see $cache/build.log"
@@ -174,6 +176,8 @@ wait_healthy() {
 	for i in $(seq 60); do
 		if podman healthcheck run "$1" >/dev/null 2>&1; then
 			curl -fsS "http://127.0.0.1:$2/healthz" | grep -q '"status":"ok"' || fail "$1: /healthz through the port: not ok"
+			curl -fsS "http://127.0.0.1:$2/healthz" | grep -qF "\"version\":\"$version\"" ||
+				fail "$1: /healthz does not report the version $version the image was built with"
 			return
 		fi
 		sleep 0.5

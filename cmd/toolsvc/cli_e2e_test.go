@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -112,8 +113,9 @@ func TestVersionReported(t *testing.T) {
 	}
 }
 
-// TestVersionOf: a released module version wins, then the revision the
-// binary was built from, then "devel".
+// TestVersionOf: the version given to the linker wins, then a released
+// module version, then the revision the binary was built from, then
+// "devel".
 func TestVersionOf(t *testing.T) {
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting
@@ -123,20 +125,38 @@ func TestVersionOf(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
+		name   string
+		linked string
+		bi     *debug.BuildInfo
+		ok     bool
+		want   string
 	}{
-		{"no build info", nil, false, "devel"},
-		{"module version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
-		{"revision", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
-		{"modified tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
-		{"nothing known", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
+		{"linked", "v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v9.9.9"},
+		{"linked, no build info", "abc123-image", nil, false, "abc123-image"},
+		{"no build info", "", nil, false, "devel"},
+		{"module version", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
+		{"revision", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
+		{"modified tree", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
+		{"nothing known", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
 	}
 	for _, tt := range tests {
-		if got := versionOf(tt.bi, tt.ok); got != tt.want {
+		if got := versionOf(tt.linked, tt.bi, tt.ok); got != tt.want {
 			t.Errorf("%s: versionOf = %q; want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestLinkedVersion: a binary built as the image builds it, with the
+// version given to the linker and no version control information, reports
+// that version.
+func TestLinkedVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "toolsvc")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.buildVersion=v0.0.0-linked-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "toolsvc v0.0.0-linked-test" {
+		t.Errorf("-version: %q, %v; want toolsvc v0.0.0-linked-test", out, err)
 	}
 }

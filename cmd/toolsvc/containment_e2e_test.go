@@ -185,7 +185,7 @@ func TestExecUser(t *testing.T) {
 	os.Chmod(ws, 0o777)
 	for _, mode := range append([]string{"none"}, sandboxModes(t)...) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534", "LOG_LEVEL": "info"})
+			s := startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534", "LOG_LEVEL": "debug"})
 			if !strings.Contains(s.Logs(), "run as 65534:65534 (uid 65534)") {
 				t.Errorf("the start-up log does not say who commands run as:\n%s", s.Logs())
 			}

@@ -79,7 +79,7 @@ func killProcessesIn(dir string) {
 		if cwd, err := os.Readlink(p); err == nil && cwd == dir {
 			var pid int
 			if _, err := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); err == nil {
-				sysKill(pid, syscall.SIGKILL)
+				_ = sysKill(pid, syscall.SIGKILL) // it may have ended already
 			}
 		}
 	}

@@ -71,7 +71,9 @@ func waitForFile(t *testing.T, path string) {
 // ids the command wrote are host ids (no PID namespace), no live member of
 // its process group is left and the group is then reaped: kill(-pgid, 0)
 // reports ESRCH. Killed grandchildren belong to init, which may reap them a
-// moment later; until then they are zombies, already dead.
+// moment later; until then they are zombies, already dead. Whether
+// commands have a PID namespace is in the sandbox's debug log line: the
+// server must log at debug.
 func assertNoSurvivor(t *testing.T, s *testServer, mode string) {
 	t.Helper()
 	if live := liveWithArg(sleepToken(t)); len(live) > 0 {
@@ -184,7 +186,7 @@ func TestExecResults(t *testing.T) {
 func TestExecTimeoutKillsWholeGroup(t *testing.T) {
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"echo waiting >&2; wait", "timeout", 1))
 			mustFail(t, res, "timeout", "timed out after 1s", "Last output captured:\nstarted\n", "STDERR:\nwaiting")
 			assertNoSurvivor(t, s, mode)
@@ -195,7 +197,7 @@ func TestExecTimeoutKillsWholeGroup(t *testing.T) {
 func TestExecBackgroundJobDoesNotHoldTheCall(t *testing.T) {
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"exit 0", "timeout", 600))
 			if out := mustSucceed(t, res); out != "started\n" {
 				t.Errorf("got %q", out)
@@ -208,7 +210,7 @@ func TestExecBackgroundJobDoesNotHoldTheCall(t *testing.T) {
 func TestExecClientDisconnectKillsCommand(t *testing.T) {
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			body, _ := json.Marshal(execArgs(execSpawn(t)+"wait", "timeout", 600))
@@ -492,7 +494,7 @@ func TestExecSandbox(t *testing.T) {
 	for _, mode := range sandboxModes(t) {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-openai-secret-value-9")
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			if !strings.Contains(s.Logs(), `"mode":"`+mode+`"`) {
 				t.Errorf("the start-up log does not name sandbox %s:\n%s", mode, s.Logs())
 			}

@@ -80,10 +80,10 @@ func testVars(t testing.TB, env map[string]string) map[string]string {
 		"WORKSPACE": filepath.Join(base, "ws"),
 		"DATA_DIR":  filepath.Join(base, "data"),
 	}
+	vars["LOG_LEVEL"] = "info" // unless a test asks for debug lines
 	for k, v := range env {
 		vars[k] = v
 	}
-	vars["LOG_LEVEL"] = "info"
 	return vars
 }
 

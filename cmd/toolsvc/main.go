@@ -159,16 +159,26 @@ wait:
 	return nil
 }
 
-// version is the build's version: the main module's version when it was
-// built by "go install module@version", else the version control revision
-// it was built from (with "+dirty" when the tree had changes), else
-// "devel".
+// buildVersion is set by the linker: go build -ldflags "-X
+// main.buildVersion=v1.2.3". It is the one package-level variable here
+// because -X can set nothing else. The image's build (deploy/Dockerfile)
+// sets it from its VERSION argument, since it builds without version
+// control information.
+var buildVersion string
+
+// version is the build's version: the one given to the linker, else the
+// main module's version when it was built by "go install module@version",
+// else the version control revision it was built from (with "+dirty" when
+// the tree had changes), else "devel".
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	return versionOf(bi, ok)
+	return versionOf(buildVersion, bi, ok)
 }
 
-func versionOf(bi *debug.BuildInfo, ok bool) string {
+func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
+	if linked != "" {
+		return linked
+	}
 	if !ok || bi == nil {
 		return "devel"
 	}

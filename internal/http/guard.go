@@ -2,6 +2,7 @@ package http
 
 import (
 	"fmt"
+	"github.com/countbot/toolsvc/internal/runes"
 	"net"
 	"net/http"
 	"net/netip"
@@ -66,8 +67,8 @@ func (g *guard) handle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if kind, msg := g.check(r); kind != "" {
 			g.log.Warn().Str("request_id", requestIDFrom(r.Context())).Str("code", kind).
-				Str("origin", cut40(r.Header.Get("Origin"))).Str("host", cut40(r.Host)).
-				Str("path", cut40(r.URL.Path)).Msg("browser request refused")
+				Str("origin", runes.Shorten(r.Header.Get("Origin"), 40)).Str("host", runes.Shorten(r.Host, 40)).
+				Str("path", runes.Shorten(r.URL.Path, 40)).Msg("browser request refused")
 			writeError(w, kind, msg)
 			return
 		}
@@ -87,7 +88,7 @@ func (g *guard) check(r *http.Request) (kind, message string) {
 		origin = origins[0]
 	}
 	if origin != "" && !g.originAllowed(origin) {
-		return kindOriginNotAllowed, fmt.Sprintf("requests from web pages of origin %q are refused: the service runs tools, and only the origins in TOOLSVC_CORS_ORIGINS may call it from a browser. Clients that are no browser send no Origin header", cut40(origin))
+		return kindOriginNotAllowed, fmt.Sprintf("requests from web pages of origin %q are refused: the service runs tools, and only the origins in TOOLSVC_CORS_ORIGINS may call it from a browser. Clients that are no browser send no Origin header", runes.Shorten(origin, 40))
 	}
 	// A browser sends Origin with every request but GET and HEAD; a GET it
 	// sends for another site's page (a link, an <img>) says so here.
@@ -107,7 +108,7 @@ func (g *guard) check(r *http.Request) (kind, message string) {
 		return "", ""
 	}
 	if !g.hostAllowed(r.Host, local) {
-		return kindHostNotAllowed, fmt.Sprintf("host %q is not a name of this service: a web page that made its own name point at this address (DNS rebinding) is refused. Use localhost or 127.0.0.1, or add the name to TOOLSVC_ALLOWED_HOSTS", cut40(r.Host))
+		return kindHostNotAllowed, fmt.Sprintf("host %q is not a name of this service: a web page that made its own name point at this address (DNS rebinding) is refused. Use localhost or 127.0.0.1, or add the name to TOOLSVC_ALLOWED_HOSTS", runes.Shorten(r.Host, 40))
 	}
 	return "", ""
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolfmt"
 )
 
@@ -123,11 +124,11 @@ func NewHandler(opts Options) http.Handler {
 		newGuard(opts.CORSOrigins, opts.AllowedHosts, opts.Log).handle,
 		newCORS(opts.CORSOrigins).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", runes.Shorten(r.Method, 40), runes.Shorten(r.URL.Path, runes.Echo)))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", allowedMethods(r, req))
-		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
+		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", runes.Shorten(req.Method, 40), runes.Shorten(req.URL.Path, runes.Echo)))
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -237,7 +238,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !toolfmt.Known(format) {
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", runes.Shorten(format, 40), strings.Join(toolfmt.Formats(), ", ")))
 		return
 	}
 	rd := s.rendered.get()
@@ -264,7 +265,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	case "tools":
 		writeRaw(w, http.StatusOK, rd.openapiTools)
 	default:
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", runes.Shorten(r.URL.Query().Get("scope"), 40)))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // ToolTag is the tag of the per-tool operations; the contract's own
@@ -119,8 +120,5 @@ func Summary(desc string) string {
 			break
 		}
 	}
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:119]) + "…"
-	}
-	return s
+	return runes.Shorten(s, 120)
 }
