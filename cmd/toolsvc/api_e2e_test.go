@@ -385,4 +385,3 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		}
 	}
 }
-
