@@ -2,7 +2,7 @@
 # container-test.sh builds deploy/Dockerfile with podman and checks the
 # image on a real engine: health (HEALTHCHECK and GET /healthz through the
 # published port), a tool call, a web screenshot of a page this script
-# serves, exec under the sandbox the README promises (Landlock, under
+# serves, exec under the sandbox docs/deploy.md promises (Landlock, under
 # Docker's own default seccomp profile as well as podman's), that the
 # service runs as a user other than root, and the same through
 # deploy/compose.yaml with podman-compose.
@@ -256,7 +256,7 @@ run_image toolsvc-ct-docker-seccomp "$port" --security-opt "seccomp=$moby_dir/de
 check toolsvc-ct-docker-seccomp "$port"
 podman rm -f -v -t 2 toolsvc-ct-docker-seccomp >/dev/null
 
-# Compose, as the README says, with a .env made from the example. Its
+# Compose, as the README and docs/deploy.md say, with a .env made from the example. Its
 # network is made here first, with a known gateway for the test page.
 port=$(free_port)
 compose_gw=10.89.213.1

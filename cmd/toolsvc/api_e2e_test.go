@@ -385,29 +385,3 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		}
 	}
 }
-
-// TestReadmeDocumentsEveryVariable keeps README.md's configuration table
-// and `toolsvc -h` saying the same thing.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
-	var out bytes.Buffer
-	_ = run(t.Context(), []string{"-h"}, &out, &bytes.Buffer{})
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(out.String(), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 || !strings.HasPrefix(fields[0], "TOOLSVC_") {
-			continue
-		}
-		n++
-		row := "| `" + fields[0] + "` | "
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md's configuration table lacks %s", fields[0])
-		}
-	}
-	if n < 30 {
-		t.Errorf("only %d variables in -h", n)
-	}
-}

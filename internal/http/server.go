@@ -132,8 +132,16 @@ func NewHandler(opts Options) http.Handler {
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	// The index is behind the keys like every door but the probes: which
+	// doors answer (sub-agents, metrics) tells how the service is set up.
+	// It is rendered once the router is complete, before NewHandler
+	// returns, so every request sees it.
+	var idx *index
+	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
+		r.Get("/", serveIndex)
+		r.Get("/docs", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
@@ -150,6 +158,7 @@ func NewHandler(opts Options) http.Handler {
 			opts.Routes(r)
 		}
 	})
+	idx = newIndex(r, opts.Version)
 	return r
 }
 
