@@ -14,6 +14,7 @@ import (
 // and exit 0; a wrong flag or argument prints the usage on stderr and
 // exits 1.
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	bin, err := serviceBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +71,9 @@ func TestCommandLine(t *testing.T) {
 
 // TestUsageNamesVersionFlag keeps -h saying what the flags are.
 func TestUsageNamesVersionFlag(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	if err := run(t.Context(), []string{"-h"}, &stdout, &stderr); err == nil {
+	if err := run(t.Context(), []string{"-h"}, nil, &stdout, &stderr); err == nil {
 		t.Fatal("run -h returned nil; want flag.ErrHelp, which main turns into exit 0")
 	}
 	if !strings.Contains(stdout.String(), "-version") || stderr.Len() != 0 {
@@ -82,8 +84,9 @@ func TestUsageNamesVersionFlag(t *testing.T) {
 // TestVersionReported: the version -version prints is the one in the
 // "listening" log line and in GET /healthz.
 func TestVersionReported(t *testing.T) {
+	t.Parallel()
 	var stdout bytes.Buffer
-	if err := run(t.Context(), []string{"-version"}, &stdout, &bytes.Buffer{}); err != nil {
+	if err := run(t.Context(), []string{"-version"}, nil, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.TrimPrefix(strings.TrimSpace(stdout.String()), "toolsvc ")
@@ -115,6 +118,7 @@ func TestVersionReported(t *testing.T) {
 // TestVersionOf: a released module version wins, then the revision the
 // binary was built from, then "devel".
 func TestVersionOf(t *testing.T) {
+	t.Parallel()
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting
 		for i := 0; i < len(kv); i += 2 {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -33,10 +34,14 @@ func main() {
 }
 
 // run parses the flags, loads the configuration from the TOOLSVC_*
-// environment variables and serves until ctx is done.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// variables of environ (NAME=value entries, as os.Environ returns them)
+// and serves until ctx is done. It reads no other configuration from the
+// process environment, so the end-to-end tests run it several times at once
+// in one process, each with an environment of its own.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	getenv := lookupIn(environ)
 	if len(args) > 0 && args[0] == "health" {
-		return health(ctx, args[1:], os.Getenv, stdout, stderr)
+		return health(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -60,7 +65,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	cfg, err := config.Load()
+	// A TOOLSVC_* variable that is no setting (a typo) stops start-up.
+	if err := config.CheckNames(environ); err != nil {
+		return err
+	}
+	cfg, err := config.LoadFrom(getenv)
 	if err != nil {
 		return err
 	}
@@ -69,15 +78,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The live heap is a few MiB and every call allocates a little: pace
 	// the collector by a fixed headroom rather than by the heap's size,
-	// unless the operator set GOGC. Process-wide, so not in serve, which
-	// tests run several times in one process.
+	// unless the operator set GOGC. The pace is process-wide: the
+	// end-to-end tests, which run several services in one process, start
+	// a tuner each, and they all pace by the same heap.
 	gctune.Start(ctx, gctune.Options{})
 	return serve(ctx, cfg, ver, stdout)
 }
 
+// lookupIn answers as os.LookupEnv does, from environ; where a name is
+// there twice, the last entry counts, as for a process.
+func lookupIn(environ []string) func(name string) (string, bool) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
 // serve builds the service from cfg, listens on cfg.Addr and serves until
-// ctx is done, then shuts it down. The log goes to stdout. The end-to-end
-// tests call it with a config.Config of their own, several at once.
+// ctx is done, then shuts it down. The log goes to stdout.
 func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer) error {
 	a, err := app.New(cfg, app.Options{Out: stdout, Version: ver})
 	if err != nil {
