@@ -45,7 +45,7 @@ func TestKilledMidCall(t *testing.T) {
 	first := startServer(t, env, asProcess())
 	go func() {
 		// The answer never comes: the service dies first.
-		resp, err := http.Post(first.URL+"/tools/exec/invoke", "application/json", strings.NewReader(`{"command":"touch started && sleep 30","timeout":120}`))
+		resp, err := http.Post(first.URL+"/tools/exec/invoke", "application/json", strings.NewReader(`{"command":"touch started && sleep 300","timeout":600}`))
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -74,7 +74,7 @@ func TestKilledMidCall(t *testing.T) {
 	if rec.Status != audit.StatusInterrupted || rec.ErrorCode != audit.CodeInterrupted || rec.ToolName != "exec" || rec.CallID != call.CallID {
 		t.Errorf("record of the killed call: %s", raw)
 	}
-	if args, _ := json.Marshal(rec.Arguments); !strings.Contains(string(args), "sleep 30") {
+	if args, _ := json.Marshal(rec.Arguments); !strings.Contains(string(args), "sleep 300") {
 		t.Errorf("arguments of the killed call: %s", args)
 	}
 	for _, seg := range deadSegments {

@@ -199,8 +199,10 @@ func TestExecTimeoutKillsWholeGroup(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
-			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"echo waiting >&2; wait", "timeout", 1))
-			mustFail(t, res, "timeout", "timed out after 1s", "Last output captured:\nstarted\n", "STDERR:\nwaiting")
+			// Long enough for the shell to print both lines before it, even
+			// on a loaded machine with a sandbox to set up first.
+			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"echo waiting >&2; wait", "timeout", 5))
+			mustFail(t, res, "timeout", "timed out after 5s", "Last output captured:\nstarted\n", "STDERR:\nwaiting")
 			assertNoSurvivor(t, s, mode)
 		})
 	}
