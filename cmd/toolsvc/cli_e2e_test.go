@@ -144,3 +144,33 @@ func TestVersionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReadsOnlyItsEnvironment: run() takes its settings from the
+// environment it is given, never from the process's, which is what lets
+// the tests run many services in one process. A misspelt TOOLSVC_ variable
+// in the process environment would stop a service that read it. Not
+// parallel: it sets the process environment.
+func TestRunReadsOnlyItsEnvironment(t *testing.T) {
+	t.Setenv("TOOLSVC_API_KEY", "a typo that would stop start-up")
+	t.Setenv("TOOLSVC_MAX_BODY_BYTES", "1")
+	s := startServer(t, nil)
+	mustSucceed(t, s.invoke(t, "list_dir", `{}`)) // a body of 2 bytes, over the process's limit
+	if err := startError(t, map[string]string{"API_KEY": "x"}); err == nil || !strings.Contains(err.Error(), "did you mean TOOLSVC_API_KEYS") {
+		t.Errorf("a misspelt variable in the environment given: %v", err)
+	}
+}
+
+// TestLookupIn: the first entry of a name counts, as for os.LookupEnv; an
+// entry without "=" is no variable.
+func TestLookupIn(t *testing.T) {
+	t.Parallel()
+	get := lookupIn([]string{"A=1", "B=", "A=2", "C", "D=x=y"})
+	for _, tt := range []struct {
+		name, want string
+		ok         bool
+	}{{"A", "1", true}, {"B", "", true}, {"C", "", false}, {"D", "x=y", true}, {"E", "", false}} {
+		if v, ok := get(tt.name); v != tt.want || ok != tt.ok {
+			t.Errorf("%s: got %q %v, want %q %v", tt.name, v, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -35,9 +35,10 @@ func main() {
 
 // run parses the flags, loads the configuration from the TOOLSVC_*
 // variables of environ (NAME=value entries, as os.Environ returns them)
-// and serves until ctx is done. It reads no other configuration from the
-// process environment, so the end-to-end tests run it several times at once
-// in one process, each with an environment of its own.
+// and serves until ctx is done. Its settings come from environ alone (the
+// service's parts still find PATH, DISPLAY or GOGC in the process's), so
+// the end-to-end tests run it several times at once in one process, each
+// with settings of its own.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	getenv := lookupIn(environ)
 	if len(args) > 0 && args[0] == "health" {
@@ -86,12 +87,14 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 }
 
 // lookupIn answers as os.LookupEnv does, from environ; where a name is
-// there twice, the last entry counts, as for a process.
+// there twice, the first entry counts, as for os.LookupEnv.
 func lookupIn(environ []string) func(name string) (string, bool) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
+			if _, seen := vars[k]; !seen {
+				vars[k] = v
+			}
 		}
 	}
 	return func(name string) (string, bool) {
