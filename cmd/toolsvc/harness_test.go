@@ -467,13 +467,14 @@ func (b *syncBuffer) String() string {
 // TestMain starts building the service binary at once, so that the build
 // runs alongside the tests that need none, and removes it at the end. The
 // tests mostly wait on sockets and child processes, so more of them run
-// at once than there are CPUs, unless -test.parallel says otherwise.
+// at once than there are CPUs (four per CPU, at most 16: each may start
+// a browser or a sandbox), unless -test.parallel says otherwise.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		_ = flag.Set("test.parallel", fmt.Sprint(4*runtime.GOMAXPROCS(0)))
+		_ = flag.Set("test.parallel", fmt.Sprint(min(4*runtime.GOMAXPROCS(0), 16)))
 	}
 	// A copy of this binary run by a test (runAsNobody) builds nothing
 	// unless one of its tests asks.
