@@ -49,6 +49,7 @@ func loadContract() (routers.Router, error) {
 }
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	if _, err := loadContract(); err != nil {
 		t.Fatalf("api/openapi.yaml: %v", err)
 	}

@@ -30,7 +30,7 @@ func readDoc(t *testing.T, rel string) string {
 // and `toolsvc -h` naming the same settings.
 func TestDocsConfigurationDocumentsEveryVariable(t *testing.T) {
 	var out bytes.Buffer
-	_ = run(t.Context(), []string{"-h"}, &out, &bytes.Buffer{})
+	_ = run(t.Context(), []string{"-h"}, nil, &out, &bytes.Buffer{})
 	doc := readDoc(t, "docs/configuration.md")
 	n := 0
 	for _, line := range strings.Split(out.String(), "\n") {
