@@ -386,12 +386,12 @@ func TestHelpListsEveryVariable(t *testing.T) {
 	}
 }
 
-// TestReadmeDocumentsEveryVariable keeps README.md's configuration table
-// and `toolsvc -h` saying the same thing.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
+// TestConfigReferenceDocumentsEveryVariable keeps docs/configuration.md,
+// the configuration reference, and `toolsvc -h` saying the same thing.
+func TestConfigReferenceDocumentsEveryVariable(t *testing.T) {
 	var out bytes.Buffer
 	_ = run(t.Context(), []string{"-h"}, &out, &bytes.Buffer{})
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	ref, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,8 +403,8 @@ func TestReadmeDocumentsEveryVariable(t *testing.T) {
 		}
 		n++
 		row := "| `" + fields[0] + "` | "
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md's configuration table lacks %s", fields[0])
+		if !strings.Contains(string(ref), row) {
+			t.Errorf("docs/configuration.md lacks %s", fields[0])
 		}
 	}
 	if n < 30 {
