@@ -104,3 +104,50 @@ func TestUsageBySection(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateEverySection: one bad value in each section that has
+// checks, all reported at once, each naming its variable.
+func TestValidateEverySection(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{
+		"WORKSPACE": dir + "/ws", "DATA_DIR": dir + "/data",
+		"ADDR":                   "nonsense",        // Access
+		"LOG_LEVEL":              "loud",            // Server
+		"MAX_CONCURRENT_CALLS":   "0",               // Calls
+		"AUDIT_RETENTION_DAYS":   "-1",              // Audit
+		"SEARCH_WORKERS":         "999",             // Files
+		"FETCH_MAX_REDIRECTS":    "21",              // Web
+		"SCREENSHOT_MAX_PAGES":   "0",               // Screenshot
+		"EXEC_SANDBOX":           "jail",            // Exec
+		"AGENT_MAX_TURNS":        "0",               // Agents
+		"TELEGRAM_BASE_URL":      "ftp://t.example", // Channels
+		"EXEC_MAX_TIMEOUT":       "1s",
+		"XIAOZHI_CONVERSATION":   "true",
+		"DINGTALK_ROBOT_CODE":    "r",
+		"AUDIT_MAX_RESULT_CHARS": "0",
+	}
+	_, err := LoadFrom(mapLookup(vars))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		`TOOLSVC_ADDR: "nonsense" is not host:port`,
+		`TOOLSVC_LOG_LEVEL: "loud" is not one of debug, info, warn, error`,
+		"TOOLSVC_MAX_CONCURRENT_CALLS: must be greater than zero",
+		"TOOLSVC_AUDIT_RETENTION_DAYS: must be zero (keep all) or more",
+		"TOOLSVC_AUDIT_MAX_RESULT_CHARS: must be greater than zero",
+		"TOOLSVC_SEARCH_WORKERS: must be between 0 (one per CPU) and 256",
+		"TOOLSVC_FETCH_MAX_REDIRECTS: must be between 0 and 20",
+		"TOOLSVC_SCREENSHOT_MAX_PAGES: must be between 1 and 32",
+		`TOOLSVC_EXEC_SANDBOX: "jail" is not one of auto, landlock, bwrap, none`,
+		"TOOLSVC_EXEC_MAX_TIMEOUT: must be at least TOOLSVC_EXEC_TIMEOUT (30s)",
+		"TOOLSVC_AGENT_MAX_TURNS: must be between 1 and 200",
+		"TOOLSVC_XIAOZHI_CONVERSATION: send_message needs a model",
+		"TOOLSVC_TELEGRAM_BASE_URL: is not an http(s) URL without credentials",
+		`TOOLSVC_DINGTALK_ROBOT_CODE: account "default" has no TOOLSVC_DINGTALK_CLIENT_ID`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nlacks %q", err, want)
+		}
+	}
+}

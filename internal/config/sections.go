@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +25,13 @@ func (c Config) Validate() error {
 	bad := func(name, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s_%s: %s", Prefix, name, fmt.Sprintf(format, args...)))
 	}
-	for _, s := range []interface{ validate(report) }{
-		c.Access, c.Server, c.Calls, c.Audit, c.Files, c.Web, c.Screenshot, c.Exec, c.Agents, c.Channels,
-	} {
-		s.validate(bad)
+	// Every section with a validate method is checked, in the order of
+	// the sections, so a new section's checks cannot be left out.
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		if s, ok := v.Field(i).Interface().(interface{ validate(report) }); ok {
+			s.validate(bad)
+		}
 	}
 	return errors.Join(errs...)
 }
