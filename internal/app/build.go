@@ -252,7 +252,7 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 func (b *builder) sendMedia() (registry.Tool, string, error) {
 	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{})
 	if m.Empty() {
-		return nil, "no chat channel configured (see the README's chat channel variables)", nil
+		return nil, "no chat channel configured (see Chat channels in docs/configuration.md)", nil
 	}
 	return tools.NewSendMedia(b.Workspace, m, b.Log.With().Str("component", "channels").Logger()), "", nil
 }
