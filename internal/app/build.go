@@ -259,7 +259,7 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // model-facing network guard; the channel clients refuse redirects so
 // that tokens never reach another host.
 func (b *builder) sendMedia() (registry.Tool, string, error) {
-	m := channels.FromConfig(b.Config, channels.Options{})
+	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{})
 	if m.Empty() {
 		return nil, "no chat channel configured (see docs/channels.md)", nil
 	}
