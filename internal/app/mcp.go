@@ -341,7 +341,7 @@ func (m *mcpMount) commit(p *mcpPlan) error {
 	}
 	m.mu.Unlock()
 	for _, e := range p.stopped {
-		m.log.Info().Str("mcp_server", e.name).Msg("mcp server: stopped by the reload")
+		m.log.Info().Str("mcp_server", e.name).Str("state", "stopped").Msg("mcp server: stopped by the reload")
 	}
 	for _, e := range p.started {
 		m.logServer(e)

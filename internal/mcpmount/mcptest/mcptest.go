@@ -139,3 +139,20 @@ func FreePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// CopyModules copies node_modules nm into the folder dir (hard links where
+// the file system allows) and returns the copy: a sandbox that hides the
+// cache folder (bubblewrap hides /root and /home) still sees the servers
+// in the workspace, where an operator would install them too.
+func CopyModules(t testing.TB, nm, dir string) string {
+	t.Helper()
+	dst := filepath.Join(dir, "node_modules")
+	if out, err := exec.Command("cp", "-al", nm, dst).CombinedOutput(); err != nil {
+		os.RemoveAll(dst)
+		if out, err := exec.Command("cp", "-a", nm, dst).CombinedOutput(); err != nil {
+			t.Fatalf("copy %s: %v: %s", nm, err, out)
+		}
+		_ = out
+	}
+	return dst
+}
