@@ -55,7 +55,7 @@ type Config struct {
 	ToolsEnabled  List `envconfig:"TOOLS_ENABLED" desc:"comma-separated tools or toolsets (files, shell, web, memory, agents, channels) to offer, the rest off; empty: all. A tool whose dependency is missing stays off either way"`
 	ToolsDisabled List `envconfig:"TOOLS_DISABLED" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
 	// ToolsFile names the operator's own tools (command and http runners).
-	ToolsFile string `envconfig:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL; see docs/custom-tools.md); a mistake in it stops start-up, SIGHUP reloads it. Empty: none"`
+	ToolsFile string `envconfig:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Empty: none"`
 
 	// Audit
 	AuditEnabled        bool `envconfig:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
