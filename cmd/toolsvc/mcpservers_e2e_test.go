@@ -12,12 +12,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/agent/agenttest"
 	"github.com/countbot/toolsvc/internal/mcpmount/mcptest"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolfmt"
@@ -326,4 +328,33 @@ func TestMCPServersDownAndReload(t *testing.T) {
 		t.Fatal("the service started with a clash")
 	}
 	assertContains(t, "error", err.Error(), "tools file "+clash, `tool "memory__read_graph" of the MCP server "memory" clashes with the tool of the tools file`)
+}
+
+// TestMCPServersSubagents: sub-agents are offered, and may call, the tools
+// of a server whose entry says "subagents": true, and not those of one
+// that does not.
+func TestMCPServersSubagents(t *testing.T) {
+	ws, nm := npmWorkspace(t)
+	llm := agenttest.New(t,
+		agenttest.Reply(agenttest.Call("c1", "shared__read_graph", `{}`)),
+		agenttest.Reply(agenttest.Final("done")),
+	)
+	entry := func(file string, subagents bool) string {
+		return `{"command": "node", "args": [` + mustJSON(mcptest.MemoryJS(nm)) + `], "env": {"MEMORY_FILE_PATH": "${WORKSPACE}/` + file + `"}, "subagents": ` + strconv.FormatBool(subagents) + `}`
+	}
+	file := writeToolsFile(t, `{"mcpServers": {"shared": `+entry("a.jsonl", true)+`, "private": `+entry("b.jsonl", false)+`}}`)
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"TOOLS_FILE": file, "WORKSPACE": ws}))
+	logMCPOnFailure(t, s)
+	assertContains(t, "spawn", mustSucceed(t, s.invoke(t, "spawn", map[string]any{"task": "read the graph", "wait": true})), "done")
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	offered := reqs[0].ToolNames()
+	if !slices.Contains(offered, "shared__read_graph") || slices.Contains(offered, "private__read_graph") {
+		t.Errorf("the sub-agent was offered %v", offered)
+	}
+	if !strings.Contains(string(reqs[1].Body), `entities`) {
+		t.Errorf("the MCP tool's result did not reach the model: %s", reqs[1].Body)
+	}
 }
