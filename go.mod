@@ -16,7 +16,6 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/jezek/xgb v1.1.1
 	github.com/kbinani/screenshot v0.0.0-20250624051815-089614a94018
-	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/markusmobius/go-trafilatura v1.12.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -2,7 +2,7 @@
 # container-test.sh builds deploy/Dockerfile with podman and checks the
 # image on a real engine: health (HEALTHCHECK and GET /healthz through the
 # published port), a tool call, a web screenshot of a page this script
-# serves, exec under the sandbox the README promises (Landlock, under
+# serves, exec under the sandbox docs/deploy.md promises (Landlock, under
 # Docker's own default seccomp profile as well as podman's), that the
 # service runs as a user other than root, and the same through
 # deploy/compose.yaml with podman-compose.
@@ -115,8 +115,10 @@ import_image golang:1.26-bookworm "$base_id-$gover" "$build_tar" \
 	--change 'ENV GOPATH=/go' --change 'ENV GOTOOLCHAIN=local' --change 'WORKDIR /go'
 
 image=localhost/toolsvc:container-test
-log "podman build"
-podman build --pull=never --jobs 2 --format docker -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
+# The version the image reports: the checkout's, as git describes it.
+version=$(git describe --always --dirty 2>/dev/null || echo devel)
+log "podman build (version $version)"
+podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version" -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
 	{
 		tail -40 "$cache/build.log" >&2
 		fail "podman build failed; see $cache/build.log"
@@ -174,6 +176,8 @@ wait_healthy() {
 	for i in $(seq 60); do
 		if podman healthcheck run "$1" >/dev/null 2>&1; then
 			curl -fsS "http://127.0.0.1:$2/healthz" | grep -q '"status":"ok"' || fail "$1: /healthz through the port: not ok"
+			curl -fsS "http://127.0.0.1:$2/healthz" | grep -qF "\"version\":\"$version\"" ||
+				fail "$1: /healthz does not report the version $version the image was built with"
 			return
 		fi
 		sleep 0.5
@@ -252,7 +256,7 @@ run_image toolsvc-ct-docker-seccomp "$port" --security-opt "seccomp=$moby_dir/de
 check toolsvc-ct-docker-seccomp "$port"
 podman rm -f -v -t 2 toolsvc-ct-docker-seccomp >/dev/null
 
-# Compose, as the README says, with a .env made from the example. Its
+# Compose, as the README and docs/deploy.md say, with a .env made from the example. Its
 # network is made here first, with a known gateway for the test page.
 port=$(free_port)
 compose_gw=10.89.213.1

@@ -3,7 +3,8 @@
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
 # for exec's sandbox, python3 for the example agent, nodejs and npm for the
 # MCP servers the mcpmount tests install from npm), downloads the Go
-# modules, then vets and runs every test with the race detector.
+# modules, then vets, runs staticcheck and deadcode, and runs every test
+# with the race detector.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./internal/registry/...   # some packages
 #   FUZZ=1 scripts/test.sh     # and a short fuzzing pass (always when CI=true)
@@ -34,6 +35,34 @@ done
 unformatted=$(gofmt -l cmd internal scripts)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+# Static checks, at pinned versions, installed once outside the module
+# (GOPATH/toolsvc-tools, one binary per version): staticcheck's default
+# checks on every system toolsvc builds for, and deadcode for functions
+# that neither the programs (cmd/, scripts/) nor the tests reach.
+staticcheck_version=v0.8.2 # honnef.co/go/tools
+deadcode_version=v0.52.0   # golang.org/x/tools
+tools_bin="$(go env GOPATH)/toolsvc-tools"
+staticcheck="$tools_bin/staticcheck-$staticcheck_version"
+deadcode="$tools_bin/deadcode-$deadcode_version"
+mkdir -p "$tools_bin"
+if [ ! -x "$staticcheck" ]; then
+  GOBIN="$tools_bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+  mv "$tools_bin/staticcheck" "$staticcheck"
+fi
+if [ ! -x "$deadcode" ]; then
+  GOBIN="$tools_bin" go install "golang.org/x/tools/cmd/deadcode@$deadcode_version"
+  mv "$tools_bin/deadcode" "$deadcode"
+fi
+"$staticcheck" ./...
+for t in darwin/arm64 windows/amd64; do
+  GOOS=${t%/*} GOARCH=${t#*/} "$staticcheck" ./...
+done
+dead=$("$deadcode" -test ./...)
+if [ -n "$dead" ]; then
+  echo "deadcode: functions nothing reaches (delete them, or use them):" >&2
+  echo "$dead" >&2
   exit 1
 fi
 if [ $# -eq 0 ]; then set -- ./...; fi

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -65,6 +64,7 @@ func (s *testServer) agentTask(t *testing.T, id string) agent.Task {
 // after a restart. The model API key appears nowhere: not in results, the
 // audit log, the task files, the log, nor a command's environment.
 func TestSpawnEndToEnd(t *testing.T) {
+	t.Parallel()
 	llm := agenttest.New(t,
 		agenttest.Reply(agenttest.Call("c1", "write_file", `{"path":"notes/report.md","content":"# Report\nall fine\n"}`)),
 		// An Ollama-style call: no id, no type, arguments as an object.
@@ -175,6 +175,7 @@ func assertNoKey(t *testing.T, s *testServer) {
 // cancels; a task running when the service stops is interrupted, and says
 // so after a restart.
 func TestSpawnBackgroundCancelAndRestart(t *testing.T) {
+	t.Parallel()
 	llm := agenttest.New(t, agenttest.Reply(agenttest.Response{Hang: true}))
 	env := llmEnv(llm.URL, map[string]string{"AGENT_MAX_CONCURRENT": "1"})
 	s := startServer(t, env)
@@ -216,6 +217,7 @@ func TestSpawnBackgroundCancelAndRestart(t *testing.T) {
 // TestSpawnTurnLimitEndToEnd: a model that never stops calling tools is
 // stopped at TOOLSVC_AGENT_MAX_TURNS and spawn reports it.
 func TestSpawnTurnLimitEndToEnd(t *testing.T) {
+	t.Parallel()
 	llm := agenttest.New(t, agenttest.Reply(agenttest.Message(`{"role":"assistant","content":"still looking","tool_calls":[{"function":{"name":"list_dir","arguments":""}}]}`, "tool_calls")))
 	s := startServer(t, llmEnv(llm.URL, map[string]string{"AGENT_MAX_TURNS": "3"}))
 	msg := mustFail(t, s.invoke(t, "spawn", map[string]any{"task": "look around", "wait": true}), toolerr.ToolError,
@@ -236,7 +238,7 @@ func TestSpawnTurnLimitEndToEnd(t *testing.T) {
 // workflow_run or send_message tool and no /agents route.
 func TestAgentsOffWithoutModel(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	names := s.toolNames(t)
 	for _, tool := range []string{"spawn", "workflow_run", "send_message"} {
 		if slices.Contains(names, tool) {
@@ -255,6 +257,7 @@ func TestAgentsOffWithoutModel(t *testing.T) {
 // start-up with a message naming the variable, and a URL with a password
 // in it is refused without repeating it.
 func TestAgentConfigErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		env  map[string]string
@@ -271,13 +274,8 @@ func TestAgentConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			for k, v := range c.env {
-				t.Setenv("TOOLSVC_"+k, v)
-			}
-			err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{})
+			t.Parallel()
+			err := startError(t, c.env)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("run() = %v, want an error naming %s", err, c.want)
 			}

@@ -14,6 +14,7 @@ import (
 // an integral value written as 5.0 or 5e0 is an integer (JSON Schema says
 // so) and reaches the tool's int fields.
 func TestArgumentsAsModelsSendThem(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	s.writeWS(t, "five.txt", "one\ntwo\nthree\nfour\nfive\n")
 	for _, args := range []string{
@@ -35,6 +36,7 @@ func TestArgumentsAsModelsSendThem(t *testing.T) {
 // from the schema, from a rule between parameters or from a value no Go
 // integer holds, reads the same way, in a stable order, and bounded.
 func TestArgumentErrorsHaveOneForm(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	s.writeWS(t, "a.txt", "x\n")
 	prefix := func(tool string) string { return "Error: Invalid parameters for tool '" + tool + "': " }
@@ -105,6 +107,7 @@ func TestArgumentErrorsHaveOneForm(t *testing.T) {
 // TestBodiesThatAreNotAnObject sends what is not a JSON object: each is
 // refused with a message that says what to send instead.
 func TestBodiesThatAreNotAnObject(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	next := `Next: send the arguments as one JSON object of named parameters, such as {"path": "..."} (an empty body means {}).`
 	cases := []struct {

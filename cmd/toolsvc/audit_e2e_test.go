@@ -21,6 +21,7 @@ import (
 // file (the service notices within a second and cannot make a new one)
 // and, where a tmpfs can be mounted, by filling the data folder's disk.
 func TestAuditFailClosed(t *testing.T) {
+	t.Parallel()
 	type breaker struct {
 		name  string
 		setup func(t *testing.T) (data string, brk func(data string))
@@ -68,13 +69,14 @@ func TestAuditFailClosed(t *testing.T) {
 	for _, b := range breakers {
 		for _, required := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s, required=%v", b.name, required), func(t *testing.T) {
+				t.Parallel()
 				data, brk := b.setup(t)
 				s := startServer(t, map[string]string{"DATA_DIR": data, "AUDIT_REQUIRED": fmt.Sprint(required)})
 				mustSucceed(t, s.invoke(t, "write_file", map[string]any{"path": "before.txt", "content": "x"}))
 				brk(data)
 				// The journal folder is checked once a second: call until
 				// the fault shows, or, failing open, until the log says so.
-				deadline := time.Now().Add(20 * time.Second)
+				deadline := time.Now().Add(waitGuard)
 				for i := 0; ; i++ {
 					if time.Now().After(deadline) {
 						t.Fatalf("the audit fault never showed; logs:\n%s", s.logs.String())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 // and exit 0; a wrong flag or argument prints the usage on stderr and
 // exits 1.
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	bin, err := serviceBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +72,9 @@ func TestCommandLine(t *testing.T) {
 
 // TestUsageNamesVersionFlag keeps -h saying what the flags are.
 func TestUsageNamesVersionFlag(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	if err := run(t.Context(), []string{"-h"}, &stdout, &stderr); err == nil {
+	if err := run(t.Context(), []string{"-h"}, nil, &stdout, &stderr); err == nil {
 		t.Fatal("run -h returned nil; want flag.ErrHelp, which main turns into exit 0")
 	}
 	if !strings.Contains(stdout.String(), "-version") || stderr.Len() != 0 {
@@ -82,8 +85,9 @@ func TestUsageNamesVersionFlag(t *testing.T) {
 // TestVersionReported: the version -version prints is the one in the
 // "listening" log line and in GET /healthz.
 func TestVersionReported(t *testing.T) {
+	t.Parallel()
 	var stdout bytes.Buffer
-	if err := run(t.Context(), []string{"-version"}, &stdout, &bytes.Buffer{}); err != nil {
+	if err := run(t.Context(), []string{"-version"}, nil, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.TrimPrefix(strings.TrimSpace(stdout.String()), "toolsvc ")
@@ -112,9 +116,11 @@ func TestVersionReported(t *testing.T) {
 	}
 }
 
-// TestVersionOf: a released module version wins, then the revision the
-// binary was built from, then "devel".
+// TestVersionOf: the version given to the linker wins, then a released
+// module version, then the revision the binary was built from, then
+// "devel".
 func TestVersionOf(t *testing.T) {
+	t.Parallel()
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting
 		for i := 0; i < len(kv); i += 2 {
@@ -123,20 +129,68 @@ func TestVersionOf(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
+		name   string
+		linked string
+		bi     *debug.BuildInfo
+		ok     bool
+		want   string
 	}{
-		{"no build info", nil, false, "devel"},
-		{"module version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
-		{"revision", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
-		{"modified tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
-		{"nothing known", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
+		{"linked", "v9.9.9", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v9.9.9"},
+		{"linked, no build info", "abc123-image", nil, false, "abc123-image"},
+		{"no build info", "", nil, false, "devel"},
+		{"module version", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
+		{"revision", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
+		{"modified tree", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
+		{"nothing known", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
 	}
 	for _, tt := range tests {
-		if got := versionOf(tt.bi, tt.ok); got != tt.want {
+		if got := versionOf(tt.linked, tt.bi, tt.ok); got != tt.want {
 			t.Errorf("%s: versionOf = %q; want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestLinkedVersion: a binary built as the image builds it, with the
+// version given to the linker and no version control information, reports
+// that version.
+func TestLinkedVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "toolsvc")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.buildVersion=v0.0.0-linked-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "toolsvc v0.0.0-linked-test" {
+		t.Errorf("-version: %q, %v; want toolsvc v0.0.0-linked-test", out, err)
+	}
+}
+
+// TestRunReadsOnlyItsEnvironment: run() takes its settings from the
+// environment it is given, never from the process's, which is what lets
+// the tests run many services in one process. A misspelt TOOLSVC_ variable
+// in the process environment would stop a service that read it. Not
+// parallel: it sets the process environment.
+func TestRunReadsOnlyItsEnvironment(t *testing.T) {
+	t.Setenv("TOOLSVC_API_KEY", "a typo that would stop start-up")
+	t.Setenv("TOOLSVC_MAX_BODY_BYTES", "1")
+	s := startServer(t, nil)
+	mustSucceed(t, s.invoke(t, "list_dir", `{}`)) // a body of 2 bytes, over the process's limit
+	if err := startError(t, map[string]string{"API_KEY": "x"}); err == nil || !strings.Contains(err.Error(), "did you mean TOOLSVC_API_KEYS") {
+		t.Errorf("a misspelt variable in the environment given: %v", err)
+	}
+}
+
+// TestLookupIn: the first entry of a name counts, as for os.LookupEnv; an
+// entry without "=" is no variable.
+func TestLookupIn(t *testing.T) {
+	t.Parallel()
+	get := lookupIn([]string{"A=1", "B=", "A=2", "C", "D=x=y"})
+	for _, tt := range []struct {
+		name, want string
+		ok         bool
+	}{{"A", "1", true}, {"B", "", true}, {"C", "", false}, {"D", "x=y", true}, {"E", "", false}} {
+		if v, ok := get(tt.name); v != tt.want || ok != tt.ok {
+			t.Errorf("%s: got %q %v, want %q %v", tt.name, v, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -43,6 +43,7 @@ func snapshot(t *testing.T, root, skip string) map[string]string {
 // filesystem tool: each attempt must be refused, and nothing outside may be
 // read, changed or created.
 func TestConfinement(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	ws := s.Workspace
 	base := filepath.Dir(ws)
@@ -152,6 +153,7 @@ func TestConfinement(t *testing.T) {
 
 // TestConfinementMessages checks that a refusal tells the model what to do.
 func TestConfinementMessages(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	os.Symlink("/etc", filepath.Join(s.Workspace, "etc"))
 	mustFail(t, s.invoke(t, "read_file", `{"path":"../x"}`), toolerr.PathDenied, "outside the workspace", "Next: use a path relative to the workspace")
@@ -163,6 +165,7 @@ func TestConfinementMessages(t *testing.T) {
 // TestUnrestrictedWorkspace checks that with the restriction off, absolute
 // paths outside work, and relative paths still mean the workspace.
 func TestUnrestrictedWorkspace(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"RESTRICT_TO_WORKSPACE": "false"})
 	outside := filepath.Join(filepath.Dir(s.Workspace), "free.txt")
 	os.WriteFile(outside, []byte("out here\n"), 0o644)

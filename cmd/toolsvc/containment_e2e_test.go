@@ -1,103 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// binDir holds the service binary built for the tests; TestMain removes it.
-var binDir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-e2e-bin-%d", os.Getpid()))
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	_ = os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
-// serviceBinary builds the service once per test binary, for the tests that
-// must run it as a process of its own (to kill it).
-var serviceBinary = sync.OnceValues(func() (string, error) {
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(binDir, "toolsvc")
-	if b, err := exec.Command("go", "build", "-o", out, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
-	}
-	return out, nil
-})
-
-// processService is the real binary running in its own process.
-type processService struct {
-	cmd       *exec.Cmd
-	URL       string
-	Workspace string
-	DataDir   string
-	logs      *syncBuffer
-}
-
-// startProcess starts the service binary with the given TOOLSVC_* variables
-// (names without the prefix) and waits until it listens.
-func startProcess(t *testing.T, base string, env map[string]string) *processService {
-	t.Helper()
-	bin, err := serviceBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &processService{Workspace: filepath.Join(base, "ws"), DataDir: filepath.Join(base, "data"), logs: &syncBuffer{}}
-	vars := map[string]string{"ADDR": "127.0.0.1:0", "WORKSPACE": p.Workspace, "DATA_DIR": p.DataDir, "LOG_LEVEL": "info"}
-	for k, v := range env {
-		vars[k] = v
-	}
-	p.cmd = exec.Command(bin)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range vars {
-		p.cmd.Env = append(p.cmd.Env, "TOOLSVC_"+k+"="+v)
-	}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logs.Write(append(append([]byte(nil), line...), '\n'))
-			var rec struct{ Message, Addr string }
-			if json.Unmarshal(line, &rec) == nil && rec.Message == "listening" {
-				addr <- rec.Addr
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		p.URL = "http://" + a
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the service did not start:\n%s", p.logs.String())
-	}
-	return p
-}
 
 // TestExecNothingOutlivesServiceKill kills the service with SIGKILL while a
 // command runs that has started processes detached in every usual way, and
@@ -105,10 +20,13 @@ func startProcess(t *testing.T, base string, env map[string]string) *processServ
 // process of its own PID namespace (or bubblewrap's), and its parent-death
 // signal fires when the thread that started it dies with the service.
 func TestExecNothingOutlivesServiceKill(t *testing.T) {
+	t.Parallel()
 	for _, mode := range append([]string{"none"}, sandboxModes(t)...) {
 		t.Run(mode, func(t *testing.T) {
-			p := startProcess(t, t.TempDir(), map[string]string{"EXEC_SANDBOX": mode})
-			base := 8000 + int(time.Now().UnixNano()%1000)
+			t.Parallel()
+			p := startServer(t, map[string]string{"EXEC_SANDBOX": mode}, asProcess())
+			// Unique among the tests of every test process on the machine.
+			base := 100000 + os.Getpid()%100000*100 + uniqueNumber()%100
 			script := fmt.Sprintf(`setsid sleep %[1]d.1 </dev/null >/dev/null 2>&1 &
 nohup sleep %[1]d.2 </dev/null >/dev/null 2>&1 &
 (setsid sh -c 'sleep %[1]d.3 & sleep %[1]d.4' </dev/null >/dev/null 2>&1 &) &
@@ -124,13 +42,11 @@ sleep 0.3; echo up > started; sleep %[1]d.6`, base)
 			waitForFile(t, filepath.Join(p.Workspace, "started"))
 			marker := fmt.Sprintf("sleep %d.", base)
 			waitFor(t, "the command's detached processes", func() bool { return len(markerProcs(marker)) >= 5 })
-			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = p.cmd.Wait()
+			p.Kill(t)
 			// The kernel tears the namespace down as soon as its first
-			// process dies; allow it a moment on a loaded machine.
-			deadline := time.Now().Add(10 * time.Second)
+			// process dies, but the processes in it take their turn to die
+			// on a loaded machine: wait, with a guard against a hang.
+			deadline := time.Now().Add(time.Minute)
 			var left []string
 			for {
 				left = markerProcs(marker)
@@ -171,6 +87,7 @@ func markerProcs(marker string) []string {
 // account, says so at start-up, and they can work in a workspace that
 // account may write.
 func TestExecUser(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("TOOLSVC_EXEC_USER needs a root service; this run is unprivileged")
 	}
@@ -183,9 +100,10 @@ func TestExecUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(ws, 0o777)
+	// The modes share the workspace, so they take turns.
 	for _, mode := range append([]string{"none"}, sandboxModes(t)...) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534", "LOG_LEVEL": "info"})
+			s := startServer(t, map[string]string{"WORKSPACE": ws, "EXEC_SANDBOX": mode, "EXEC_USER": "65534:65534", "LOG_LEVEL": "debug"})
 			if !strings.Contains(s.Logs(), "run as 65534:65534 (uid 65534)") {
 				t.Errorf("the start-up log does not say who commands run as:\n%s", s.Logs())
 			}

@@ -108,11 +108,10 @@ func installWordCount(t *testing.T, s *testServer) {
 // log.
 func TestCustomToolsExample(t *testing.T) {
 	ws := newWeatherServer(t)
-	t.Setenv("WEATHER_TOKEN", weatherToken)
 	s := startServer(t, map[string]string{
 		"TOOLS_FILE":      exampleToolsFile(t, ws.URL),
 		"NET_ALLOW_CIDRS": "127.0.0.1/32", // the stand-in is on loopback
-	})
+	}, withEnv("WEATHER_TOKEN", weatherToken))
 	installWordCount(t, s)
 	s.writeWS(t, "notes/todo.md", "buy milk\nwrite the docs\n")
 
@@ -454,12 +453,8 @@ func TestCustomToolsFileErrorsStopStartup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeToolsFile(t, tc.file)
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			t.Setenv("TOOLSVC_TOOLS_FILE", path)
-			err := run(t.Context(), nil, io.Discard, io.Discard)
+			t.Parallel()
+			err := startError(t, map[string]string{"TOOLS_FILE": path})
 			if err == nil {
 				t.Fatal("the service started")
 			}
@@ -513,12 +508,7 @@ tools:
 	}
 	// A switch naming a tool the file does not have stops start-up, with
 	// the nearest name.
-	clearToolsvcEnv(t)
-	t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-	t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-	t.Setenv("TOOLSVC_TOOLS_FILE", file)
-	t.Setenv("TOOLSVC_TOOLS_DISABLED", "numbrs")
-	err := run(t.Context(), nil, io.Discard, io.Discard)
+	err := startError(t, map[string]string{"TOOLS_FILE": file, "TOOLS_DISABLED": "numbrs"})
 	if err == nil || !strings.Contains(err.Error(), `did you mean "numbers"?`) {
 		t.Errorf("run() = %v", err)
 	}

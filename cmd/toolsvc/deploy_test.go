@@ -14,6 +14,7 @@ import (
 // misspelt or removed setting there would stop the container's start-up.
 // Commented lines count too, since operators uncomment them.
 func TestEnvExampleNamesSettings(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", ".env.example"))
 	if err != nil {
 		t.Fatal(err)

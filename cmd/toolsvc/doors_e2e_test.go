@@ -26,6 +26,7 @@ func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // that count the MCP calls, CORS preflight without a key, and health
 // probes kept out of the info-level access log.
 func TestApiDoors(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{
 		"API_KEYS": "doors-e2e-key-0123456789", "TOOLS_ENABLED": "files",
 		"CORS_ORIGINS": "http://localhost:3000",

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,9 +42,18 @@ func execSpawn(t *testing.T) string {
 	return fmt.Sprintf(`sleep %s & echo "$$ $!" > ids; echo started; `, sleepToken(t))
 }
 
+// sleepToken is unique to the test among the tests that run at once,
+// here and in any other test process of the machine.
 func sleepToken(t *testing.T) string {
-	return fmt.Sprintf("1000.%06d%d", os.Getpid()%1000000, len(t.Name()))
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	return fmt.Sprintf("1000.%06d%010d", os.Getpid()%1000000, h.Sum32())
 }
+
+var counter atomic.Int64
+
+// uniqueNumber is a number no other call in this process returns.
+func uniqueNumber() int { return int(counter.Add(1)) }
 
 func execArgs(command string, extra ...any) map[string]any {
 	a := map[string]any{"command": command}
@@ -56,7 +67,7 @@ func execArgs(command string, extra ...any) map[string]any {
 // line to path.
 func waitForFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitGuard)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			return
@@ -71,7 +82,9 @@ func waitForFile(t *testing.T, path string) {
 // ids the command wrote are host ids (no PID namespace), no live member of
 // its process group is left and the group is then reaped: kill(-pgid, 0)
 // reports ESRCH. Killed grandchildren belong to init, which may reap them a
-// moment later; until then they are zombies, already dead.
+// moment later; until then they are zombies, already dead. Whether
+// commands have a PID namespace is in the sandbox's debug log line: the
+// server must log at debug.
 func assertNoSurvivor(t *testing.T, s *testServer, mode string) {
 	t.Helper()
 	if live := liveWithArg(sleepToken(t)); len(live) > 0 {
@@ -93,7 +106,7 @@ func assertNoSurvivor(t *testing.T, s *testServer, mode string) {
 	if live := procgroup.LiveMembers(pgid); len(live) > 0 {
 		t.Errorf("processes %v of the command's group %d are alive after the call", live, pgid)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitGuard)
 	for sysKill(-pgid, 0) == nil && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -134,6 +147,7 @@ func processModes(t *testing.T) []string {
 }
 
 func TestExecResults(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"EXEC_MAX_OUTPUT": "300", "EXEC_MAX_TIMEOUT": "60s"})
 	s.writeWS(t, "src/main.txt", "alpha\nbeta\n")
 	if err := os.Symlink(s.DataDir, filepath.Join(s.Workspace, "data-link")); err != nil {
@@ -182,20 +196,26 @@ func TestExecResults(t *testing.T) {
 }
 
 func TestExecTimeoutKillsWholeGroup(t *testing.T) {
+	t.Parallel()
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
-			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"echo waiting >&2; wait", "timeout", 1))
-			mustFail(t, res, "timeout", "timed out after 1s", "Last output captured:\nstarted\n", "STDERR:\nwaiting")
+			t.Parallel()
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
+			// Long enough for the shell to print both lines before it, even
+			// on a loaded machine with a sandbox to set up first.
+			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"echo waiting >&2; wait", "timeout", 5))
+			mustFail(t, res, "timeout", "timed out after 5s", "Last output captured:\nstarted\n", "STDERR:\nwaiting")
 			assertNoSurvivor(t, s, mode)
 		})
 	}
 }
 
 func TestExecBackgroundJobDoesNotHoldTheCall(t *testing.T) {
+	t.Parallel()
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			t.Parallel()
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			res := s.invoke(t, "exec", execArgs(execSpawn(t)+"exit 0", "timeout", 600))
 			if out := mustSucceed(t, res); out != "started\n" {
 				t.Errorf("got %q", out)
@@ -206,9 +226,11 @@ func TestExecBackgroundJobDoesNotHoldTheCall(t *testing.T) {
 }
 
 func TestExecClientDisconnectKillsCommand(t *testing.T) {
+	t.Parallel()
 	for _, mode := range processModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			t.Parallel()
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			body, _ := json.Marshal(execArgs(execSpawn(t)+"wait", "timeout", 600))
@@ -230,7 +252,7 @@ func TestExecClientDisconnectKillsCommand(t *testing.T) {
 			// The service notices the disconnect, kills the group, then
 			// records the call as canceled: wait for that record.
 			canceled := regexp.MustCompile(`"error_code":\s*"canceled"`)
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(waitGuard)
 			for !canceled.MatchString(readAuditText(s)) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -256,6 +278,7 @@ func readAuditText(s *testServer) string {
 }
 
 func TestExecShutdownKillsCommand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	done := make(chan struct{})
 	go func() {
@@ -274,20 +297,19 @@ func TestExecShutdownKillsCommand(t *testing.T) {
 }
 
 func TestExecEnvironmentHoldsNoServiceSecrets(t *testing.T) {
+	t.Parallel()
 	secrets := map[string]string{
 		"OPENAI_API_KEY":     "sk-openai-secret-value-1",
 		"ANTHROPIC_API_KEY":  "sk-ant-secret-value-2",
 		"TELEGRAM_BOT_TOKEN": "tg-secret-value-3",
 		"AWS_SECRET_KEY":     "aws-secret-value-4",
 	}
+	opts := []startOption{withEnv("LC_ALL", "C"), withEnv("SAFE_FOR_TOOLS", "visible-5"), withKey("test-api-key-0123456789abcdef")}
 	for k, v := range secrets {
-		t.Setenv(k, v)
+		opts = append(opts, withEnv(k, v))
 	}
-	t.Setenv("LC_ALL", "C")
-	t.Setenv("SAFE_FOR_TOOLS", "visible-5")
-	key := "test-api-key-0123456789abcdef"
-	s := startServer(t, map[string]string{"API_KEYS": key, "EXEC_ENV_ALLOW": "SAFE_FOR_TOOLS"})
-	s.Key = key
+	s := startServer(t, map[string]string{"EXEC_ENV_ALLOW": "SAFE_FOR_TOOLS"}, opts...)
+	key := s.Key
 	out := mustSucceed(t, s.invoke(t, "exec", execArgs("env")))
 	for _, v := range append(mapValues(secrets), key, "TOOLSVC_") {
 		if strings.Contains(out, v) {
@@ -322,6 +344,8 @@ func mapValues(m map[string]string) []string {
 // TestExecHugeOutput prints 1 GiB and checks the result's cut note and
 // that the service's memory stays flat: its peak resident size (VmHWM,
 // reset through /proc/self/clear_refs) grows by far less than the output.
+// Not parallel: the peak is this whole process's, which other tests'
+// services would raise.
 func TestExecHugeOutput(t *testing.T) {
 	s := startServer(t, map[string]string{"EXEC_TIMEOUT": "5m"})
 	runtime.GC()
@@ -370,6 +394,7 @@ func statusKB(t *testing.T, field string) int64 {
 // service, in denylist mode and in allowlist mode. The exhaustive table is
 // in internal/shellguard.
 func TestExecGuard(t *testing.T) {
+	t.Parallel()
 	bypasses := []string{
 		"rm -r -f victim",                            // split flags
 		`r\m -rf victim`,                             // escaped name
@@ -402,6 +427,7 @@ func TestExecGuard(t *testing.T) {
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, m.env)
 			s.writeWS(t, "victim/keep.txt", "still here")
 			for _, cmd := range m.refused {
@@ -422,6 +448,7 @@ func TestExecGuard(t *testing.T) {
 }
 
 func TestExecBadConfigStopsStartup(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, value, want string }{
 		{"EXEC_DENY_PATTERNS", "(unclosed", "TOOLSVC_EXEC_DENY_PATTERNS"},
 		{"EXEC_ALLOW_PATTERNS", "(unclosed", "TOOLSVC_EXEC_ALLOW_PATTERNS"},
@@ -434,12 +461,8 @@ func TestExecBadConfigStopsStartup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			t.Setenv("TOOLSVC_"+tc.name, tc.value)
-			err := run(t.Context(), nil, io.Discard, io.Discard)
+			t.Parallel()
+			err := startError(t, map[string]string{tc.name: tc.value})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run = %v, want an error naming %s", err, tc.want)
 			}
@@ -448,13 +471,9 @@ func TestExecBadConfigStopsStartup(t *testing.T) {
 }
 
 func TestExecUnavailableSandboxStopsStartup(t *testing.T) {
-	clearToolsvcEnv(t)
-	t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-	t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-	t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-	t.Setenv("TOOLSVC_EXEC_SANDBOX", "bwrap")
-	t.Setenv("PATH", t.TempDir()) // no bwrap to be found
-	err := run(t.Context(), nil, io.Discard, io.Discard)
+	t.Parallel()
+	// No bwrap to be found.
+	err := startError(t, map[string]string{"EXEC_SANDBOX": "bwrap"}, withEnv("PATH", t.TempDir()))
 	if err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_SANDBOX=bwrap is not available") {
 		t.Fatalf("run = %v", err)
 	}
@@ -488,11 +507,12 @@ func landlockABI() (int, error) { return llsys.LandlockGetABIVersion() }
 // TestExecSandbox runs ordinary work and escape attempts under every
 // sandbox mode the machine offers.
 func TestExecSandbox(t *testing.T) {
+	t.Parallel()
 	_, haveCC := exec.LookPath("cc")
 	for _, mode := range sandboxModes(t) {
 		t.Run(mode, func(t *testing.T) {
-			t.Setenv("OPENAI_API_KEY", "sk-openai-secret-value-9")
-			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode})
+			t.Parallel()
+			s := startServer(t, map[string]string{"EXEC_SANDBOX": mode, "LOG_LEVEL": "debug"}, withEnv("OPENAI_API_KEY", "sk-openai-secret-value-9"))
 			if !strings.Contains(s.Logs(), `"mode":"`+mode+`"`) {
 				t.Errorf("the start-up log does not name sandbox %s:\n%s", mode, s.Logs())
 			}
@@ -553,6 +573,7 @@ echo scratch > "$TMPDIR/x" && cat "$TMPDIR/x"`
 // the real server: output events as the command prints, then a result event
 // holding the object a plain call returns.
 func TestExecStreamsOutput(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	body, _ := json.Marshal(execArgs("echo first; echo second >&2; echo third"))
 	req, _ := http.NewRequest("POST", s.URL+"/tools/exec/invoke", bytes.NewReader(body))
@@ -611,6 +632,7 @@ func TestExecStreamsOutput(t *testing.T) {
 }
 
 func TestExecBusy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"EXEC_MAX_CONCURRENT": "1"})
 	done := make(chan struct{})
 	go func() {
@@ -691,6 +713,7 @@ func BenchmarkExecTrue(b *testing.B) {
 // $TMPDIR is gone before the next: a folder left with files is removed, and
 // the next gets one that holds nothing but its own empty HOME.
 func TestExecTempFolderIsPrivatePerCall(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"EXEC_SANDBOX": "none"})
 	first := strings.TrimSpace(mustSucceed(t, s.invoke(t, "exec", `{"command":"echo secret > \"$TMPDIR/left\" && printf %s \"$TMPDIR\""}`)))
 	if _, err := os.Stat(first); !os.IsNotExist(err) {

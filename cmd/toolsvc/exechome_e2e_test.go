@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,19 +146,10 @@ func TestExecHomeRefused(t *testing.T) {
 			home := filepath.Join(t.TempDir(), "home")
 			tc.setup(t, home)
 			before, _ := os.Lstat(home)
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-			t.Setenv("TOOLSVC_EXEC_SANDBOX", "none")
-			t.Setenv("TOOLSVC_EXEC_HOME", home)
-			var logs bytes.Buffer
-			err := run(t.Context(), nil, &logs, &bytes.Buffer{})
+			// startError returns nil when the service started after all.
+			err := startError(t, map[string]string{"EXEC_SANDBOX": "none", "EXEC_HOME": home})
 			if err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_HOME") || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("run() = %v, want a start-up error naming TOOLSVC_EXEC_HOME and %q\nlogs:\n%s", err, tc.want, logs.String())
-			}
-			if strings.Contains(logs.String(), `"listening"`) {
-				t.Errorf("the service listened:\n%s", logs.String())
+				t.Fatalf("run() = %v, want a start-up error naming TOOLSVC_EXEC_HOME and %q", err, tc.want)
 			}
 			after, _ := os.Lstat(home)
 			if before.Mode() != after.Mode() {

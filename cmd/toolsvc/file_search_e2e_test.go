@@ -104,7 +104,7 @@ func (s *testServer) search(t *testing.T, args map[string]any) searchResult {
 // the exact entries found, in order.
 func TestFileSearchParameters(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	searchTree(t, s)
 	tests := []struct {
 		name string
@@ -192,7 +192,7 @@ func orDefault(v any, def string) string {
 // TestFileSearchSizes checks the [FILE] line format with its size.
 func TestFileSearchSizes(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	s.writeWS(t, "data/big.bin", strings.Repeat("x", 3000))
 	s.writeWS(t, "data/small.txt", "hello")
 	text := mustSucceed(t, s.invoke(t, "file_search", map[string]any{"path": "data"}))
@@ -208,7 +208,7 @@ func TestFileSearchSizes(t *testing.T) {
 // the order is the same on every call although the walk is parallel.
 func TestFileSearchLimitAndOrder(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, map[string]string{"SEARCH_WORKERS": "4"})
+	s := startServer(t, map[string]string{"SEARCH_WORKERS": "4"})
 	var all []string
 	for i := range 150 {
 		rel := fmt.Sprintf("d%d/s%d/f%03d.log", i%7, i%3, i)
@@ -258,7 +258,7 @@ func TestFileSearchLimitAndOrder(t *testing.T) {
 // as links while nothing behind them is read or counted.
 func TestFileSearchSymlinks(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	searchTree(t, s)
 	r := s.search(t, map[string]any{"path": ".", "limit": 100})
 	for _, p := range r.paths {
@@ -306,7 +306,7 @@ func TestFileSearchSymlinks(t *testing.T) {
 // TestFileSearchRoots checks how the search root is confined and resolved.
 func TestFileSearchRoots(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	searchTree(t, s)
 	t.Run("absolute path inside the workspace", func(t *testing.T) {
 		r := s.search(t, map[string]any{"path": filepath.Join(s.Workspace, "src"), "pattern": "main.go"})
@@ -337,7 +337,7 @@ func TestFileSearchRoots(t *testing.T) {
 // syntax errors.
 func TestFileSearchInvalidArguments(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	for _, tt := range []struct {
 		name string
 		args string
@@ -364,6 +364,7 @@ func TestFileSearchInvalidArguments(t *testing.T) {
 // read is counted in a note and does not fail the search. Root reads
 // everything, so as root the test runs itself again as user nobody.
 func TestFileSearchUnreadableFolder(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		runAsNobody(t, "TestFileSearchUnreadableFolder")
 		return
@@ -409,15 +410,17 @@ func runAsNobody(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "test.bin")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
+	// Copied by cp, not written from here: a command another test starts
+	// meanwhile would inherit the file open for writing for a moment, and
+	// running it would then fail with "text file busy".
+	if out, err := exec.Command("cp", self, bin).CombinedOutput(); err != nil {
+		t.Fatalf("copying the test binary: %v: %s", err, out)
 	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
+	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.v")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir()}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), childVar + "=1"}
 	if err := asUser(cmd, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,7 @@ import (
 // the tools could reach, directly or through a symbolic link, and expects
 // start-up to stop with a message naming the variable.
 func TestDataDirInsideWorkspaceRefused(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -30,13 +29,8 @@ func TestDataDirInsideWorkspaceRefused(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-			t.Setenv("TOOLSVC_WORKSPACE", tt.ws)
-			t.Setenv("TOOLSVC_DATA_DIR", tt.data)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			err := run(ctx, nil, io.Discard, io.Discard)
+			t.Parallel()
+			err := startError(t, map[string]string{"WORKSPACE": tt.ws, "DATA_DIR": tt.data})
 			if err == nil || !strings.Contains(err.Error(), "TOOLSVC_DATA_DIR") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("run = %v; want a TOOLSVC_DATA_DIR error saying %q", err, tt.want)
 			}

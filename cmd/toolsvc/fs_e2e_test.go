@@ -12,7 +12,7 @@ import (
 
 func TestReadFile(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, map[string]string{"READ_MAX_CHARS": "200"})
+	s := startServer(t, map[string]string{"READ_MAX_CHARS": "200"})
 	var lines []string
 	for i := 1; i <= 50; i++ {
 		lines = append(lines, fmt.Sprintf("line %02d", i))
@@ -82,7 +82,7 @@ func TestReadFile(t *testing.T) {
 
 func TestWriteFile(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	out := mustSucceed(t, s.invoke(t, "write_file", `{"path":"deep/er/new.txt","content":"héllo\n"}`))
 	if out != "Wrote 6 chars to deep/er/new.txt" {
 		t.Errorf("result %q", out)
@@ -131,7 +131,7 @@ func TestWriteFile(t *testing.T) {
 
 func TestEditFile(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	p := s.writeWS(t, "main.py", "def f():\n    return 1\n\ndef g():\n    return 1\n")
 	out := mustSucceed(t, s.invoke(t, "edit_file", `{"path":"main.py","old_str":"def f():\n    return 1","new_str":"def f():\n    return 2"}`))
 	if out != "Edited main.py: replaced 1 occurrence at line 1" {
@@ -158,7 +158,7 @@ func TestEditFile(t *testing.T) {
 
 func TestListDir(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, map[string]string{"LIST_MAX_ENTRIES": "5"})
+	s := startServer(t, map[string]string{"LIST_MAX_ENTRIES": "5"})
 	s.writeWS(t, "b.txt", "12345")
 	s.writeWS(t, "a/inner.go", "package a")
 	s.writeWS(t, "a/deeper/x.md", "# x")

@@ -35,6 +35,7 @@ func (s *testServer) readyz(t *testing.T) (int, readyz) {
 // folder for real and names the check that fails; fixing the folder makes
 // the service ready again without a restart.
 func TestReadyzReportsEachCheck(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	code, r := s.readyz(t)
 	if code != 200 || r.Status != "ready" || r.Checks["workspace"] != "ok" || r.Checks["data_dir"] != "ok" || r.Checks["free_space"] != "ok" {
@@ -88,6 +89,7 @@ func TestReadyzReportsEachCheck(t *testing.T) {
 // TestReadyzFreeSpace: a minimum no disk has makes the service unready,
 // and says how much is free.
 func TestReadyzFreeSpace(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"MIN_FREE_BYTES": "4611686018427387904"}) // 4 EiB
 	code, r := s.readyz(t)
 	if code != 503 || r.Checks["workspace"] != "ok" || r.Checks["data_dir"] != "ok" {
@@ -106,6 +108,7 @@ func TestReadyzFreeSpace(t *testing.T) {
 // an empty memory); once it is back, they use the new folder without a
 // restart.
 func TestWorkspaceDeletedAndRecreated(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	mustSucceed(t, s.invoke(t, "write_file", `{"path":"notes/a.txt","content":"before"}`))
 	mustSucceed(t, s.invoke(t, "memory", `{"action":"write","content":"a fact"}`))
@@ -152,6 +155,7 @@ func TestWorkspaceDeletedAndRecreated(t *testing.T) {
 // are removed at start-up (those in the workspace's temporary folder) and
 // never shown by list_dir or file_search (all of them).
 func TestTemporaryFileLeftovers(t *testing.T) {
+	t.Parallel()
 	ws := filepath.Join(t.TempDir(), "ws")
 	stale := filepath.Join(ws, workspace.TempDir, ".w.tmp-0123456789ab")
 	beside := filepath.Join(ws, "sub", ".f.txt.tmp-0123456789ab")
@@ -187,6 +191,7 @@ func TestTemporaryFileLeftovers(t *testing.T) {
 // tmpfs, which needs root to mount), a write fails with a message saying
 // the disk is full, and the file keeps exactly what it held.
 func TestMemoryWriteOnFullDisk(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root; internal/memory's TestShortWriteLeavesNoTornEntry injects the short write instead")
 	}

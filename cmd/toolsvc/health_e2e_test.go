@@ -16,12 +16,13 @@ import (
 // API keys set, since /healthz needs none; and through a wildcard
 // listening address), exit 1 when nothing listens or the answer is not ok.
 func TestHealthCommand(t *testing.T) {
+	t.Parallel()
 	bin, err := serviceBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A key of the service's own is no help to the check: /healthz is open.
-	s := startConfig(t, map[string]string{"API_KEYS": "health-check-test-key-0123456789"})
+	s := startServer(t, map[string]string{"API_KEYS": "health-check-test-key-0123456789"})
 	port := s.URL[strings.LastIndex(s.URL, ":")+1:]
 
 	// A port nothing listens on: take one and give it back.
@@ -49,7 +50,7 @@ func TestHealthCommand(t *testing.T) {
 		stdout     string
 		stderr     string
 	}{
-		{name: "running", addr: strings.TrimPrefix(s.URL, "http://"), stdout: "ok http://127.0.0.1:" + port + "/healthz test"},
+		{name: "running", addr: strings.TrimPrefix(s.URL, "http://"), stdout: "ok http://127.0.0.1:" + port + "/healthz " + version()},
 		{name: "wildcard address asks loopback", addr: "0.0.0.0:" + port, stdout: "ok http://127.0.0.1:" + port + "/healthz"},
 		{name: "empty host asks loopback", addr: ":" + port, stdout: "ok http://127.0.0.1:" + port + "/healthz"},
 		{name: "nothing listening", addr: closed, code: 1, stderr: "connection refused"},
@@ -91,6 +92,7 @@ func TestHealthCommand(t *testing.T) {
 
 // TestHealthURL maps listening addresses to the address the check asks.
 func TestHealthURL(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"127.0.0.1:8080": "http://127.0.0.1:8080/healthz",
 		"0.0.0.0:8080":   "http://127.0.0.1:8080/healthz",

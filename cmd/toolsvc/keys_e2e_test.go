@@ -69,7 +69,10 @@ func TestKeysOwnTheirWork(t *testing.T) {
 		"DATA_DIR": dataDir, "API_KEYS": "alice=" + aliceKey + ", bob=" + bobKey + "," + bareKey, "ADMIN_KEYS": "root=" + rootKey,
 		"XIAOZHI_CONVERSATION": "true", "AGENT_MAX_CONCURRENT": "2",
 	}))
-	as := func(key string) *testServer { c := *s; c.Key = key; return &c }
+	// The same service, seen by a client holding another key.
+	as := func(key string) *testServer {
+		return &testServer{URL: s.URL, Workspace: s.Workspace, DataDir: s.DataDir, Key: key, logs: s.logs}
+	}
 	alice, bob, root := as(aliceKey), as(bobKey), as(rootKey)
 
 	out := mustSucceed(t, alice.invoke(t, "spawn", map[string]any{"task": "think hard", "label": "alice's"}))

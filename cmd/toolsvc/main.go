@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, reloadSignal()); err != nil {
+	if err := runWith(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr, reloadSignal()); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -50,16 +51,21 @@ func reloadSignal() <-chan struct{} {
 }
 
 // run parses the flags, loads the configuration from the TOOLSVC_*
-// environment variables and serves until ctx is done.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runWith(ctx, args, stdout, stderr, nil)
+// variables of environ (NAME=value entries, as os.Environ returns them)
+// and serves until ctx is done. Its settings come from environ alone (the
+// service's parts still find PATH, DISPLAY or GOGC in the process's), so
+// the end-to-end tests run it several times at once in one process, each
+// with settings of its own.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	return runWith(ctx, args, environ, stdout, stderr, nil)
 }
 
 // runWith is run where a value on reload reads the tools file again
 // (SIGHUP in main; the tests send their own).
-func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, reload <-chan struct{}) error {
+func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writer, reload <-chan struct{}) error {
+	getenv := lookupIn(environ)
 	if len(args) > 0 && args[0] == "health" {
-		return health(ctx, args[1:], os.Getenv, stdout, stderr)
+		return health(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -83,7 +89,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, reloa
 		return err
 	}
 
-	cfg, err := config.Load()
+	// A TOOLSVC_* variable that is no setting (a typo) stops start-up.
+	if err := config.CheckNames(environ); err != nil {
+		return err
+	}
+	cfg, err := config.LoadFrom(getenv)
 	if err != nil {
 		return err
 	}
@@ -92,15 +102,32 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, reloa
 	}
 	// The live heap is a few MiB and every call allocates a little: pace
 	// the collector by a fixed headroom rather than by the heap's size,
-	// unless the operator set GOGC. Process-wide, so not in serve, which
-	// tests run several times in one process.
+	// unless the operator set GOGC. The pace is process-wide: the
+	// end-to-end tests, which run several services in one process, start
+	// a tuner each, and they all pace by the same heap.
 	gctune.Start(ctx, gctune.Options{})
 	return serveWith(ctx, cfg, ver, stdout, reload)
 }
 
+// lookupIn answers as os.LookupEnv does, from environ; where a name is
+// there twice, the first entry counts, as for os.LookupEnv.
+func lookupIn(environ []string) func(name string) (string, bool) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := vars[k]; !seen {
+				vars[k] = v
+			}
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
 // serve builds the service from cfg, listens on cfg.Addr and serves until
-// ctx is done, then shuts it down. The log goes to stdout. The end-to-end
-// tests call it with a config.Config of their own, several at once.
+// ctx is done, then shuts it down. The log goes to stdout.
 func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer) error {
 	return serveWith(ctx, cfg, ver, stdout, nil)
 }
@@ -159,16 +186,26 @@ wait:
 	return nil
 }
 
-// version is the build's version: the main module's version when it was
-// built by "go install module@version", else the version control revision
-// it was built from (with "+dirty" when the tree had changes), else
-// "devel".
+// buildVersion is set by the linker: go build -ldflags "-X
+// main.buildVersion=v1.2.3". It is the one package-level variable here
+// because -X can set nothing else. The image's build (deploy/Dockerfile)
+// sets it from its VERSION argument, since it builds without version
+// control information.
+var buildVersion string
+
+// version is the build's version: the one given to the linker, else the
+// main module's version when it was built by "go install module@version",
+// else the version control revision it was built from (with "+dirty" when
+// the tree had changes), else "devel".
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	return versionOf(bi, ok)
+	return versionOf(buildVersion, bi, ok)
 }
 
-func versionOf(bi *debug.BuildInfo, ok bool) string {
+func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
+	if linked != "" {
+		return linked
+	}
 	if !ok || bi == nil {
 		return "devel"
 	}

@@ -36,7 +36,7 @@ func today() string { return time.Now().Format("2006-01-02") }
 
 func TestMemoryWrite(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	d := today()
 
 	out := mustSucceed(t, s.invoke(t, "memory", map[string]any{"action": "write", "content": "User prefers green tea"}))
@@ -99,7 +99,7 @@ func TestMemoryWrite(t *testing.T) {
 
 func TestMemorySearch(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	res := s.invoke(t, "memory", map[string]any{"action": "search", "keywords": "tea"})
 	if out := mustSucceed(t, res); !strings.Contains(out, "Memory is empty") {
 		t.Errorf("empty memory: %s", out)
@@ -178,7 +178,7 @@ func TestMemorySearch(t *testing.T) {
 
 func TestMemoryRead(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	out := mustSucceed(t, s.invoke(t, "memory", map[string]any{"action": "read"}))
 	if !strings.Contains(out, "Memory is empty") {
 		t.Errorf("empty: %s", out)
@@ -249,7 +249,7 @@ func TestMemoryRead(t *testing.T) {
 // ignored until a write terminates it.
 func TestMemoryHandEditedFile(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	content := "2026-01-01|web|first entry\r\n" + // 1
 		"\n" + // 2
 		"# My memories (written by hand)\n" + // 3
@@ -293,7 +293,7 @@ func TestMemoryHandEditedFile(t *testing.T) {
 
 func TestMemoryConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, nil)
+	s := startServer(t, nil)
 	const clients, writes = 8, 25
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
@@ -328,7 +328,9 @@ func TestMemoryConcurrentCalls(t *testing.T) {
 }
 
 func TestMemoryConfinement(t *testing.T) {
+	t.Parallel()
 	t.Run("memory folder linked outside", func(t *testing.T) {
+		t.Parallel()
 		s := startServer(t, nil)
 		outside := t.TempDir()
 		os.WriteFile(filepath.Join(outside, "MEMORY.md"), []byte("2026-01-01|web|host secret\n"), 0o644)
@@ -342,6 +344,7 @@ func TestMemoryConfinement(t *testing.T) {
 		}
 	})
 	t.Run("lock file linked outside", func(t *testing.T) {
+		t.Parallel()
 		s := startServer(t, nil)
 		target := filepath.Join(t.TempDir(), "made-by-toolsvc")
 		os.MkdirAll(filepath.Join(s.Workspace, "memory"), 0o755)
@@ -352,6 +355,7 @@ func TestMemoryConfinement(t *testing.T) {
 		}
 	})
 	t.Run("memory file is a folder", func(t *testing.T) {
+		t.Parallel()
 		s := startServer(t, nil)
 		os.MkdirAll(filepath.Join(s.Workspace, "memory", "MEMORY.md"), 0o755)
 		mustFail(t, s.invoke(t, "memory", map[string]any{"action": "read"}), toolerr.ToolError, "not a regular file")
@@ -360,13 +364,13 @@ func TestMemoryConfinement(t *testing.T) {
 
 func TestMemoryDisabled(t *testing.T) {
 	t.Parallel()
-	s := startConfig(t, map[string]string{"MEMORY_ENABLED": "false"})
+	s := startServer(t, map[string]string{"MEMORY_ENABLED": "false"})
 	resp, _ := s.do(t, "GET", "/tools/memory", nil, nil)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /tools/memory with MEMORY_ENABLED=false: %d", resp.StatusCode)
 	}
 	s.Stop(t)
-	s = startConfig(t, nil)
+	s = startServer(t, nil)
 	resp, body := s.do(t, "GET", "/tools/memory", nil, nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"match_mode"`) {
 		t.Errorf("GET /tools/memory by default: %d %s", resp.StatusCode, body)

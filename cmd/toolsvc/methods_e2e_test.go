@@ -10,6 +10,7 @@ import (
 // TestMethodNotAllowedSaysAllow: a 405 names the methods the path has, as
 // HTTP asks, for the open routes and for those behind the key.
 func TestMethodNotAllowedSaysAllow(t *testing.T) {
+	t.Parallel()
 	const key = "k-0123456789abcdef"
 	s := startServer(t, map[string]string{"API_KEYS": key})
 	s.Key = key
@@ -49,6 +50,7 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 // TestHeadOnGetRoutes: HEAD answers every GET route with GET's status and
 // headers and no body, and still needs the key where GET does.
 func TestHeadOnGetRoutes(t *testing.T) {
+	t.Parallel()
 	const key = "k-0123456789abcdef"
 	s := startServer(t, map[string]string{"API_KEYS": key})
 	s.Key = key

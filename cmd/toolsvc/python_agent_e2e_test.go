@@ -29,12 +29,13 @@ import (
 // outcome must come back to the model as a tool result it can act on, and
 // the run must end with the model's answer and exit status 0.
 func TestPythonAgentExample(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal("python3 is needed for the example agent: ", err)
 	}
 	const key = "python-agent-test-key-0123456789"
-	s := startConfig(t, map[string]string{"API_KEYS": key})
+	s := startServer(t, map[string]string{"API_KEYS": key})
 	target, err := url.Parse(s.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -206,11 +207,12 @@ func TestPythonAgentExample(t *testing.T) {
 // refuses the key for GET /tools, ends the example agent with exit status
 // 1 and a line saying what to set, not a Python traceback.
 func TestPythonAgentExampleCannotStart(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal("python3 is needed for the example agent: ", err)
 	}
-	s := startConfig(t, map[string]string{"API_KEYS": "python-agent-test-key-0123456789"})
+	s := startServer(t, map[string]string{"API_KEYS": "python-agent-test-key-0123456789"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,7 @@ func readShot(t *testing.T, s *testServer, result string, w, h int) (r, g, b uin
 }
 
 func TestScreenshotWebE2E(t *testing.T) {
+	t.Parallel()
 	if _, err := browser.FindChrome(""); err != nil {
 		desktoptest.RequireOrSkip(t, "no Chromium: %v", err)
 	}
@@ -124,6 +125,8 @@ func TestScreenshotWebE2E(t *testing.T) {
 	}
 }
 
+// TestScreenshotDesktopE2E is not parallel: the service finds the X
+// display in DISPLAY, which desktoptest.Xvfb sets for the whole process.
 func TestScreenshotDesktopE2E(t *testing.T) {
 	t.Run("no display", func(t *testing.T) {
 		t.Setenv("DISPLAY", "")
@@ -174,6 +177,7 @@ func listenCount(t *testing.T, addr string) *countListener {
 // then plays a command run by the exec tool with the network on that finds
 // the browser's proxy and tries to use it without its secret.
 func TestScreenshotCannotRouteAroundE2E(t *testing.T) {
+	t.Parallel()
 	if _, err := browser.FindChrome(""); err != nil {
 		desktoptest.RequireOrSkip(t, "no Chromium: %v", err)
 	}

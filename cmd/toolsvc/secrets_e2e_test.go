@@ -16,6 +16,7 @@ import (
 // whose arguments, headers, results, streamed output and request paths
 // carry them. Neither may appear in a response, a log line or an audit file.
 func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
 	const apiKey = "api-key-0123456789abcdef"
 	const llmKey = "llm-key-fedcba9876543210"
 	const argSecret = "not-configured-but-named-secret"

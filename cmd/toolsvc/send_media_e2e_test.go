@@ -22,6 +22,7 @@ import (
 // TestSendMediaToolsAbsentWithoutChannel: with no chat channel configured,
 // send_media is not offered.
 func TestSendMediaToolsAbsentWithoutChannel(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	if names := s.toolNames(t); slices.Contains(names, "send_media") {
 		t.Errorf("send_media offered without a channel: %v", names)
@@ -82,6 +83,7 @@ func (m *mediaReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // webhook's secret URL, which must not reach the result, the log or the
 // audit log.
 func TestSendMediaWebhook(t *testing.T) {
+	t.Parallel()
 	const hookToken = "hook-token-0123456789abcdef"
 	const hookSecret = "hook-hmac-secret-0123456789"
 	rcv := &mediaReceiver{t: t, secret: hookSecret}

@@ -18,7 +18,7 @@ import (
 // state rather than assuming how long something takes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -49,9 +49,12 @@ func startedCalls(dataDir string) []audit.Record {
 
 // TestShutdownDuringCall stops the service (as SIGTERM does) while a call
 // runs: the call is canceled and answered, its audit record says so, and
-// the service exits well before the command would have ended.
+// the service exits without waiting for the command: its shutdown does not
+// run into TOOLSVC_SHUTDOWN_TIMEOUT (which is shorter than the command, and
+// long enough for a loaded machine), which it would log.
 func TestShutdownDuringCall(t *testing.T) {
-	s := startServer(t, map[string]string{"SHUTDOWN_TIMEOUT": "20s", "EXEC_SANDBOX": "none"})
+	t.Parallel()
+	s := startServer(t, map[string]string{"SHUTDOWN_TIMEOUT": "90s", "EXEC_SANDBOX": "none"})
 	type answer struct {
 		res  registry.Result
 		code int
@@ -59,7 +62,7 @@ func TestShutdownDuringCall(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		resp, err := http.Post(s.URL+"/tools/exec/invoke", "application/json", strings.NewReader(`{"command":"touch started && sleep 120","timeout":300}`))
+		resp, err := http.Post(s.URL+"/tools/exec/invoke", "application/json", strings.NewReader(`{"command":"touch started && sleep 500","timeout":600}`))
 		if err != nil {
 			done <- answer{err: err}
 			return
@@ -86,8 +89,8 @@ func TestShutdownDuringCall(t *testing.T) {
 	if a.res.Status != registry.StatusError || a.res.Error == nil || a.res.Error.Code != toolerr.Canceled {
 		t.Errorf("result of the cut-off call: %+v", a.res)
 	}
-	if stopped > 20*time.Second {
-		t.Errorf("shutdown took %v: the running command was not stopped", stopped)
+	if strings.Contains(s.Logs(), "shutdown did not finish in time") {
+		t.Errorf("shutdown ran into its timeout (after %v): the running command was not stopped", stopped)
 	}
 	rec := readAudit(t, s, callID)
 	if rec.Status != registry.StatusError || rec.ErrorCode != toolerr.Canceled {

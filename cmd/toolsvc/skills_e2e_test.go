@@ -27,8 +27,8 @@ func skillsWorkspace(t *testing.T, s *testServer) {
 }
 
 func TestSkillsThroughReadFile(t *testing.T) {
-	t.Setenv("SKILLS_E2E_TOKEN", "super-secret-value")
-	s := startServer(t, map[string]string{"SKILLS_DISABLED": "off,other"})
+	t.Parallel()
+	s := startServer(t, map[string]string{"SKILLS_DISABLED": "off,other"}, withEnv("SKILLS_E2E_TOKEN", "super-secret-value"))
 	skillsWorkspace(t, s)
 
 	t.Run("disabled", func(t *testing.T) {
@@ -100,10 +100,8 @@ type skillJSON struct {
 }
 
 func TestSkillsList(t *testing.T) {
-	t.Setenv("SKILLS_E2E_TOKEN", "super-secret-value")
-	const key = "skills-e2e-key-0123456789"
-	s := startServer(t, map[string]string{"SKILLS_DISABLED": "OFF", "API_KEYS": key})
-	s.Key = key
+	t.Parallel()
+	s := startServer(t, map[string]string{"SKILLS_DISABLED": "OFF"}, withEnv("SKILLS_E2E_TOKEN", "super-secret-value"), withKey("skills-e2e-key-0123456789"))
 	skillsWorkspace(t, s)
 
 	resp, body := s.do(t, "GET", "/skills", nil, nil)
@@ -162,6 +160,7 @@ func TestSkillsList(t *testing.T) {
 }
 
 func TestSkillsListEmpty(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, nil)
 	resp, body := s.do(t, "GET", "/skills", nil, nil)
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"skills":[]}` {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/app"
-	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop/desktoptest"
 )
 
@@ -56,7 +54,7 @@ func TestToolSwitches(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := startConfig(t, tc.env)
+			s := startServer(t, tc.env)
 			if got := s.toolNames(t); !slices.Equal(got, tc.want) {
 				t.Errorf("GET /tools = %v, want %v", got, tc.want)
 			}
@@ -100,21 +98,9 @@ func TestToolSwitchUnknownName(t *testing.T) {
 		{"TOOLS_ENABLED", "files,read_files", `TOOLSVC_TOOLS_ENABLED: "read_files" is neither a tool nor a toolset (did you mean "read_file"?)`},
 		{"TOOLS_ENABLED", "browser", `"browser" is neither a tool nor a toolset (toolsets: files = read_file`},
 	} {
-		vars := testVars(t, map[string]string{tc.name: tc.value})
-		cfg, err := config.LoadFrom(func(name string) (string, bool) {
-			v, ok := vars[strings.TrimPrefix(name, "TOOLSVC_")]
-			return v, ok
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var logs bytes.Buffer
-		err = serve(t.Context(), cfg, "test", &logs)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s=%s: serve = %v, want %q", tc.name, tc.value, err, tc.want)
-		}
-		if strings.Contains(logs.String(), "listening") {
-			t.Errorf("%s=%s: the service listened", tc.name, tc.value)
+		// nil: the service started.
+		if err := startError(t, map[string]string{tc.name: tc.value}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: start-up = %v, want %q", tc.name, tc.value, err, tc.want)
 		}
 	}
 }
@@ -123,31 +109,24 @@ func TestToolSwitchUnknownName(t *testing.T) {
 // setting stops start-up with the nearest name; TOOLSVC_TEST_* is left to
 // tests.
 func TestUnknownVariableStopsStartup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, want string }{
 		{"TOOLSVC_API_KEY", "TOOLSVC_API_KEY is not a setting; did you mean TOOLSVC_API_KEYS?"},
 		{"TOOLSVC_TOOL_DISABLED", "did you mean TOOLSVC_TOOLS_DISABLED?"},
 		{"TOOLSVC_EXEC_SANDBOXING", "did you mean TOOLSVC_EXEC_SANDBOX?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			t.Setenv(tc.name, "x")
-			err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{})
+			t.Parallel()
+			err := startError(t, map[string]string{strings.TrimPrefix(tc.name, "TOOLSVC_"): "x"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run() = %v, want %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("TOOLSVC_TEST_ passes", func(t *testing.T) {
-		clearToolsvcEnv(t)
-		t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-		t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-		t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-		t.Setenv("TOOLSVC_TEST_AS_USER", "1")
-		ctx, cancel := contextWithCancel(t)
-		cancel() // starts, then stops at once
-		if err := run(ctx, nil, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Parallel()
+		// Starts, then stops at once.
+		if err := startError(t, map[string]string{"TEST_AS_USER": "1"}); err != nil {
 			t.Errorf("run() = %v", err)
 		}
 	})
@@ -156,11 +135,14 @@ func TestUnknownVariableStopsStartup(t *testing.T) {
 // TestScreenshotNeedsBrowserOrDisplay: without Chromium and without an X
 // display, screenshot could only fail, so it is not advertised and
 // /readyz says why; either one of them is enough to offer it.
+//
+// Not parallel: the service finds the X display in DISPLAY, which the test
+// sets for the whole process.
 func TestScreenshotNeedsBrowserOrDisplay(t *testing.T) {
 	noChrome := map[string]string{"CHROME_PATH": "/nonexistent/chromium", "TOOLS_ENABLED": "web"}
 	t.Run("neither", func(t *testing.T) {
 		t.Setenv("DISPLAY", "")
-		s := startConfig(t, noChrome)
+		s := startServer(t, noChrome)
 		if got := s.toolNames(t); !slices.Equal(got, []string{"web_fetch"}) {
 			t.Errorf("GET /tools = %v, want web_fetch alone", got)
 		}
@@ -176,7 +158,7 @@ func TestScreenshotNeedsBrowserOrDisplay(t *testing.T) {
 	})
 	t.Run("display only", func(t *testing.T) {
 		desktoptest.Xvfb(t, "640x480x24")
-		s := startConfig(t, noChrome)
+		s := startServer(t, noChrome)
 		if got := s.toolNames(t); !slices.Contains(got, "screenshot") {
 			t.Errorf("GET /tools = %v, want screenshot for the desktop", got)
 		}

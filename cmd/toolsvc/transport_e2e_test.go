@@ -45,7 +45,7 @@ func rawConn(t *testing.T, s *testServer, d *net.Dialer) net.Conn {
 // deadline so that a broken server fails the test instead of hanging it.
 func readResponse(t *testing.T, c net.Conn, br *bufio.Reader) (*http.Response, []byte) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(waitGuard))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("reading the response: %v", err)
@@ -82,9 +82,10 @@ func wantHTTPError(t *testing.T, s *testServer, path string, resp *http.Response
 // slowly: the 413 comes from the Content-Length alone, while the client is
 // still sending.
 func TestBodyTooLargeAnsweredBeforeReading(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"MAX_BODY_BYTES": "1024"})
 	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
+	fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
 	stopSending := make(chan struct{})
 	defer close(stopSending)
 	go func() {
@@ -112,14 +113,15 @@ func TestBodyTooLargeAnsweredBeforeReading(t *testing.T) {
 // server answers 413 early and drains the rest, so the client sees the 413
 // and not a broken pipe or a reset.
 func TestBodyTooLargeReachesClientsThatSendEverythingFirst(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"MAX_BODY_BYTES": "1024"})
 	const size = 4 << 20
 	big := `{"path":"a.txt","content":"` + strings.Repeat("x", size) + `"}`
 
 	t.Run("Go, Content-Length", func(t *testing.T) {
 		c := rawConn(t, s, nil)
-		_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(big), big); err != nil {
+		_ = c.SetWriteDeadline(time.Now().Add(waitGuard))
+		if _, err := fmt.Fprintf(c, "POST /tools/write_file/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s", len(big), big); err != nil {
 			t.Fatalf("sending the body: %v", err)
 		}
 		resp, body := readResponse(t, c, bufio.NewReader(c))
@@ -160,9 +162,10 @@ print(r.status, r.read().decode())
 
 // TestBodyTimeout sends part of a body and stops: 408 with the JSON envelope.
 func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"BODY_TIMEOUT": "1s"})
 	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"path\":")
+	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"path\":")
 	resp, body := readResponse(t, c, bufio.NewReader(c))
 	wantHTTPError(t, s, "/tools/list_dir/invoke", resp, body, http.StatusRequestTimeout, "body_timeout")
 	assertContains(t, "408 message", string(body), "within 1s")
@@ -173,12 +176,13 @@ func TestBodyTimeout(t *testing.T) {
 // Continue", which the server sends only when the handler starts reading
 // the body, so the test knows that every upload is in the handler.
 func TestSlowUploadsHoldNoSlot(t *testing.T) {
+	t.Parallel()
 	const slots = 2
 	s := startServer(t, map[string]string{"MAX_CONCURRENT_CALLS": fmt.Sprint(slots), "BODY_TIMEOUT": "5m"})
 	for i := 0; i < 3*slots; i++ {
 		c := rawConn(t, s, nil)
-		fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
-		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(waitGuard))
 		line, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
 			t.Fatalf("uploader %d: want 100 Continue, got %q %v", i, line, err)
@@ -229,6 +233,7 @@ func parseSSE(t *testing.T, stream []byte) []sseEvent {
 // Every output event must be one JSON object {"text"}, the only result
 // event is the service's, and the key appears nowhere.
 func TestStreamEventsAreFramedAndRedacted(t *testing.T) {
+	t.Parallel()
 	const key = "sk-test-streaming-key-0123456789"
 	s := startServer(t, map[string]string{"API_KEYS": key})
 	s.Key = key
@@ -281,6 +286,7 @@ func TestStreamEventsAreFramedAndRedacted(t *testing.T) {
 // the call is audited and its slot is free again, while other calls run
 // meanwhile.
 func TestStreamClientThatStopsReading(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name         string
 		writeTimeout string
@@ -295,12 +301,13 @@ func TestStreamClientThatStopsReading(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			s := startServer(t, map[string]string{"STREAM_WRITE_TIMEOUT": c.writeTimeout, "MAX_CONCURRENT_CALLS": "2", "SHUTDOWN_TIMEOUT": "1s"})
 			conn := rawConn(t, s, nil)
 			// A small receive buffer, so the server's writes block sooner.
 			_ = conn.(*net.TCPConn).SetReadBuffer(4096)
 			body, _ := json.Marshal(execArgs("yes 'a line of output that fills the socket'", "timeout", c.execTimeout))
-			fmt.Fprintf(conn, "POST /tools/exec/invoke HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nX-Session-ID: stuck-reader\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			fmt.Fprintf(conn, "POST /tools/exec/invoke HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nX-Session-ID: stuck-reader\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 			// Never read from conn.
 
 			mustSucceed(t, s.invoke(t, "list_dir", `{}`))
@@ -350,7 +357,7 @@ type auditLine struct {
 // given session ID. The wait is a guard against a hang, not a measurement.
 func waitForAudit(t *testing.T, s *testServer, session string) auditLine {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waitGuard)
 	defer cancel()
 	for {
 		files, _ := filepath.Glob(filepath.Join(s.DataDir, "audit_logs", "*", "*.json"))
@@ -377,29 +384,72 @@ func waitForAudit(t *testing.T, s *testServer, session string) auditLine {
 // MAX_CONCURRENT_CALLS times MAX_BODY_BYTES does. A large upload that
 // stalls uses up the budget (here 1024 bytes), and another body then gets a
 // 503 until the stalled one goes away.
+//
+// The test cannot see when the server has read the stalled bytes, so it
+// sends calls until one is refused. A call holds its own body's bytes
+// until it has run, so on a loaded machine the server may read the stalled
+// bytes while a call runs and refuse the stalled upload instead: the
+// server answers that upload, which the test sees, and it stalls another.
 func TestBodyMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, map[string]string{"MAX_CONCURRENT_CALLS": "1", "MAX_BODY_BYTES": "1024", "BODY_TIMEOUT": "5m"})
-	c := rawConn(t, s, nil)
-	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
-		t.Fatalf("want 100 Continue, got %q %v", line, err)
-	}
-	c.Write([]byte(`{"path":"."` + strings.Repeat(" ", 900)))
-
 	body := `{"path":"."` + strings.Repeat(" ", 200) + `}`
 	post := func() (int, string) {
 		resp, data := s.do(t, "POST", "/tools/list_dir/invoke", strings.NewReader(body), nil)
 		return resp.StatusCode, string(data)
 	}
-	// The server reads the 900 bytes at its own pace: wait until it has.
-	waitFor(t, "a 503 while the stalled body holds the budget", func() bool {
-		code, data := post()
-		return code == http.StatusServiceUnavailable && strings.Contains(data, `"overloaded"`)
-	})
+	deadline := time.Now().Add(waitGuard)
+	var c net.Conn
+	for c == nil {
+		stalled, refused := stallUpload(t, s)
+		for c == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("timed out waiting for a 503 while the stalled body holds the budget")
+			}
+			code, data := post()
+			select {
+			case status := <-refused:
+				// Refused itself, as a call held part of the budget.
+				if status != http.StatusServiceUnavailable {
+					t.Fatalf("the stalled upload was answered %d, want 503 or no answer", status)
+				}
+				t.Logf("the stalled upload was refused while a call held its body; stalling another")
+			default:
+				if code == http.StatusServiceUnavailable && strings.Contains(data, `"overloaded"`) {
+					c = stalled
+				}
+				continue
+			}
+			break
+		}
+	}
 	c.Close()
 	waitFor(t, "a 200 once the stalled upload is gone", func() bool {
 		code, _ := post()
 		return code == http.StatusOK
 	})
+}
+
+// stallUpload sends the head of a call with a body of 1000 bytes, waits
+// for "100 Continue" (the handler is reading the body), then sends 911 of
+// the bytes and stops. The status of an answer to the upload, if one
+// comes, is sent on the channel.
+func stallUpload(t *testing.T, s *testServer) (net.Conn, <-chan int) {
+	t.Helper()
+	c := rawConn(t, s, nil)
+	fmt.Fprintf(c, "POST /tools/list_dir/invoke HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(waitGuard))
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("want 100 Continue, got %v %v", resp, err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	c.Write([]byte(`{"path":"."` + strings.Repeat(" ", 900)))
+	answered := make(chan int, 1)
+	go func() {
+		if resp, err := http.ReadResponse(br, nil); err == nil {
+			answered <- resp.StatusCode
+		}
+	}()
+	return c, answered
 }

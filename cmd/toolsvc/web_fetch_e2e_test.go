@@ -124,11 +124,12 @@ func decodeFetch(t *testing.T, res registry.Result) fetched {
 // with the guard opened for loopback as an operator would
 // (TOOLSVC_NET_ALLOW_CIDRS=127.0.0.0/8).
 func TestWebFetchE2E(t *testing.T) {
+	t.Parallel()
 	o := newOrigin(t)
 	s := startServer(t, map[string]string{
 		"NET_ALLOW_CIDRS": "127.0.0.0/8",
 		"FETCH_MAX_BYTES": "1048576",
-		"FETCH_TIMEOUT":   "1s",
+		"FETCH_TIMEOUT":   "5s", // only /slow takes it; the rest must fit on a loaded machine
 	})
 
 	t.Run("article", func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestWebFetchE2E(t *testing.T) {
 		}
 	})
 	t.Run("slow server", func(t *testing.T) {
-		mustFail(t, s.invoke(t, "web_fetch", map[string]any{"url": o.URL + "/slow"}), "timeout", "did not answer within 1s", "Next:")
+		mustFail(t, s.invoke(t, "web_fetch", map[string]any{"url": o.URL + "/slow"}), "timeout", "did not answer within 5s", "Next:")
 	})
 	t.Run("image refused", func(t *testing.T) {
 		mustFail(t, s.invoke(t, "web_fetch", map[string]any{"url": o.URL + "/photo.jpg"}), "tool_error", "an image (image/jpeg)")
@@ -232,6 +233,7 @@ func TestWebFetchE2E(t *testing.T) {
 // spellings and by a name (localhost) must all be refused. Only loopback is
 // ever connected to; the others are refused before any packet.
 func TestWebFetchE2EGuardClosed(t *testing.T) {
+	t.Parallel()
 	o := newOrigin(t)
 	s := startServer(t, nil)
 	p := o.port
@@ -282,6 +284,7 @@ func TestWebFetchE2EGuardClosed(t *testing.T) {
 // a loopback address by IP, by IPv6, by decimal spelling or to the metadata
 // endpoint is refused.
 func TestWebFetchE2ERedirectToInternal(t *testing.T) {
+	t.Parallel()
 	o := newOrigin(t)
 	s := startServer(t, map[string]string{"NET_ALLOW_HOSTS": "localhost"})
 	base := "http://localhost:" + o.port
@@ -307,21 +310,17 @@ func TestWebFetchE2ERedirectToInternal(t *testing.T) {
 // TestWebFetchE2EBadAllowList: a bad CIDR or host pattern stops start-up
 // with an error naming the variable.
 func TestWebFetchE2EBadAllowList(t *testing.T) {
+	t.Parallel()
 	for name, env := range map[string]map[string]string{
-		"TOOLSVC_NET_ALLOW_CIDRS":      {"TOOLSVC_NET_ALLOW_CIDRS": "10.0.0.0/8,10.1.0.0/33"},
-		"TOOLSVC_NET_ALLOW_HOSTS":      {"TOOLSVC_NET_ALLOW_HOSTS": "http://wiki.corp/"},
-		"TOOLSVC_FETCH_MAX_BYTES":      {"TOOLSVC_FETCH_MAX_BYTES": "0"},
-		"TOOLSVC_FETCH_MAX_REDIRECTS":  {"TOOLSVC_FETCH_MAX_REDIRECTS": "-1"},
-		"TOOLSVC_FETCH_MAX_CONCURRENT": {"TOOLSVC_FETCH_MAX_CONCURRENT": "0"},
+		"TOOLSVC_NET_ALLOW_CIDRS":      {"NET_ALLOW_CIDRS": "10.0.0.0/8,10.1.0.0/33"},
+		"TOOLSVC_NET_ALLOW_HOSTS":      {"NET_ALLOW_HOSTS": "http://wiki.corp/"},
+		"TOOLSVC_FETCH_MAX_BYTES":      {"FETCH_MAX_BYTES": "0"},
+		"TOOLSVC_FETCH_MAX_REDIRECTS":  {"FETCH_MAX_REDIRECTS": "-1"},
+		"TOOLSVC_FETCH_MAX_CONCURRENT": {"FETCH_MAX_CONCURRENT": "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			clearToolsvcEnv(t)
-			t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-			t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-			for k, v := range env {
-				t.Setenv(k, v)
-			}
-			err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{})
+			t.Parallel()
+			err := startError(t, env)
 			if err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("run() = %v, want an error naming %s", err, name)
 			}

@@ -88,6 +88,7 @@ func slotOrder(t *testing.T, llm *agenttest.Server, from int) ([]string, map[str
 // received; a cycle or an unknown dependency is refused before any model
 // request; the tool exists only with a model.
 func TestWorkflowRunEndToEnd(t *testing.T) {
+	t.Parallel()
 	llm := slotLLM(t)
 	s := startServer(t, llmEnv(llm.URL, map[string]string{"AGENT_MAX_CONCURRENT": "3"}))
 	if names := s.toolNames(t); !slices.Contains(names, "workflow_run") || slices.Contains(names, "send_message") {
@@ -194,6 +195,7 @@ func TestWorkflowRunEndToEnd(t *testing.T) {
 // message with the same X-Session-ID reaches the model after the first
 // exchange. The agent's command never sees the model key.
 func TestSendMessageEndToEnd(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	turn := 0
 	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
@@ -269,11 +271,7 @@ func TestSendMessageEndToEnd(t *testing.T) {
 		if names := s.toolNames(t); slices.Contains(names, "send_message") {
 			t.Errorf("send_message offered without the conversation mode: %v", names)
 		}
-		clearToolsvcEnv(t)
-		t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-		t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-		t.Setenv("TOOLSVC_XIAOZHI_CONVERSATION", "true")
-		if err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_LLM_BASE_URL") {
+		if err := startError(t, map[string]string{"XIAOZHI_CONVERSATION": "true"}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_LLM_BASE_URL") {
 			t.Errorf("conversation mode without a model: %v", err)
 		}
 	})
@@ -326,6 +324,7 @@ func (s *testServer) follow(t *testing.T, path string) (*http.Response, *sseStre
 // then the end with the final task; a finished task's stream is its end at
 // once; spawn with wait and Accept: text/event-stream streams progress.
 func TestAgentEventsEndToEnd(t *testing.T) {
+	t.Parallel()
 	release, following := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	n := 0
@@ -338,14 +337,14 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 		case 1:
 			select {
 			case <-following:
-			case <-time.After(30 * time.Second):
+			case <-time.After(waitGuard):
 				t.Error("the stream was never opened")
 			}
 			return agenttest.Call("c1", "list_dir", `{"path":"."}`)
 		case 2:
 			select {
 			case <-release:
-			case <-time.After(30 * time.Second):
+			case <-time.After(waitGuard):
 				t.Error("the stream never showed the tool call")
 			}
 			return agenttest.Final("all listed")
@@ -432,7 +431,7 @@ func TestAgentEventsEndToEnd(t *testing.T) {
 // the session ID, and the operator tries to pass it to commands. The key
 // reaches no command, no result, no stream, no file and no log.
 func TestModelKeyStaysInTheService(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", llmKey) // the same key under a common name, not allow-listed
+	t.Parallel()
 	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
 		msgs := chatMessages(t, r)
 		if msgs[len(msgs)-1].Role == "tool" {
@@ -440,7 +439,8 @@ func TestModelKeyStaysInTheService(t *testing.T) {
 		}
 		return agenttest.Call("c1", "exec", `{"command":"env; cat /proc/self/environ | tr '\\0' '\\n'"}`)
 	})
-	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true", "EXEC_SANDBOX": "none"}))
+	// The same key under a common name, not allow-listed.
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true", "EXEC_SANDBOX": "none"}), withEnv("OPENAI_API_KEY", llmKey))
 
 	wf := mustSucceed(t, s.invoke(t, "workflow_run", map[string]any{"goal": "g", "agents": []map[string]any{{"id": "a", "task": "print env"}}}))
 	msg := mustSucceed(t, s.invoke(t, "send_message", map[string]any{"text": "print env"}, "X-Session-ID", "session-"+llmKey))
@@ -472,11 +472,7 @@ func TestModelKeyStaysInTheService(t *testing.T) {
 	})
 
 	for _, allow := range []string{"TOOLSVC_LLM_API_KEY", "TOOLSVC_LLM_*", "toolsvc_llm_api_key"} {
-		clearToolsvcEnv(t)
-		t.Setenv("TOOLSVC_WORKSPACE", t.TempDir())
-		t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-		t.Setenv("TOOLSVC_EXEC_ENV_ALLOW", allow)
-		if err := run(t.Context(), nil, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_ENV_ALLOW") {
+		if err := startError(t, map[string]string{"EXEC_ENV_ALLOW": allow}); err == nil || !strings.Contains(err.Error(), "TOOLSVC_EXEC_ENV_ALLOW") {
 			t.Errorf("EXEC_ENV_ALLOW=%s: %v", allow, err)
 		}
 	}
@@ -487,6 +483,7 @@ func TestModelKeyStaysInTheService(t *testing.T) {
 // their definitions are pinned by a golden file like the filesystem
 // tools'.
 func TestAgentToolsListing(t *testing.T) {
+	t.Parallel()
 	plain := startServer(t, nil).toolNames(t)
 	llm := agenttest.New(t, agenttest.Reply(agenttest.Final("x")))
 	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true"}))

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Message is one chat message, in the shape the API takes and returns.
@@ -246,12 +247,9 @@ func retryAfter(v string) time.Duration {
 	return min(d, maxRetryAfter)
 }
 
+// snippet is the start of a reply body, for an error message.
 func snippet(data []byte) string {
-	s := strings.TrimSpace(string(data))
-	if len(s) > 500 {
-		s = s[:500] + "..."
-	}
-	return s
+	return runes.Shorten(strings.TrimSpace(string(data)), 500)
 }
 
 // wireReply is a chat-completions reply, loose where servers differ.

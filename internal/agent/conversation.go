@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Conversation bounds.
@@ -336,7 +337,7 @@ func (o eventObserver) Called(name, args string, res registry.Result) {
 	if o.fn == nil {
 		return
 	}
-	rec := CallRecord{Name: name, Arguments: cut(args, maxArgsChars), Status: res.Status, CallID: res.CallID}
+	rec := CallRecord{Name: name, Arguments: runes.Shorten(args, maxArgsChars), Status: res.Status, CallID: res.CallID}
 	if res.Error != nil {
 		rec.ErrorCode = res.Error.Code
 	}

@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Task statuses.
@@ -329,7 +329,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	t.FinishedAt, t.UpdatedAt = &now, now
 	e.cancel(nil)
 	e.cancel = nil
-	final := Event{Type: EventEnd, Agent: t.ID, Time: now, Turn: t.Turns, Status: t.Status, Answer: cut(t.Answer, maxEventChars)}
+	final := Event{Type: EventEnd, Agent: t.ID, Time: now, Turn: t.Turns, Status: t.Status, Answer: runes.Shorten(t.Answer, maxEventChars)}
 	if t.Error != nil {
 		final.Error = t.Error.Message
 	}
@@ -363,7 +363,7 @@ func (o observer) Turn(n int) {
 }
 
 func (o observer) Called(name, args string, res registry.Result) {
-	rec := CallRecord{Name: name, Arguments: cut(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID}
+	rec := CallRecord{Name: name, Arguments: runes.Shorten(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID}
 	if res.Error != nil {
 		rec.ErrorCode = res.Error.Code
 	}
@@ -513,15 +513,6 @@ func newTaskID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "sa-" + hex.EncodeToString(b[:])
-}
-
-// cut shortens s to n runes, saying so.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return strings.TrimSpace(string(r[:n])) + "…"
 }
 
 // allowed names the tools a sub-agent starting now may use: Allowed and

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Workflow modes.
@@ -76,7 +78,7 @@ func (w *Workflow) Normalize() error {
 	case "":
 		w.Mode = ModePipeline
 	default:
-		return invalid("mode %q is not one of pipeline, graph, council. Next: pick one of them.", cut(w.Mode, 40))
+		return invalid("mode %q is not one of pipeline, graph, council. Next: pick one of them.", runes.Shorten(w.Mode, 40))
 	}
 	if len(w.Agents) == 0 || len(w.Agents) > MaxWorkflowAgents {
 		return invalid("a workflow has 1 to %d agents, not %d. Next: split the work into at most %d agents.", MaxWorkflowAgents, len(w.Agents), MaxWorkflowAgents)
@@ -89,7 +91,7 @@ func (w *Workflow) Normalize() error {
 			s.ID = fmt.Sprintf("agent%d", i+1)
 		}
 		if !slotIDPattern.MatchString(s.ID) {
-			return invalid("agent %d: id %q is not 1 to 40 letters, digits, '.', '_' or '-'. Next: give it a short id such as 'research'.", i+1, cut(s.ID, 40))
+			return invalid("agent %d: id %q is not 1 to 40 letters, digits, '.', '_' or '-'. Next: give it a short id such as 'research'.", i+1, runes.Shorten(s.ID, 40))
 		}
 		if j, dup := index[s.ID]; dup {
 			return invalid("agents %d and %d have the same id %q. Next: give every agent its own id.", j+1, i+1, s.ID)
@@ -114,7 +116,7 @@ func (w *Workflow) Normalize() error {
 		for _, d := range s.DependsOn {
 			if _, ok := index[d]; !ok {
 				return invalid("agent %q depends on %q, which is not an agent of this workflow (its agents: %s). Next: name only these ids in depends_on.",
-					s.ID, cut(d, 40), strings.Join(w.ids(), ", "))
+					s.ID, runes.Shorten(d, 40), strings.Join(w.ids(), ", "))
 			}
 			if seen[d] {
 				return invalid("agent %q lists %q twice in depends_on. Next: list each dependency once.", s.ID, d)
@@ -472,7 +474,7 @@ func (wr *workflowRun) reviewTask(i int, others []int) string {
 
 func (wr *workflowRun) quote(b *strings.Builder, j int, text string) {
 	s := wr.w.Agents[j]
-	fmt.Fprintf(b, "\n--- %s (%s) ---\n%s\n--- end of %s ---\n", s.ID, s.Role, cut(strings.TrimSpace(text), maxInputChars), s.ID)
+	fmt.Fprintf(b, "\n--- %s (%s) ---\n%s\n--- end of %s ---\n", s.ID, s.Role, runes.Shorten(strings.TrimSpace(text), maxInputChars), s.ID)
 }
 
 // Counts returns how many slots completed, failed (or were canceled) and
@@ -580,7 +582,7 @@ func section(b *strings.Builder, r AgentResult, limit int) {
 		return
 	}
 	if len([]rune(answer)) > limit {
-		answer = cut(answer, limit) + fmt.Sprintf("\n\n(cut here; the whole answer is at GET /agents/%s)", r.AgentID)
+		answer = runes.Shorten(answer, limit) + fmt.Sprintf("\n\n(cut here; the whole answer is at GET /agents/%s)", r.AgentID)
 	}
 	b.WriteString(answer)
 	b.WriteString("\n")
@@ -588,5 +590,5 @@ func section(b *strings.Builder, r AgentResult, limit int) {
 
 // oneLine folds s to one line of at most n runes.
 func oneLine(s string, n int) string {
-	return cut(strings.Join(strings.Fields(s), " "), n)
+	return runes.Shorten(strings.Join(strings.Fields(s), " "), n)
 }

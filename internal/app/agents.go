@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -14,9 +15,10 @@ import (
 // newAgents builds the sub-agent manager when a model endpoint is
 // configured (TOOLSVC_LLM_BASE_URL and TOOLSVC_LLM_MODEL), and nil
 // otherwise. Its tasks are kept in DATA_DIR/agents/. Running sub-agents
-// stop when stopping is done; wait waits for them to record it.
+// stop when stopping is done; wait waits for them to record it, at most
+// shutdownTimeout.
 // moreAllowed names the tools from the file sub-agents may use.
-func newAgents(stopping context.Context, cfg config.Config, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
+func newAgents(stopping context.Context, cfg config.Agents, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -47,7 +49,7 @@ func newAgents(stopping context.Context, cfg config.Config, reg *registry.Regist
 	log.Info().Str("llm_base_url", cfg.LLMBaseURL).Str("llm_model", cfg.LLMModel).
 		Bool("llm_key", cfg.LLMAPIKey != "").Int("max_concurrent", cfg.AgentMaxConcurrent).Msg("sub-agents: on")
 	return m, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		m.Close(ctx)
 	}, nil
@@ -57,7 +59,7 @@ func newAgents(stopping context.Context, cfg config.Config, reg *registry.Regist
 // voice-device conversation mode is on (TOOLSVC_XIAOZHI_CONVERSATION, which
 // needs a model), and nil otherwise. Histories are kept in
 // DATA_DIR/conversations/.
-func newConversations(cfg config.Config, m *agent.Manager, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (*agent.Conversations, error) {
+func newConversations(cfg config.Agents, m *agent.Manager, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (*agent.Conversations, error) {
 	if !cfg.XiaozhiConversation || m == nil {
 		return nil, nil
 	}

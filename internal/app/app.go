@@ -98,63 +98,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return a, err
 	}
-	log := a.log
-	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
-		Restrict: cfg.RestrictWorkspace,
-		Warn:     func(msg string) { log.Warn().Msg(msg) },
-	})
-	if err != nil {
+	if err := a.openFolders(cfg.Server); err != nil {
 		return a, err
 	}
-	a.closers = append(a.closers, func() { a.ws.Close() })
-	a.dataDir, err = filepath.Abs(cfg.DataDir)
-	if err != nil {
-		return a, fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	if err := a.newRegistry(cfg, red); err != nil {
+		return a, err
 	}
-	if err := os.MkdirAll(a.dataDir, 0o750); err != nil {
-		return a, fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
-	}
-
-	// Metrics watch every call, whichever door it came through.
-	a.metrics = metrics.New()
-	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
-	if cfg.AuditEnabled {
-		al, err := audit.New(audit.Options{
-			Dir:            filepath.Join(a.dataDir, "audit_logs"),
-			MaxResultChars: cfg.AuditMaxResultChars,
-			RetentionDays:  cfg.AuditRetentionDays,
-			Log:            a.log,
-		})
-		if err != nil {
-			return a, err
-		}
-		a.closers = append(a.closers, func() { al.Close() })
-		regOpts.Audit = al
-		regOpts.AuditFailOpen = !cfg.AuditRequired
-		go al.RunRetention(a.stopping, time.Hour)
-	}
-	a.reg = registry.New(regOpts)
 	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
 
-	// Sub-agents (spawn, workflow_run, send_message, /agents): only with a
-	// model endpoint configured and one of those tools switched on.
-	agentsCfg := cfg
-	_, spawnOff := sel.Off("spawn")
-	_, workflowOff := sel.Off("workflow_run")
-	_, messageOff := sel.Off("send_message")
-	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
-		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
-	}
-	agents, closeAgents, err := newAgents(a.stopping, agentsCfg, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
+	agents, conv, closeAgents, err := a.newAgents(cfg, sel, red)
 	if err != nil {
 		return a, err
-	}
-	var conv *agent.Conversations
-	if !messageOff {
-		if conv, err = newConversations(cfg, agents, a.reg, a.dataDir, a.log, red.String); err != nil {
-			closeAgents()
-			return a, err
-		}
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
 		Agents: agents, Conversations: conv}
@@ -183,24 +137,99 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
+	a.handler = a.newHandler(cfg, sk, agents, opts.Version)
+	return a, nil
+}
 
-	a.handler = toolhttp.NewHandler(toolhttp.Options{
+// openFolders opens the workspace and creates the data folder.
+func (a *App) openFolders(cfg config.Server) (err error) {
+	log := a.log
+	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
+		Restrict: cfg.RestrictWorkspace,
+		Warn:     func(msg string) { log.Warn().Msg(msg) },
+	})
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() { a.ws.Close() })
+	a.dataDir, err = filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+	if err := os.MkdirAll(a.dataDir, 0o750); err != nil {
+		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
+	}
+	return nil
+}
+
+// newRegistry builds the registry every call goes through, with the
+// metrics and, when on, the audit log watching it.
+func (a *App) newRegistry(cfg config.Config, red *redact.Redactor) error {
+	// Metrics watch every call, whichever door it came through.
+	a.metrics = metrics.New()
+	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
+	if cfg.AuditEnabled {
+		al, err := audit.New(audit.Options{
+			Dir:            filepath.Join(a.dataDir, "audit_logs"),
+			MaxResultChars: cfg.AuditMaxResultChars,
+			RetentionDays:  cfg.AuditRetentionDays,
+			Log:            a.log,
+		})
+		if err != nil {
+			return err
+		}
+		a.closers = append(a.closers, func() { al.Close() })
+		regOpts.Audit = al
+		regOpts.AuditFailOpen = !cfg.AuditRequired
+		go al.RunRetention(a.stopping, time.Hour)
+	}
+	a.reg = registry.New(regOpts)
+	return nil
+}
+
+// newAgents builds the sub-agents (spawn, workflow_run, send_message,
+// /agents): only with a model endpoint configured and one of those tools
+// switched on. closeAgents waits for them to record their end.
+func (a *App) newAgents(cfg config.Config, sel Selection, red *redact.Redactor) (agents *agent.Manager, conv *agent.Conversations, closeAgents func(), err error) {
+	agentsCfg := cfg.Agents
+	_, spawnOff := sel.Off("spawn")
+	_, workflowOff := sel.Off("workflow_run")
+	_, messageOff := sel.Off("send_message")
+	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
+		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
+	}
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !messageOff {
+		if conv, err = newConversations(cfg.Agents, agents, a.reg, a.dataDir, a.log, red.String); err != nil {
+			closeAgents()
+			return nil, nil, nil, err
+		}
+	}
+	return agents, conv, closeAgents, nil
+}
+
+// newHandler builds the HTTP handler: every door and its gate.
+func (a *App) newHandler(cfg config.Config, sk *skills.Loader, agents *agent.Manager, version string) http.Handler {
+	return toolhttp.NewHandler(toolhttp.Options{
 		Registry:      a.reg,
-		Keys:          httpKeys(cfg),
+		Keys:          httpKeys(cfg.Access),
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		MaxConcurrent: cfg.MaxConcurrentCalls,
 		Log:           a.log,
 		Stopping:      a.stopping,
 		Ready:         a.Ready,
 		Routes:        toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, a.log), toolhttp.AgentsRoutes(agents)),
-		Version:       opts.Version,
+		Version:       version,
 		Metrics:       a.metrics.Handler(),
 		CORSOrigins:   cfg.CORSOrigins,
+		AllowedHosts:  cfg.AllowedHosts,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,
 	})
-	return a, nil
 }
 
 // Handler serves the HTTP API.
@@ -221,7 +250,7 @@ func (a *App) Describe(ev *zerolog.Event) {
 }
 
 // httpKeys are the API keys and the admin keys as the HTTP gate takes them.
-func httpKeys(cfg config.Config) []toolhttp.Key {
+func httpKeys(cfg config.Access) []toolhttp.Key {
 	var out []toolhttp.Key
 	for _, k := range cfg.APIKeys {
 		out = append(out, toolhttp.Key{Name: k.Name, Secret: k.Key})

@@ -284,3 +284,47 @@ func TestNewFailsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestToolOffLogLevel: a tool left out for want of its dependency is an
+// info line at a plain start, and a warning when the operator asked for
+// it in TOOLSVC_TOOLS_ENABLED.
+func TestToolOffLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		enabled []string
+		want    string
+	}{
+		{nil, "info"},
+		{[]string{Files, Agents}, "warn"},
+		{[]string{Files, "spawn"}, "warn"},
+	} {
+		cfg := testConfig(t, nil)
+		ws, err := workspace.Open(cfg.Workspace, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel, err := NewSelection(tc.enabled, []string{Shell, Web})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		got, err := Register(registry.New(registry.Options{Log: zerolog.Nop()}), Deps{Config: cfg, Workspace: ws, DataDir: t.TempDir(), Log: zerolog.New(&logs)}, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Close()
+		ws.Close()
+		found := false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var l struct{ Level, Tool, State string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Tool == "spawn" {
+				found = true
+				if l.State != "off" || l.Level != tc.want {
+					t.Errorf("enabled %q: spawn logged %s; want off at %s", tc.enabled, line, tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("enabled %q: no line for spawn:\n%s", tc.enabled, logs.String())
+		}
+	}
+}

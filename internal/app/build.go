@@ -7,6 +7,7 @@ import (
 	osuser "os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,7 +125,15 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 			}
 			if t == nil {
 				out.Off[def.name] = note
-				d.Log.Warn().Str("tool", def.name).Str("state", "off").Str("reason", note).Msg("tool")
+				// A tool left out for want of its dependency (no model, no
+				// chat channel, no browser) is the normal case at a plain
+				// start: info. One the operator asked for by name or
+				// toolset in TOOLSVC_TOOLS_ENABLED is a warning.
+				ev := d.Log.Info()
+				if sel.enabled != nil && slices.Contains(sel.enabled, def.name) {
+					ev = d.Log.Warn()
+				}
+				ev.Str("tool", def.name).Str("state", "off").Str("reason", note).Msg("tool")
 				continue
 			}
 			if err := registerRow(reg, def, t); err != nil {
@@ -250,9 +259,9 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // model-facing network guard; the channel clients refuse redirects so
 // that tokens never reach another host.
 func (b *builder) sendMedia() (registry.Tool, string, error) {
-	m := channels.FromConfig(b.Config, channels.Options{})
+	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{})
 	if m.Empty() {
-		return nil, "no chat channel configured (see the README's chat channel variables)", nil
+		return nil, "no chat channel configured (see docs/channels.md)", nil
 	}
 	return tools.NewSendMedia(b.Workspace, m, b.Log.With().Str("component", "channels").Logger()), "", nil
 }
@@ -345,7 +354,10 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 	}
 	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
 		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).Str("limits", sb.Limits()).
-		Msg("exec sandbox: " + sb.Describe())
+		Msg(sandboxSummary(sb, c.ExecNetwork))
+	// Every mount, namespace and control group path: for whoever needs to
+	// know exactly, at debug level, not in every start's log.
+	d.Log.Debug().Str("mode", string(sb.Mode())).Str("detail", sb.Describe()).Msg("exec sandbox in detail")
 	return tools.NewExec(d.Workspace, tools.ExecOptions{
 		DefaultTimeout: c.ExecTimeout,
 		MaxTimeout:     c.ExecMaxTimeout,
@@ -357,6 +369,26 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 		Home:           home,
 		Owner:          user,
 	}), sb, sbOpts, nil
+}
+
+// sandboxSummary is the start-up log's one short sentence about exec's
+// sandbox; the fields beside it and the debug line hold the details.
+func sandboxSummary(sb *sandbox.Sandbox, network bool) string {
+	parts := []string{"exec sandbox: " + string(sb.Mode())}
+	switch {
+	case network:
+		parts = append(parts, "network on")
+	case sb.NetworkEnforced():
+		parts = append(parts, "network off")
+	default:
+		parts = append(parts, "network off but NOT enforced")
+	}
+	if sb.Contains() {
+		parts = append(parts, "every process ends with its command")
+	} else {
+		parts = append(parts, "a detached process can outlive its command")
+	}
+	return strings.Join(append(parts, "limits: "+sb.Limits()), ", ")
 }
 
 // execUser resolves TOOLSVC_EXEC_USER: a user name, or uid[:gid].

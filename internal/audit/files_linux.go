@@ -30,8 +30,6 @@ type files struct {
 	noEmptyPath atomic.Bool // linkat(AT_EMPTY_PATH) refused: link through /proc/self/fd
 }
 
-func newFiles(root string) *files { return &files{root: root} }
-
 // place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
 // file of that name is kept and place succeeds.
 func (f *files) place(rel string, data []byte, ifAbsent bool) error {
@@ -169,12 +167,6 @@ func (f *files) drop(day string) {
 	if fd, ok := f.days.LoadAndDelete(day); ok {
 		f.old = append(f.old, fd.(int))
 	}
-}
-
-// exists reports whether rel is in the audit folder.
-func (f *files) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(f.root, rel))
-	return err == nil
 }
 
 func (f *files) close() {

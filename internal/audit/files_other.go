@@ -12,8 +12,6 @@ import (
 // unnamed file in place instead.)
 type files struct{ root string }
 
-func newFiles(root string) *files { return &files{root: root} }
-
 // place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
 // file of that name is kept and place succeeds.
 func (f *files) place(rel string, data []byte, ifAbsent bool) error {
@@ -39,11 +37,6 @@ func (f *files) place(rel string, data []byte, ifAbsent bool) error {
 		os.Remove(tmp.Name())
 	}
 	return err
-}
-
-func (f *files) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(f.root, rel))
-	return err == nil
 }
 
 func (f *files) forget(string) {}

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
@@ -64,18 +65,20 @@ type Shot struct {
 // https URL the guard allows.
 func (b *Browser) CheckPageURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
+	// Messages quote the address shortened.
+	shown := runes.Shorten(raw, runes.Echo)
 	if err != nil {
-		return nil, errorf(toolerr.InvalidArguments, err, "'%s' is not a valid URL (%v). Next: give a full http:// or https:// address.", raw, errors.Unwrap(err))
+		return nil, errorf(toolerr.InvalidArguments, err, "'%s' is not a valid URL (%v). Next: give a full http:// or https:// address.", shown, errors.Unwrap(err))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	case "":
-		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no scheme. Next: give a full address such as https://%s.", raw, raw)
+		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no scheme. Next: give a full address such as https://%s.", shown, shown)
 	default:
-		return nil, errorf(toolerr.PolicyDenied, nil, "the %s: scheme is refused: only http and https pages can be captured (no file://, chrome://, data:, javascript: or other schemes). Next: give an http:// or https:// address.", u.Scheme)
+		return nil, errorf(toolerr.PolicyDenied, nil, "the %s: scheme is refused: only http and https pages can be captured (no file://, chrome://, data:, javascript: or other schemes). Next: give an http:// or https:// address.", runes.Shorten(u.Scheme, runes.Echo))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no host name. Next: give a full address such as https://example.com/page.", raw)
+		return nil, errorf(toolerr.InvalidArguments, nil, "'%s' has no host name. Next: give a full address such as https://example.com/page.", shown)
 	}
 	if u.User != nil {
 		return nil, errorf(toolerr.InvalidArguments, nil, "URLs with a user name or password are not accepted. Next: give the address without 'user:password@'.")
@@ -202,15 +205,15 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 		if resp != nil {
 			shot.Status = resp.Status
 			if reason := header(resp.Headers, headerDenied); reason != "" {
-				return nil, errorf(toolerr.PolicyDenied, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", resp.URL, reason)
+				return nil, errorf(toolerr.PolicyDenied, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(resp.URL, runes.Echo), reason)
 			}
 			if reason := header(resp.Headers, headerUnreachable); reason != "" {
-				return nil, errorf(toolerr.Unavailable, nil, "the page %s could not be reached: %s. Next: check the address.", resp.URL, reason)
+				return nil, errorf(toolerr.Unavailable, nil, "the page %s could not be reached: %s. Next: check the address.", runes.Shorten(resp.URL, runes.Echo), reason)
 			}
 		}
 	case runCtx.Err() == nil && errors.Is(navErr, context.DeadlineExceeded):
 		if !mon.committed() {
-			return nil, errorf(toolerr.Timeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", u, time.Since(start).Round(time.Second))
+			return nil, errorf(toolerr.Timeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", runes.Shorten(u.String(), runes.Echo), time.Since(start).Round(time.Second))
 		}
 		// The document is there but something on it never finishes
 		// loading; take what is shown.
@@ -447,7 +450,7 @@ func (m *monitor) addLocked(raw, reason string) {
 		if i := strings.Index(reason, " Next:"); i > 0 {
 			reason = reason[:i]
 		}
-		m.blocked = append(m.blocked, runes.Shorten(raw, 200)+": "+reason)
+		m.blocked = append(m.blocked, runes.Shorten(raw, runes.Echo)+": "+reason)
 	}
 }
 
@@ -467,21 +470,21 @@ func (m *monitor) loadFailure(u *url.URL, errText string) error {
 		doc = u.String()
 	}
 	if reason, ok := denied[doc]; ok {
-		return errorf(toolerr.PolicyDenied, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), reason)
+		return errorf(toolerr.PolicyDenied, nil, "the page led to %s, which is refused: %s. Next: use a public http(s) address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, runes.Echo), reason)
 	}
 	for _, reason := range denied {
 		// A redirect the monitor did not see as the latest document.
-		return errorf(toolerr.PolicyDenied, nil, "loading %s was refused: %s. Next: use a public http(s) address.", u, reason)
+		return errorf(toolerr.PolicyDenied, nil, "loading %s was refused: %s. Next: use a public http(s) address.", runes.Shorten(u.String(), runes.Echo), reason)
 	}
 	if du, err := url.Parse(doc); err == nil {
 		if r, ok := m.proxy.Refused(du.Hostname(), m.since); ok {
 			if r.Denied {
-				return errorf(toolerr.PolicyDenied, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, 200), r.Reason)
+				return errorf(toolerr.PolicyDenied, nil, "the network policy refused %s: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(doc, runes.Echo), r.Reason)
 			}
-			return errorf(toolerr.Unavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", runes.Shorten(doc, 200), r.Reason)
+			return errorf(toolerr.Unavailable, nil, "%s could not be reached: %s. Next: check the address and that the site is up.", runes.Shorten(doc, runes.Echo), r.Reason)
 		}
 	}
-	return errorf(toolerr.Unavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", runes.Shorten(doc, 200), errText)
+	return errorf(toolerr.Unavailable, nil, "%s could not be loaded (%s). Next: check the address and that the site is up.", runes.Shorten(doc, runes.Echo), errText)
 }
 
 // header returns a response header's value, whatever its case.

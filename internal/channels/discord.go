@@ -7,7 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // DiscordAccount is a Discord bot (Token, with BaseURL
@@ -77,7 +78,7 @@ func (d *Discord) check(r *reply) error {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(r.Body, &e) != nil {
-		e.Message = clip(string(r.Body), 200)
+		e.Message = runes.Shorten(strings.TrimSpace(string(r.Body)), 200)
 	}
 	return d.api.errorf(r.Status, "%d %s", e.Code, e.Message)
 }
@@ -87,9 +88,7 @@ func (d *Discord) post(ctx context.Context, chat, content string, f *File) error
 	if err != nil {
 		return err
 	}
-	if utf8.RuneCountInString(content) > discordContentMax {
-		content = string([]rune(content)[:discordContentMax-1]) + "…"
-	}
+	content = runes.Shorten(content, discordContentMax)
 	payload := map[string]any{"content": content, "allowed_mentions": map[string]any{"parse": []string{}}}
 	parts := []part{{}}
 	if f != nil {

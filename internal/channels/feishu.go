@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // FeishuAccount is a Feishu (or Lark) self-built app: its App ID and App
@@ -75,7 +77,7 @@ const (
 func decodeFeishu(r *reply) feishuReply {
 	var fr feishuReply
 	if json.Unmarshal(r.Body, &fr) != nil {
-		fr.Code, fr.Msg = -1, "unreadable answer: "+clip(string(r.Body), 200)
+		fr.Code, fr.Msg = -1, "unreadable answer: "+runes.Shorten(strings.TrimSpace(string(r.Body)), 200)
 	}
 	return fr
 }
@@ -134,7 +136,7 @@ func (f *Feishu) call(ctx context.Context, build func(ctx context.Context) (*htt
 			return f.api.errorf(r.Status, "code %d: %s", fr.Code, fr.Msg)
 		}
 		if out != nil && json.Unmarshal(fr.Data, out) != nil {
-			return f.api.errorf(r.Status, "unreadable data: %s", clip(string(fr.Data), 200))
+			return f.api.errorf(r.Status, "unreadable data: %s", runes.Shorten(strings.TrimSpace(string(fr.Data)), 200))
 		}
 		return nil
 	}

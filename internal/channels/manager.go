@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // MaxFileSize is the largest file any channel is handed.
@@ -366,7 +368,7 @@ func (e *APIError) Error() string {
 }
 
 func (a *api) errorf(status int, format string, args ...any) error {
-	return &APIError{Channel: a.name, Status: status, Msg: clip(fmt.Sprintf(format, args...), 300)}
+	return &APIError{Channel: a.name, Status: status, Msg: runes.Shorten(strings.TrimSpace(fmt.Sprintf(format, args...)), 300)}
 }
 
 // do sends the request build makes (anew for each attempt, so a streamed
@@ -454,15 +456,6 @@ func hint(v string, now time.Time) time.Duration {
 // capWait keeps a wait between nothing and ten minutes.
 func capWait(d time.Duration) time.Duration {
 	return min(max(d, 0), 10*time.Minute)
-}
-
-// clip cuts s to n bytes, for API messages quoted in results.
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // tokenCache holds an access token and fetches a new one shortly before it

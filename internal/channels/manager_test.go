@@ -30,7 +30,8 @@ func TestTokenCacheEarlyRefresh(t *testing.T) {
 		}
 		return tok
 	}
-	if get() != "tok1" || get() != "tok1" || fetches != 1 {
+	// Two calls, one fetch: the second is served from the cache.
+	if first, second := get(), get(); first != "tok1" || second != "tok1" || fetches != 1 {
 		t.Fatalf("fetches %d", fetches)
 	}
 	clk.Advance(2*time.Hour - 5*time.Minute - time.Second)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // QQAccount is a QQ official bot: its AppID and AppSecret (clientSecret),
@@ -116,12 +118,12 @@ func (q *QQ) call(ctx context.Context, build func(ctx context.Context) (*http.Re
 		decoded := json.Unmarshal(r.Body, &e) == nil
 		if r.Status < 200 || r.Status > 299 || (decoded && e.Code != 0) {
 			if !decoded {
-				e.Message = clip(string(r.Body), 200)
+				e.Message = runes.Shorten(strings.TrimSpace(string(r.Body)), 200)
 			}
 			return q.api.errorf(r.Status, "code %d: %s", e.Code, e.Message)
 		}
 		if out != nil && json.Unmarshal(r.Body, out) != nil {
-			return q.api.errorf(r.Status, "unreadable answer: %s", clip(string(r.Body), 200))
+			return q.api.errorf(r.Status, "unreadable answer: %s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
 		}
 		return nil
 	}

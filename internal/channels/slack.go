@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // SlackAccount is a Slack app's bot token (xoxb-...) and the Web API's base
@@ -53,7 +55,7 @@ func (s *Slack) call(ctx context.Context, method string, build func(ctx context.
 		return req, err
 	}, func(r *reply) error {
 		if json.Unmarshal(r.Body, &sr) != nil {
-			return s.api.errorf(r.Status, "%s: unreadable answer: %s", method, clip(string(r.Body), 200))
+			return s.api.errorf(r.Status, "%s: unreadable answer: %s", method, runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
 		}
 		if !sr.OK {
 			return s.api.errorf(r.Status, "%s: %s", method, sr.Error)
@@ -96,7 +98,7 @@ func (s *Slack) file(ctx context.Context, chat string, f *File, caption string) 
 		return req, err
 	}, func(r *reply) error {
 		if r.Status != http.StatusOK {
-			return s.api.errorf(r.Status, "upload: %s", clip(string(r.Body), 200))
+			return s.api.errorf(r.Status, "upload: %s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
 		}
 		return nil
 	})

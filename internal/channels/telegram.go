@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // TelegramAccount is a Telegram bot: its token from @BotFather and the Bot
@@ -88,7 +90,7 @@ func (t *Telegram) url(method string) string {
 func (t *Telegram) check(r *reply) error {
 	var tr telegramReply
 	if json.Unmarshal(r.Body, &tr) != nil {
-		return t.api.errorf(r.Status, "unreadable answer: %s", clip(string(r.Body), 200))
+		return t.api.errorf(r.Status, "unreadable answer: %s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
 	}
 	if !tr.OK {
 		return t.api.errorf(r.Status, "%d %s", tr.ErrorCode, tr.Description)
@@ -97,9 +99,7 @@ func (t *Telegram) check(r *reply) error {
 }
 
 func (t *Telegram) text(ctx context.Context, chat, s string) error {
-	if utf8.RuneCountInString(s) > telegramTextMax {
-		s = string([]rune(s)[:telegramTextMax-1]) + "…"
-	}
+	s = runes.Shorten(s, telegramTextMax)
 	b, _ := json.Marshal(map[string]string{"chat_id": chat, "text": s})
 	_, err := t.api.do(ctx, func(ctx context.Context) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, t.url("sendMessage"), b)

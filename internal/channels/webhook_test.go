@@ -38,17 +38,17 @@ func (h *webhookReceiver) handler(w http.ResponseWriter, r *http.Request) {
 	if h.limitNxt > 0 {
 		h.limitNxt--
 		w.Header().Set("Retry-After", "5")
-		w.WriteHeader(429)
+		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
 	if h.fail {
-		http.Error(w, "receiver down", 503)
+		http.Error(w, "receiver down", http.StatusServiceUnavailable)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		// A body cut short of its Content-Length: the sender broke off.
-		http.Error(w, "incomplete body", 400)
+		http.Error(w, "incomplete body", http.StatusBadRequest)
 		return
 	}
 	if r.ContentLength != int64(len(body)) {
@@ -61,7 +61,7 @@ func (h *webhookReceiver) handler(w http.ResponseWriter, r *http.Request) {
 		mac.Write(body)
 		if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(want), []byte(r.Header.Get("X-Toolsvc-Signature"))) || ts == "" {
 			t.Errorf("signature %q, want %q", r.Header.Get("X-Toolsvc-Signature"), want)
-			http.Error(w, "bad signature", 401)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 	}

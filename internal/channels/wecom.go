@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // WeComAccount is either a WeCom self-built app (CorpID, AgentID, Secret,
@@ -134,7 +136,7 @@ func (w *WeCom) call(ctx context.Context, u string, build func(ctx context.Conte
 			w.token.drop(tok)
 			continue
 		case r.Status != http.StatusOK || !ok:
-			return wr, w.api.errorf(r.Status, "%s", clip(string(r.Body), 200))
+			return wr, w.api.errorf(r.Status, "%s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
 		case wr.ErrCode != 0:
 			return wr, w.api.errorf(r.Status, "errcode %d: %s", wr.ErrCode, wr.ErrMsg)
 		case wr.InvalidUser != "":

@@ -10,7 +10,10 @@ import (
 )
 
 func TestSecretValues(t *testing.T) {
-	c := Config{APIKeys: APIKeys{{"one", "key-one-0123456789"}, {KeyName("key-two-0123456789"), "key-two-0123456789"}}, AdminKeys: APIKeys{{"root", "admin-key-0123456789"}}, Workspace: "/ws"}
+	c := Config{
+		Access: Access{APIKeys: APIKeys{{"one", "key-one-0123456789"}, {KeyName("key-two-0123456789"), "key-two-0123456789"}}, AdminKeys: APIKeys{{"root", "admin-key-0123456789"}}},
+		Server: Server{Workspace: "/ws"},
+	}
 	env := []string{
 		"TOOLSVC_LLM_API_KEY=llm-key-0123456789",
 		"TOOLSVC_TELEGRAM_TOKEN=tg-token-0123456789",
@@ -77,7 +80,7 @@ func TestCheckFolders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Config{Workspace: tt.ws, DataDir: tt.data}.CheckFolders()
+			err := Server{Workspace: tt.ws, DataDir: tt.data}.CheckFolders()
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -109,12 +112,12 @@ func TestChannelAccounts(t *testing.T) {
 		t.Error("an account given twice was accepted")
 	}
 
-	c := Config{
+	c := Config{Channels: Channels{
 		FeishuAppID:     Accounts{{"default", "cli_a"}, {"ops", "cli_b"}},
 		FeishuAppSecret: SecretAccounts{{"default", "feishu-secret-a"}, {"ops", "feishu-secret-b"}},
 		WeComWebhookURL: SecretAccounts{{"default", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key"}},
 		WebhookURL:      SecretAccounts{{"default", "https://hooks.example/in"}, {"discord", "https://discord.com/api/webhooks/1234/aVeryLongWebhookToken_0123"}},
-	}
+	}}
 	got := c.secretValues(nil)
 	for _, want := range []string{"feishu-secret-a", "feishu-secret-b", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key", "https://hooks.example/in",
 		"robot-key", "aVeryLongWebhookToken_0123"} {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
-
 	"github.com/countbot/toolsvc/internal/redact"
 )
 
@@ -30,15 +28,11 @@ func secretField(t reflect.Type, name string) bool {
 const TestPrefix = Prefix + "_TEST_"
 
 // Names returns the name of every variable the service reads, in the
-// order of the Config fields. It comes from the struct tags, so a field
-// added to Config is known without anyone listing it.
+// order of the Config's sections and fields.
 func Names() []string {
-	t := reflect.TypeFor[Config]()
 	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		if tag := t.Field(i).Tag.Get("envconfig"); tag != "" {
-			out = append(out, Prefix+"_"+tag)
-		}
+	for _, s := range settings() {
+		out = append(out, s.Name)
 	}
 	return out
 }
@@ -128,43 +122,35 @@ func LoadFrom(lookup func(name string) (string, bool)) (Config, error) {
 }
 
 // parse fills a Config from lookup, with each field's default where its
-// variable is not set. It decodes values as envconfig does (a type's
-// Decode method first, then strings, booleans, integers and durations),
-// but only ever reads the TOOLSVC_ name: envconfig would also take a
-// variable named without the prefix (ADDR, WORKSPACE, LOG_LEVEL), which
-// the service does not document and another program's setting could hit.
+// variable is not set. A type with a Decode method decodes itself; other
+// fields are strings, booleans, integers and durations. Only the TOOLSVC_
+// name is read, never the name without the prefix (ADDR, LOG_LEVEL),
+// which another program's setting could hit.
 func parse(lookup func(string) (string, bool)) (Config, error) {
 	var c Config
 	v := reflect.ValueOf(&c).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		tag := f.Tag.Get("envconfig")
-		if tag == "" {
-			continue
-		}
-		name := Prefix + "_" + tag
-		value, ok := lookup(name)
+	for _, s := range settings() {
+		value, ok := lookup(s.Name)
 		if !ok {
-			def, has := f.Tag.Lookup("default")
-			if !has {
+			if !s.HasDefault {
 				continue
 			}
-			value = def
+			value = s.Default
 		}
-		if err := decodeField(v.Field(i), value); err != nil {
+		if err := decodeField(v.FieldByIndex(s.index), value); err != nil {
 			// A secret's value is not repeated: the message goes to the
 			// terminal and to whatever collects the service's output.
-			if secretField(f.Type, name) {
-				return c, fmt.Errorf("%s is not a valid %s: %w", name, f.Type.String(), err)
+			if secretField(s.Type, s.Name) {
+				return c, fmt.Errorf("%s is not a valid %s: %w", s.Name, s.Type.String(), err)
 			}
-			return c, fmt.Errorf("%s=%q is not a valid %s: %w", name, value, f.Type.String(), err)
+			return c, fmt.Errorf("%s=%q is not a valid %s: %w", s.Name, value, s.Type.String(), err)
 		}
 	}
 	return c, nil
 }
 
 func decodeField(field reflect.Value, value string) error {
-	if d, ok := field.Addr().Interface().(envconfig.Decoder); ok {
+	if d, ok := field.Addr().Interface().(Decoder); ok {
 		return d.Decode(value)
 	}
 	switch field.Kind() {

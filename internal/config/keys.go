@@ -34,7 +34,7 @@ func KeyName(key string) string {
 	return "key-" + hex.EncodeToString(sum[:4])
 }
 
-// Decode implements envconfig.Decoder. An entry is "name=key" when the text
+// Decode implements Decoder. An entry is "name=key" when the text
 // before its first "=" is a key name and some text that does not start
 // with "=" follows; else it is a bare key (a base64 key ends in "=" or
 // "=="). Errors never quote a key: they name entries by position or name.
@@ -89,7 +89,7 @@ func (k APIKeys) String() string { return fmt.Sprintf("[%d hidden]", len(k)) }
 
 // validateKeys checks API_KEYS and ADMIN_KEYS together: every key long
 // enough, and no name or key in both.
-func (c Config) validateKeys(bad func(name, format string, args ...any)) {
+func (c Access) validateKeys(bad report) {
 	for _, v := range []struct {
 		name string
 		keys APIKeys
@@ -106,7 +106,3 @@ func (c Config) validateKeys(bad func(name, format string, args ...any)) {
 		bad("ADMIN_KEYS", "%v (across TOOLSVC_API_KEYS and TOOLSVC_ADMIN_KEYS; an admin key needs no entry in TOOLSVC_API_KEYS)", err)
 	}
 }
-
-// KeysConfigured reports whether any key is set, so that every route but
-// the health probes needs one.
-func (c Config) KeysConfigured() bool { return len(c.APIKeys)+len(c.AdminKeys) > 0 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/jsonx"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // AgentsRoutes returns the routes that follow sub-agents, for
@@ -38,7 +39,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 			id := chi.URLParam(r, "id")
 			t, ok := visibleTask(r, m, id)
 			if !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
@@ -51,7 +52,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 				sub, ok = m.Subscribe(id)
 			}
 			if !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			defer sub.Close()
@@ -65,7 +66,7 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 				t, ok = m.Cancel(r.Context(), id)
 			}
 			if !ok {
-				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(cut40(id)))
+				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
 			}
 			writeJSON(w, http.StatusOK, t)
@@ -93,14 +94,6 @@ func visibleTask(r *http.Request, m *agent.Manager, id string) (agent.Task, bool
 		return agent.Task{}, false
 	}
 	return t, true
-}
-
-// cut40 cuts an ID named in a message, so a long path cannot fill it.
-func cut40(id string) string {
-	if len(id) > 40 {
-		id = id[:40] + "..."
-	}
-	return id
 }
 
 // JoinRoutes returns one Options.Routes function adding every non-nil one.

@@ -18,7 +18,7 @@ type cors struct {
 
 // Headers a browser may send and read: the key, the session, MCP's own.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
 	corsExposeHeaders = "X-Request-ID, Retry-After, WWW-Authenticate, Allow, Mcp-Session-Id"
 	corsAllowMethods  = "GET, HEAD, POST, DELETE, OPTIONS"
 )
@@ -29,13 +29,14 @@ func newCORS(origins []string) *cors {
 		if o == "*" {
 			c.any = true
 		}
-		c.origins[strings.TrimSuffix(o, "/")] = true
+		c.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	return c
 }
 
 func (c *cors) allowed(origin string) bool {
-	return origin != "" && (c.any || c.origins[origin])
+	o := strings.ToLower(origin)
+	return origin != "" && (c.origins[o] || c.any && o != "null")
 }
 
 func (c *cors) handle(next http.Handler) http.Handler {

@@ -11,6 +11,8 @@ import (
 // tool's own failure is a 200 with status "error" in the body.
 const (
 	kindUnauthorized     = "unauthorized"
+	kindOriginNotAllowed = "origin_not_allowed"
+	kindHostNotAllowed   = "host_not_allowed"
 	kindNotFound         = "not_found"
 	kindUnknownTool      = "unknown_tool"
 	kindMethodNotAllowed = "method_not_allowed"
@@ -26,6 +28,8 @@ const (
 // statusOf is the one table from error kind to HTTP status.
 var statusOf = map[string]int{
 	kindUnauthorized:     http.StatusUnauthorized,
+	kindOriginNotAllowed: http.StatusForbidden,
+	kindHostNotAllowed:   http.StatusForbidden,
 	kindNotFound:         http.StatusNotFound,
 	kindUnknownTool:      http.StatusNotFound,
 	kindMethodNotAllowed: http.StatusMethodNotAllowed,

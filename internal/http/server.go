@@ -23,6 +23,7 @@ import (
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolfmt"
 )
 
@@ -59,9 +60,15 @@ type Options struct {
 	// call rates it shows are for the operator.
 	Metrics http.Handler
 	// CORSOrigins are the origins a browser may call the API from ("*":
-	// any). Empty: no CORS headers, so browsers keep pages of other
-	// origins from reading the answers.
+	// any but "null"). A request with another Origin is refused (403).
+	// Empty: no CORS headers, and every request a browser sends for a web
+	// page is refused.
 	CORSOrigins []string
+	// AllowedHosts are host names the Host header may name besides
+	// localhost and loopback addresses ("*.example.com": any name under
+	// it). Empty: the Host is checked only on connections that came in on
+	// a loopback address; set: on every connection.
+	AllowedHosts []string
 }
 
 type server struct {
@@ -110,20 +117,31 @@ func NewHandler(opts Options) http.Handler {
 
 	r := chi.NewRouter()
 	// HEAD is answered on every GET route, by the GET handler; net/http
-	// sends its headers and drops its body. CORS comes before the keys: a
-	// browser's preflight carries none.
-	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log), newCORS(opts.CORSOrigins).handle, middleware.GetHead)
+	// sends its headers and drops its body. The guard refuses pages that
+	// are not invited on every route, before anything else answers them.
+	// CORS comes before the keys: a browser's preflight carries none.
+	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log),
+		newGuard(opts.CORSOrigins, opts.AllowedHosts, opts.Log).handle,
+		newCORS(opts.CORSOrigins).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", runes.Shorten(r.Method, 40), runes.Shorten(r.URL.Path, runes.Echo)))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", allowedMethods(r, req))
-		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
+		writeError(w, kindMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", runes.Shorten(req.Method, 40), runes.Shorten(req.URL.Path, runes.Echo)))
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	// The index is behind the keys like every door but the probes: which
+	// doors answer (sub-agents, metrics) tells how the service is set up.
+	// It is rendered once the router is complete, before NewHandler
+	// returns, so every request sees it.
+	var idx *index
+	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
+		r.Get("/", serveIndex)
+		r.Get("/docs", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
@@ -140,6 +158,7 @@ func NewHandler(opts Options) http.Handler {
 			opts.Routes(r)
 		}
 	})
+	idx = newIndex(r, opts.Version)
 	return r
 }
 
@@ -228,7 +247,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !toolfmt.Known(format) {
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", cut40(format), strings.Join(toolfmt.Formats(), ", ")))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", runes.Shorten(format, 40), strings.Join(toolfmt.Formats(), ", ")))
 		return
 	}
 	rd := s.rendered.get()
@@ -255,7 +274,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	case "tools":
 		writeRaw(w, http.StatusOK, rd.openapiTools)
 	default:
-		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", cut40(r.URL.Query().Get("scope"))))
+		writeError(w, kindBadRequest, fmt.Sprintf("unknown scope %q; use all (the default) or tools", runes.Shorten(r.URL.Query().Get("scope"), 40)))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/countbot/toolsvc/internal/pathx"
 )
 
 // lock takes the cross-process lock on memory/.MEMORY.md.lock. The lock
@@ -38,7 +40,7 @@ func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err err
 		case err == nil:
 			return nil, ErrBusy
 		}
-		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: unwrapPath(err)}
+		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: pathx.StripPath(err)}
 	}
 	return func() {
 		_ = lk.Unlock()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/countbot/toolsvc/internal/pathx"
 )
 
 // lock takes the cross-process lock on memory/.MEMORY.md.lock (flock on
@@ -33,7 +35,7 @@ func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err err
 		case errors.Is(err, context.DeadlineExceeded), err == nil:
 			return nil, ErrBusy
 		}
-		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: unwrapPath(err)}
+		return nil, &os.PathError{Op: "lock", Path: Dir + "/" + LockFile, Err: pathx.StripPath(err)}
 	}
 	return func() { _ = lk.Unlock() }, nil
 }

@@ -222,16 +222,6 @@ func (s *Store) appendLine(root *os.Root, text string) (int64, error) {
 	return off, f.Close()
 }
 
-// unwrapPath drops the /proc/self/fd/N path from an os error, which would
-// mean nothing to a model.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // refresh brings the index up to date with the file and returns the file,
 // open, to read the lines a result shows; nil when there is no file. The
 // caller closes it. s.mu must be held.

@@ -19,8 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/countbot/toolsvc/internal/toolerr"
 	"golang.org/x/net/idna"
+
+	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Options configure a Guard.
@@ -176,7 +178,7 @@ func (g *Guard) Decide(ip netip.Addr, host string) error {
 	if g.hostAllowed(host) && !isMetadata(ip) && !isMetadataWrapped(kind) {
 		return nil
 	}
-	shown := normHost(host)
+	shown := runes.Shorten(normHost(host), runes.Echo)
 	if shown == "" || isIPLiteral(shown) {
 		return deny("Refused: %s is not a public address (%s); toolsvc does not connect to loopback, private, link-local, metadata or other non-public addresses. %s", ip.WithZone(""), kind, nextStep)
 	}
@@ -206,7 +208,7 @@ func (g *Guard) CheckURL(u *url.URL) error {
 		if scheme == "" {
 			return deny("Refused: %q has no scheme. Next: pass an absolute URL starting with https:// or http://.", redactURL(u))
 		}
-		return deny("Refused: the %q scheme is not allowed; only http and https URLs can be fetched. Next: pass an https:// or http:// URL.", scheme)
+		return deny("Refused: the %q scheme is not allowed; only http and https URLs can be fetched. Next: pass an https:// or http:// URL.", runes.Shorten(scheme, runes.Echo))
 	}
 	if u.User != nil {
 		return deny("Refused: URLs with a user name or password are not fetched. Next: pass the URL without the user@ part.")
@@ -222,7 +224,7 @@ func (g *Guard) CheckURL(u *url.URL) error {
 func (g *Guard) checkHost(host string) error {
 	ascii, err := toASCII(host)
 	if err != nil {
-		return deny("Refused: the host %q is not a valid host name. Next: check the URL.", host)
+		return deny("Refused: the host %q is not a valid host name. Next: check the URL.", runes.Shorten(host, runes.Echo))
 	}
 	h := strings.TrimSuffix(ascii, ".")
 	if ip, err := netip.ParseAddr(h); err == nil {
@@ -232,9 +234,9 @@ func (g *Guard) checkHost(host string) error {
 		// A resolver or another HTTP stack may read these spellings as an
 		// address while we read them as a name: refuse them outright.
 		if err := g.Decide(ip, ""); err != nil {
-			return deny("Refused: %q is the address %s written in an unusual notation; that address is not allowed. %s", host, ip, nextStep)
+			return deny("Refused: %q is the address %s written in an unusual notation; that address is not allowed. %s", runes.Shorten(host, runes.Echo), ip, nextStep)
 		}
-		return deny("Refused: %q is an IPv4 address written in an unusual notation. Next: write it as %s.", host, ip)
+		return deny("Refused: %q is an IPv4 address written in an unusual notation. Next: write it as %s.", runes.Shorten(host, runes.Echo), ip)
 	}
 	return nil
 }
@@ -333,11 +335,11 @@ func digitVal(c byte) uint64 {
 }
 
 // redactURL drops query and fragment (they may hold tokens) from a URL
-// quoted in a message.
+// quoted in a message, and shortens what is left.
 func redactURL(u *url.URL) string {
 	c := *u
 	c.RawQuery, c.Fragment, c.User = "", "", nil
-	return c.String()
+	return runes.Shorten(c.String(), runes.Echo)
 }
 
 // DialContext connects to addr (host:port) like net.Dialer.DialContext, but
@@ -348,11 +350,11 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
-		return nil, deny("Refused: network %q is not allowed; only TCP connections are made.", network)
+		return nil, deny("Refused: network %q is not allowed; only TCP connections are made.", runes.Shorten(network, runes.Echo))
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, deny("Refused: %q is not host:port. Next: check the URL.", addr)
+		return nil, deny("Refused: %q is not host:port. Next: check the URL.", runes.Shorten(addr, runes.Echo))
 	}
 	if err := g.checkHost(host); err != nil {
 		return nil, err
@@ -364,7 +366,15 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	} else {
 		res, err := g.resolver.LookupIPAddr(ctx, host)
 		if err != nil {
-			return nil, fmt.Errorf("could not resolve %s: %w", host, err)
+			// The resolver's error names the host again: shorten it
+			// there too, keeping the *net.DNSError callers look for.
+			var de *net.DNSError
+			if errors.As(err, &de) {
+				short := *de
+				short.Name = runes.Shorten(de.Name, runes.Echo)
+				err = &short
+			}
+			return nil, fmt.Errorf("could not resolve %s: %w", runes.Shorten(host, runes.Echo), err)
 		}
 		for _, r := range res {
 			ip, ok := netip.AddrFromSlice(r.IP)
@@ -378,7 +388,7 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 			ips = append(ips, ip)
 		}
 		if len(ips) == 0 {
-			return nil, fmt.Errorf("could not resolve %s: no addresses", host)
+			return nil, fmt.Errorf("could not resolve %s: no addresses", runes.Shorten(host, runes.Echo))
 		}
 	}
 	d := g.dialer
@@ -415,7 +425,7 @@ func (g *Guard) control(host string) func(network, address string, c syscall.Raw
 	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
-			return deny("Refused: cannot check the address %q. Next: use a public http(s) URL.", address)
+			return deny("Refused: cannot check the address %q. Next: use a public http(s) URL.", runes.Shorten(address, runes.Echo))
 		}
 		return g.Decide(ap.Addr(), host)
 	}

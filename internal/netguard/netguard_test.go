@@ -508,6 +508,7 @@ func TestTransportSettings(t *testing.T) {
 	if tr.TLSClientConfig == nil || tr.TLSClientConfig.InsecureSkipVerify {
 		t.Error("TLS verification is off")
 	}
+	//lint:ignore SA1019 the deprecated Dial must stay unset: it would bypass the guarded DialContext
 	if tr.DialContext == nil || tr.Dial != nil || tr.DialTLSContext != nil {
 		t.Error("dialer not guarded")
 	}

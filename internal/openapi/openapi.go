@@ -16,6 +16,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // ToolTag is the tag of the per-tool operations; the contract's own
@@ -75,6 +76,7 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 					},
 					"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
 					"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
+					"403": map[string]any{"$ref": "#/components/responses/Forbidden"},
 					"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
 					"413": map[string]any{
 						"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
@@ -118,8 +120,5 @@ func Summary(desc string) string {
 			break
 		}
 	}
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:119]) + "…"
-	}
-	return s
+	return runes.Shorten(s, 120)
 }

@@ -1,12 +1,27 @@
 // Package pathx compares file paths by their text, for the places that
 // need to know whether one folder holds another (the workspace, the
-// sandbox's mounts, the configured folders) without touching the disk.
+// sandbox's mounts, the configured folders) without touching the disk,
+// and takes host paths out of errors that leave the service.
 package pathx
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 )
+
+// StripPath returns the error inside an *os.PathError in err's chain, and
+// err itself when there is none: the path names a place on the host (or
+// /proc/self/fd/N) that means nothing to a model or a /readyz client and
+// may tell them more than they should know.
+func StripPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
 
 // Rel returns p relative to dir, with forward slashes ("." for dir itself),
 // and whether p is dir or lies below it. Both must be clean absolute paths

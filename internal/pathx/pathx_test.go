@@ -1,7 +1,12 @@
 package pathx
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +39,17 @@ func TestRel(t *testing.T) {
 				t.Errorf("Contains(%q, %q) = %v", tc.dir, tc.p, got)
 			}
 		})
+	}
+}
+
+func TestStripPath(t *testing.T) {
+	_, err := os.Open(filepath.Join(t.TempDir(), "secret-host-dir", "x"))
+	got := StripPath(fmt.Errorf("reading: %w", err))
+	if got == nil || strings.Contains(got.Error(), "secret-host-dir") || !errors.Is(got, fs.ErrNotExist) {
+		t.Errorf("StripPath = %v; want the error without its path", got)
+	}
+	plain := errors.New("plain")
+	if StripPath(plain) != plain || StripPath(nil) != nil {
+		t.Error("StripPath changed an error without a path")
 	}
 }

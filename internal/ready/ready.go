@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/countbot/toolsvc/internal/pathx"
 )
 
 // OK is the value of a check that passed.
@@ -69,22 +71,22 @@ func Run(checks ...Check) Report {
 func Writable(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("missing: %w", unwrapPath(err))
+		return fmt.Errorf("missing: %w", pathx.StripPath(err))
 	}
 	if !fi.IsDir() {
 		return errors.New("not a folder")
 	}
 	f, err := os.CreateTemp(dir, ".ready-*")
 	if err != nil {
-		return fmt.Errorf("not writable: %w", unwrapPath(err))
+		return fmt.Errorf("not writable: %w", pathx.StripPath(err))
 	}
 	name := f.Name()
 	werr := f.Close()
 	if err := os.Remove(name); err != nil {
-		return fmt.Errorf("not writable: cannot remove a file: %w", unwrapPath(err))
+		return fmt.Errorf("not writable: cannot remove a file: %w", pathx.StripPath(err))
 	}
 	if werr != nil {
-		return fmt.Errorf("not writable: %w", unwrapPath(werr))
+		return fmt.Errorf("not writable: %w", pathx.StripPath(werr))
 	}
 	return nil
 }
@@ -134,14 +136,4 @@ func human(n uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// unwrapPath drops the path from an os error: the message goes to any
-// client of /readyz, which needs no host paths.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/countbot/toolsvc/internal/audit"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -348,6 +349,9 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	label := name
 	if !r.Has(name) {
 		label = UnknownToolLabel
+		// No tool has a long name: the result, audit and log carry the
+		// start of it only.
+		name = runes.Shorten(name, runes.Echo)
 	}
 	r.opts.Observer.CallStarted(label)
 	defer func() {
@@ -511,6 +515,7 @@ func Failed(tool, code, msg string) Result {
 // it may not use (a sub-agent). Given the names of the tools the caller may
 // use, it lists them.
 func UnknownToolMessage(name string, available ...string) string {
+	name = runes.Shorten(name, runes.Echo)
 	if len(available) == 0 {
 		return fmt.Sprintf("Tool '%s' not found. Please use only the tools provided in the tool definitions.", name)
 	}

@@ -358,3 +358,40 @@ func TestAuditFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestLongValuesAreNotEchoed: an unknown tool's name, a parameter's name
+// and values that break the schema may be megabytes long; the result names
+// them shortened, never whole, and the audit record's tool name too.
+func TestLongValuesAreNotEchoed(t *testing.T) {
+	r, a := newTestRegistry(t, &fakeTool{name: "rich", schema: richSchema})
+	long := strings.Repeat("ab", 50000)
+	cases := []struct {
+		tool, args string
+	}{
+		{long, `{}`},
+		{"rich", `{"name": "` + long + `"}`},
+		{"rich", `{"name": "ok", "` + long + `": 1}`},
+		{"rich", `{"name": "ok", "color": "` + long + `"}`},
+		{"rich", `{"name": "ok", "tags": ["` + long + `", "` + long + `"]}`},
+		{"rich", `{"name": "ok", "opts": {"depth": "` + long + `"}}`},
+		{"rich", `{"name": "ok", "count": 1e` + strings.Repeat("9", 500) + `}`},
+		{"rich", `["` + long + `"]`},
+		{"rich", `{"name": "` + long},
+	}
+	for _, c := range cases {
+		res := r.Invoke(context.Background(), c.tool, []byte(c.args), Meta{})
+		if res.Status != StatusError {
+			t.Errorf("%.60s: status %s", c.args, res.Status)
+		}
+		if len(res.Result) > 2048 || len(res.Tool) > 2048 || strings.Contains(res.Result, long[:1000]) {
+			t.Errorf("%.60s: %d-byte result, %d-byte tool name: %.300s", c.args, len(res.Result), len(res.Tool), res.Result)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rec := range a.recs {
+		if len(rec.ToolName) > 2048 {
+			t.Errorf("audit record with a %d-byte tool name", len(rec.ToolName))
+		}
+	}
+}

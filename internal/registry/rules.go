@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // Rule is a constraint between parameters, which the JSON Schema of a tool
@@ -55,7 +57,7 @@ func NotAfter(first, last string) Rule {
 			x, okx := number(args[first])
 			y, oky := number(args[last])
 			if okx && oky && x.Cmp(y) > 0 {
-				return []problem{{first, fmt.Sprintf("%s must be <= %s, but %s > %s", first, last, cut(args[first].(json.Number).String(), 40), cut(args[last].(json.Number).String(), 40))}}
+				return []problem{{first, fmt.Sprintf("%s must be <= %s, but %s > %s", first, last, runes.Shorten(args[first].(json.Number).String(), 40), runes.Shorten(args[last].(json.Number).String(), 40))}}
 			}
 			return nil
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 
 	"github.com/countbot/toolsvc/internal/jsonx"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -154,7 +155,7 @@ func formatProblems(tool string, problems []problem, dropped int) string {
 		if i > 0 && p == problems[i-1] {
 			continue
 		}
-		texts = append(texts, cut(p.text, maxProblemChars))
+		texts = append(texts, runes.Shorten(p.text, maxProblemChars))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Invalid parameters for tool '%s': ", tool)
@@ -170,7 +171,7 @@ func formatProblems(tool string, problems []problem, dropped int) string {
 		shown++
 	}
 	if rest := len(texts) - shown + dropped; rest > 0 {
-		fmt.Fprintf(&b, "; and %d more %s", rest, plural(rest, "problem", "problems"))
+		fmt.Fprintf(&b, "; and %d more %s", rest, runes.Plural(rest, "problem", "problems"))
 	}
 	return b.String()
 }
@@ -272,7 +273,7 @@ func normalizeNumber(n json.Number, path string, problems *problemList) (json.Nu
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
 		if err != nil || exp > maxExponent || exp < -maxExponent {
-			problems.add(problem{path, fmt.Sprintf("%s must be a number with an exponent between -%d and %d, not %s", path, maxExponent, maxExponent, cut(s, 40))})
+			problems.add(problem{path, fmt.Sprintf("%s must be a number with an exponent between -%d and %d, not %s", path, maxExponent, maxExponent, runes.Shorten(s, 40))})
 			return "", false
 		}
 	}
@@ -503,25 +504,7 @@ func name(n string) string {
 	if plain {
 		return n
 	}
-	return strconv.Quote(cut(n, 64))
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return strconv.Quote(runes.Shorten(n, 64))
 }
 
 func join(parent, child string) string {

@@ -58,7 +58,8 @@ type Options struct {
 	User *User
 
 	// noLandlock makes Landlock unavailable, as on a kernel without it
-	// (tests).
+	// (tests). Landlock is Linux's: other systems never read it.
+	//lint:ignore U1000 used by sandbox_linux.go
 	noLandlock bool
 }
 

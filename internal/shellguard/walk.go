@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // mode says how strictly a script is judged.
@@ -113,11 +115,7 @@ func (c *checker) script(src string, sc scope) *Blocked {
 }
 
 func parseMsg(err error) string {
-	msg := err.Error()
-	if len(msg) > 120 {
-		msg = msg[:120] + "…"
-	}
-	return msg
+	return runes.Shorten(err.Error(), 120)
 }
 
 // denyPatterns matches the configured deny patterns against text.

@@ -26,8 +26,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/countbot/toolsvc/internal/toolerr"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Dir is the skills folder, relative to the workspace.
@@ -185,7 +187,7 @@ func (l *Loader) Disabled(name string) bool {
 // whose front matter is broken, gets a notice put before its text.
 func (l *Loader) CheckSkill(name string) (notice string, err error) {
 	if l.Disabled(name) {
-		return "", toolerr.Errorf(toolerr.PolicyDenied, "Skill '%s' is disabled. Enable it first.", name)
+		return "", toolerr.Errorf(toolerr.PolicyDenied, "Skill '%s' is disabled. Enable it first.", runes.Shorten(name, runes.Echo))
 	}
 	s, ok := l.Load(name)
 	switch {

@@ -162,7 +162,9 @@ func TestCheckSkill(t *testing.T) {
 	}, "off")
 	if err := mkfifo(filepath.Join(dir, "skills", "fifo"), 0o644); err == nil {
 		os.Mkdir(filepath.Join(dir, "skills", "pipe"), 0o755)
-		mkfifo(filepath.Join(dir, "skills", "pipe", "SKILL.md"), 0o644)
+		if err := mkfifo(filepath.Join(dir, "skills", "pipe", "SKILL.md"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cases := []struct {
 		name, notice, code string

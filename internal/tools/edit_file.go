@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -74,11 +75,11 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder or a special file, not a regular file.", p.Display)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder or a special file, not a regular file.", runes.Shorten(p.Display, runes.Echo))
 	}
 	if fi.Size() > maxEditBytes {
 		f.Close()
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", p.Display, humanSize(fi.Size()), humanSize(maxEditBytes))
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", runes.Shorten(p.Display, runes.Echo), humanSize(fi.Size()), humanSize(maxEditBytes))
 	}
 	// The file is read into one buffer of its size (one byte more tells a
 	// file that grew meanwhile) and looked at as a string without a copy;
@@ -89,7 +90,7 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	f.Close()
 	switch {
 	case err == nil:
-		return "", toolerr.Errorf(toolerr.ToolError, "'%s' grew while it was read, so it was not edited. Next: retry the edit.", p.Display)
+		return "", toolerr.Errorf(toolerr.ToolError, "'%s' grew while it was read, so it was not edited. Next: retry the edit.", runes.Shorten(p.Display, runes.Echo))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 	default:
 		return "", workspace.Explain(err, p)
@@ -98,19 +99,19 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	// data is never changed after this point, so the string may share it.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
 	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not UTF-8 text, so it cannot be edited as text.", p.Display)
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not UTF-8 text, so it cannot be edited as text.", runes.Shorten(p.Display, runes.Echo))
 	}
 
 	count := strings.Count(text, args.OldStr)
 	switch {
 	case count == 0:
-		msg := fmt.Sprintf("old_str was not found in '%s' (%d lines, %s). It must match exactly, including whitespace and indentation.", p.Display, strings.Count(text, "\n")+1, humanSize(fi.Size()))
+		msg := fmt.Sprintf("old_str was not found in '%s' (%d lines, %s). It must match exactly, including whitespace and indentation.", runes.Shorten(p.Display, runes.Echo), strings.Count(text, "\n")+1, humanSize(fi.Size()))
 		if hint := nearMatch(text, args.OldStr); hint != "" {
 			msg += " " + hint
 		}
 		return "", toolerr.Errorf(toolerr.NotFound, "%s Next: read the file with read_file and copy the text exactly.", msg)
 	case count > 1 && !args.ReplaceAll:
-		return "", toolerr.Errorf(toolerr.InvalidArguments, "old_str occurs %d times in '%s' (at lines %s), so the edit is ambiguous and nothing was changed. Next: include more surrounding lines in old_str to make it unique, or set replace_all=true to replace every occurrence.", count, p.Display, linesOf(text, args.OldStr, 10))
+		return "", toolerr.Errorf(toolerr.InvalidArguments, "old_str occurs %d times in '%s' (at lines %s), so the edit is ambiguous and nothing was changed. Next: include more surrounding lines in old_str to make it unique, or set replace_all=true to replace every occurrence.", count, runes.Shorten(p.Display, runes.Echo), linesOf(text, args.OldStr, 10))
 	}
 	first := strings.Count(text[:strings.Index(text, args.OldStr)], "\n") + 1
 	if args.ReplaceAll {

@@ -210,22 +210,6 @@ func TestExecEnvironmentAllowlist(t *testing.T) {
 	}
 }
 
-// pidsFrom reads the "pgid child" line a test command wrote.
-func pidsFrom(t *testing.T, path string) (pgid, child int) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("the command did not write its ids: %v", err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		t.Fatalf("ids file holds %q", b)
-	}
-	pgid, _ = strconv.Atoi(f[0])
-	child, _ = strconv.Atoi(f[1])
-	return pgid, child
-}
-
 // assertGroupGone checks that no process the command started is alive
 // once the call has returned: the grandchild is found by the unique
 // duration it sleeps, in the host's /proc (inside a PID namespace, the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/walk"
@@ -154,19 +155,19 @@ func newSearchQuery(a fileSearchArgs) (*searchQuery, error) {
 		pat = "*"
 	}
 	if strings.Contains(pat, "/") {
-		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' contains '/': patterns match entry names, not paths. Next: put the folder in path and the name pattern in pattern, e.g. path 'src', pattern '*.go'.", a.Pattern)
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' contains '/': patterns match entry names, not paths. Next: put the folder in path and the name pattern in pattern, e.g. path 'src', pattern '*.go'.", runes.Shorten(a.Pattern, runes.Echo))
 	}
 	var err error
 	if q.pattern, err = walk.Compile(pat); err != nil {
-		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' is not valid (%w). Next: close every '[' with ']', and write '\\' before a literal *, ? or [.", a.Pattern, err)
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "pattern '%s' is not valid (%w). Next: close every '[' with ']', and write '\\' before a literal *, ? or [.", runes.Shorten(a.Pattern, runes.Echo), err)
 	}
 	for _, e := range a.Exclude {
 		if strings.Contains(e, "/") {
-			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude '%s' contains '/': exclude patterns match entry names, not paths. Next: give the name alone, such as 'node_modules'.", e)
+			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude '%s' contains '/': exclude patterns match entry names, not paths. Next: give the name alone, such as 'node_modules'.", runes.Shorten(e, runes.Echo))
 		}
 		ep, err := walk.Compile(e)
 		if err != nil {
-			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude pattern '%s' is not valid (%w). Next: close every '[' with ']'.", e, err)
+			return nil, toolerr.Errorf(toolerr.InvalidArguments, "exclude pattern '%s' is not valid (%w). Next: close every '[' with ']'.", runes.Shorten(e, runes.Echo), err)
 		}
 		q.exclude = append(q.exclude, ep)
 	}

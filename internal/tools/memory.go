@@ -115,7 +115,7 @@ func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
 		return fmt.Sprintf("Saved to %s (the file is too large for the entries to be counted):\n%s", memory.Path, w.Text), nil
 	}
 	return fmt.Sprintf("Saved to %s as entry %d (line %d); the memory now holds %d %s:\n%s",
-		memory.Path, w.Entry, w.Line, w.Total, memoryPlural(w.Total, "entry", "entries"), w.Text), nil
+		memory.Path, w.Entry, w.Line, w.Total, runes.Plural(w.Total, "entry", "entries"), w.Text), nil
 }
 
 func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
@@ -145,7 +145,7 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 			mode, query, memory.Path, res.Stats.Entries) + unterminatedNote(res.Stats), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d entries)", res.Total, memoryPlural(res.Total, "entry", "entries"), mode, query, memory.Path, res.Stats.Entries)
+	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d entries)", res.Total, runes.Plural(res.Total, "entry", "entries"), mode, query, memory.Path, res.Stats.Entries)
 	if len(res.Hits) < res.Total {
 		fmt.Fprintf(&b, "; showing the %d newest", len(res.Hits))
 	} else {
@@ -221,7 +221,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d %s in %d lines", memory.Path, st.Entries, memoryPlural(st.Entries, "entry", "entries"), st.Lines)
+	fmt.Fprintf(&b, "%s: %d %s in %d lines", memory.Path, st.Entries, runes.Plural(st.Entries, "entry", "entries"), st.Lines)
 	if st.First != "" {
 		fmt.Fprintf(&b, ", dated %s to %s", st.First, st.Last)
 	}
@@ -230,7 +230,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 		fmt.Fprintf(&b, "Lines %d-%d:\n", start, lines[len(lines)-1].N)
 	} else {
 		if len(lines) == st.Entries {
-			fmt.Fprintf(&b, "All %d %s, oldest first:\n", len(lines), memoryPlural(len(lines), "entry", "entries"))
+			fmt.Fprintf(&b, "All %d %s, oldest first:\n", len(lines), runes.Plural(len(lines), "entry", "entries"))
 		} else if len(lines) == 1 {
 			b.WriteString("The newest entry:\n")
 		} else {
@@ -257,16 +257,16 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 		fmt.Fprintf(&b, "[More lines follow (%d-%d). Next: continue with start_line=%d.]\n", last+1, st.Lines, last+1)
 	} else if !ranged && len(lines) < st.Entries && last == lines[len(lines)-1].N {
 		fmt.Fprintf(&b, "[Not shown: %d older %s. Next: raise recent_count (up to 100), search with action=search, or read a range with start_line/end_line.]\n",
-			st.Entries-len(lines), memoryPlural(st.Entries-len(lines), "entry", "entries"))
+			st.Entries-len(lines), runes.Plural(st.Entries-len(lines), "entry", "entries"))
 	} else if cut && !ranged {
 		fmt.Fprintf(&b, "[Output cut at %d characters. Next: read a range with start_line/end_line.]\n", memoryMaxOutput)
 	}
 	if len(st.Malformed) > 0 {
 		fmt.Fprintf(&b, "Note: %d %s not in the form YYYY-MM-DD|source|content (kept as written): %s.\n",
-			len(st.Malformed), memoryPlural(len(st.Malformed), "line is", "lines are"), memoryLineList(st.Malformed))
+			len(st.Malformed), runes.Plural(len(st.Malformed), "line is", "lines are"), memoryLineList(st.Malformed))
 	}
 	if len(st.Blank) > 0 {
-		fmt.Fprintf(&b, "Note: %d blank %s: %s.\n", len(st.Blank), memoryPlural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
+		fmt.Fprintf(&b, "Note: %d blank %s: %s.\n", len(st.Blank), runes.Plural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
 	}
 	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(st), nil
 }
@@ -277,18 +277,11 @@ func memoryLineList(ns []int) string {
 	for _, n := range ns[:min(len(ns), memoryMaxListed)] {
 		parts = append(parts, fmt.Sprint(n))
 	}
-	s := memoryPlural(len(ns), "line ", "lines ") + strings.Join(parts, ", ")
+	s := runes.Plural(len(ns), "line ", "lines ") + strings.Join(parts, ", ")
 	if len(ns) > memoryMaxListed {
 		s += fmt.Sprintf(" and %d more", len(ns)-memoryMaxListed)
 	}
 	return s
-}
-
-func memoryPlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // memoryError turns a store error into one a model can act on.

@@ -152,10 +152,10 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		return "", 0, workspace.Explain(err, p)
 	}
 	if fi.IsDir() {
-		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder, not a file. Next: use list_dir to see what it holds.", p.Display)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder, not a file. Next: use list_dir to see what it holds.", runes.Shorten(p.Display, runes.Echo))
 	}
 	if !fi.Mode().IsRegular() {
-		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", p.Display)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", runes.Shorten(p.Display, runes.Echo))
 	}
 	src := upToSize(f, fi.Size())
 	pool, size := &t.readers, readBufSize
@@ -185,7 +185,7 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		fmt.Fprintf(&b, "[File: %s | Lines: 0]\n(empty file)", p.Display)
 		return b.String(), 0, nil
 	case o.start > sec.lastSeen:
-		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, p.Display, sec.lastSeen, sec.lastSeen)
+		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, runes.Shorten(p.Display, runes.Echo), sec.lastSeen, sec.lastSeen)
 	}
 	lines := fmt.Sprintf("%d", sec.total)
 	if !sec.complete {
@@ -231,6 +231,7 @@ var (
 )
 
 func fileError(err error, display string) error {
+	display = runes.Shorten(display, runes.Echo)
 	switch {
 	case errors.Is(err, errBinary):
 		return toolerr.Errorf(toolerr.InvalidArguments, "'%s' looks like a binary file (it contains NUL bytes) and cannot be shown as text. Next: use exec with a tool such as 'file' or 'xxd | head' if you need to inspect it.", display)

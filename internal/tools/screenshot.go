@@ -15,6 +15,7 @@ import (
 	"github.com/countbot/toolsvc/internal/browser"
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -136,10 +137,10 @@ func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
 		return p, err
 	}
 	if p.Outside {
-		return p, toolerr.Errorf(toolerr.PathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.PathDenied, "output_path '%s' is outside the workspace; screenshots are saved inside it only. Next: give a path relative to the workspace, such as 'images/page.png', or leave output_path out.", runes.Shorten(args.OutputPath, runes.Echo))
 	}
 	if p.Name == "." || !strings.EqualFold(path.Ext(p.Name), ".png") {
-		return p, toolerr.Errorf(toolerr.InvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", args.OutputPath)
+		return p, toolerr.Errorf(toolerr.InvalidArguments, "output_path '%s' must name a .png file. Next: give a path such as 'images/page.png', or leave output_path out.", runes.Shorten(args.OutputPath, runes.Echo))
 	}
 	return p, nil
 }

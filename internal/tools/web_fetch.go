@@ -214,7 +214,7 @@ func marshalResult(v any) (string, error) {
 func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || !u.IsAbs() {
-		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", runes.Shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", runes.Shorten(raw, runes.Echo))
 	}
 	if err := t.guard.CheckURL(u); err != nil {
 		return fetchResult{}, err
@@ -225,7 +225,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, 200))
+		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, runes.Echo))
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 toolsvc-web_fetch")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5")
@@ -242,7 +242,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 	kind := classifyType(mt)
 	if kind == kindBinary {
 		return fetchResult{}, toolerr.Errorf(toolerr.ToolError,
-			"%s is %s, not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this file, or a page that describes it.", res.FinalURL, describeType(mt))
+			"%s is %s, not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this file, or a page that describes it.", runes.Shorten(res.FinalURL, runes.Echo), runes.Shorten(describeType(mt), runes.Echo))
 	}
 
 	body, cut, err := readBounded(resp.Body, t.opts.MaxBytes)
@@ -253,7 +253,7 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 		kind = classifyType(sniff(body))
 		if kind == kindBinary || kind == kindUnknown {
 			return fetchResult{}, toolerr.Errorf(toolerr.ToolError,
-				"%s is binary data (%s), not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this content.", res.FinalURL, sniff(body))
+				"%s is binary data (%s), not a web page: web_fetch reads HTML, JSON and plain text only. Next: use another source for this content.", runes.Shorten(res.FinalURL, runes.Echo), sniff(body))
 		}
 	}
 	res.ContentType = mt
@@ -429,7 +429,7 @@ func statusError(res fetchResult) error {
 	case res.Status == http.StatusTooManyRequests || res.Status >= 500:
 		code, next = toolerr.Unavailable, "try again later, or use another source"
 	}
-	msg := fmt.Sprintf("%s answered HTTP %d %s.", res.FinalURL, res.Status, http.StatusText(res.Status))
+	msg := fmt.Sprintf("%s answered HTTP %d %s.", runes.Shorten(res.FinalURL, runes.Echo), res.Status, http.StatusText(res.Status))
 	if excerpt := strings.Join(strings.Fields(runes.Prefix(res.Text, 300)), " "); excerpt != "" {
 		msg += " The page says: " + excerpt
 	}
@@ -443,7 +443,7 @@ func (t *WebFetch) explain(ctx, pctx context.Context, u *url.URL, err error) err
 	if errors.Is(err, netguard.ErrRefused) && errors.As(err, &refused) {
 		return refused
 	}
-	host := u.Hostname()
+	host := runes.Shorten(u.Hostname(), runes.Echo)
 	if ctx.Err() != nil {
 		return ctx.Err() // the registry reports the call's own deadline or cancellation
 	}

@@ -50,9 +50,6 @@ func (t *Top) Offer(dir string, name []byte, kind Kind) {
 	t.down(0)
 }
 
-// Count returns how many entries were offered.
-func (t *Top) Count() int { return t.count }
-
 // Merge combines the Tops of several workers: the total count, and the
 // first k entries of them all in tree order.
 func Merge(k int, tops ...*Top) (count int, first []Match) {

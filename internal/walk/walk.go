@@ -52,8 +52,10 @@ type Options struct {
 	Visit func(worker int, dir string, name []byte, kind Kind)
 
 	// open and openAt replace walker.openBeneath and openChild in tests,
-	// to inject failures.
-	open   func(root int, rel string) (int, error)
+	// to inject failures. Only the Linux walker has them to replace.
+	//lint:ignore U1000 used by walk_linux.go
+	open func(root int, rel string) (int, error)
+	//lint:ignore U1000 used by walk_linux.go
 	openAt func(parent int, name string) (int, error)
 }
 

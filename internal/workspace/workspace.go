@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/pathx"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
@@ -269,7 +270,7 @@ func (w *Workspace) Resolve(p string) (Path, error) {
 	case len(p) > MaxPathLen:
 		return Path{}, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("the path is %d bytes long; at most %d are allowed.", len(p), MaxPathLen)}
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		return Path{}, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s': '~' is not expanded here. Next: give a path relative to the workspace, such as 'notes/todo.md'.", p)}
+		return Path{}, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s': '~' is not expanded here. Next: give a path relative to the workspace, such as 'notes/todo.md'.", runes.Shorten(p, runes.Echo))}
 	}
 	if p == "" {
 		p = "."
@@ -308,13 +309,13 @@ func (w *Workspace) ResolveDir(p, next string) (Path, error) {
 		return path, err
 	}
 	if !fi.IsDir() {
-		return path, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", path.Display, next)}
+		return path, &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a file, not a folder. Next: %s", runes.Shorten(path.Display, runes.Echo), next)}
 	}
 	return path, nil
 }
 
 func outside(p string) *toolerr.Error {
-	return &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s' is outside the workspace, and access is restricted to the workspace. Next: use a path relative to the workspace root.", p)}
+	return &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("path '%s' is outside the workspace, and access is restricted to the workspace. Next: use a path relative to the workspace root.", runes.Shorten(p, runes.Echo))}
 }
 
 // Explain turns an error from using p into one a model can act on.
@@ -329,19 +330,19 @@ func Explain(err error, p Path) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "path escapes from parent"):
-		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("path '%s' leads outside the workspace (through '..' or a symbolic link) and is refused. Next: use a path inside the workspace.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("path '%s' leads outside the workspace (through '..' or a symbolic link) and is refused. Next: use a path inside the workspace.", runes.Shorten(p.Display, runes.Echo))}
 	case errors.Is(err, fs.ErrNotExist):
-		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist. Next: check the name with list_dir or file_search.", p.Display)}
+		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist. Next: check the name with list_dir or file_search.", runes.Shorten(p.Display, runes.Echo))}
 	case errors.Is(err, syscall.ENOTDIR):
-		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist: a part of the path is a file, not a folder.", p.Display)}
+		return &toolerr.Error{Code: toolerr.NotFound, Err: err, Message: fmt.Sprintf("'%s' does not exist: a part of the path is a file, not a folder.", runes.Shorten(p.Display, runes.Echo))}
 	case errors.Is(err, fs.ErrPermission):
-		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("permission denied for '%s'.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("permission denied for '%s'.", runes.Shorten(p.Display, runes.Echo))}
 	case errors.Is(err, syscall.ELOOP):
-		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("'%s' is a loop of symbolic links.", p.Display)}
+		return &toolerr.Error{Code: toolerr.PathDenied, Err: err, Message: fmt.Sprintf("'%s' is a loop of symbolic links.", runes.Shorten(p.Display, runes.Echo))}
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("the path '%s' is too long.", p.Display)}
+		return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("the path '%s' is too long.", runes.Shorten(p.Display, runes.Echo))}
 	}
-	return &toolerr.Error{Code: toolerr.ToolError, Err: err, Message: fmt.Sprintf("cannot use '%s': %s", p.Display, stripOp(err))}
+	return &toolerr.Error{Code: toolerr.ToolError, Err: err, Message: fmt.Sprintf("cannot use '%s': %s", runes.Shorten(p.Display, runes.Echo), stripOp(err))}
 }
 
 // stripOp drops the absolute path the os package puts in its errors, which
@@ -443,12 +444,12 @@ func (w *Workspace) target(p Path) (Path, error) {
 		}
 		next, err := w.Resolve(abs)
 		if err != nil {
-			return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a symbolic link that leads outside the workspace; writing through it is refused. Next: write to a path inside the workspace.", p.Display)}
+			return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a symbolic link that leads outside the workspace; writing through it is refused. Next: write to a path inside the workspace.", runes.Shorten(p.Display, runes.Echo))}
 		}
 		next.Display = p.Display
 		p = next
 	}
-	return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a chain of more than %d symbolic links.", p.Display, maxLinks)}
+	return p, &toolerr.Error{Code: toolerr.PathDenied, Message: fmt.Sprintf("'%s' is a chain of more than %d symbolic links.", runes.Shorten(p.Display, runes.Echo), maxLinks)}
 }
 
 // WriteFile replaces the file at p with data, atomically: the data goes to
@@ -482,7 +483,7 @@ func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) erro
 	dir := path.Dir(p.Name)
 	if err := p.Root.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
-			return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("cannot create '%s': a part of its folder path is a file, not a folder.", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Err: err, Message: fmt.Sprintf("cannot create '%s': a part of its folder path is a file, not a folder.", runes.Shorten(p.Display, runes.Echo))}
 		}
 		return Explain(err, p)
 	}
@@ -494,10 +495,10 @@ func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) erro
 	var old *os.File
 	if fi, err := t.Root.Stat(t.Name); err == nil {
 		if fi.IsDir() {
-			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a folder, not a file.", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is a folder, not a file.", runes.Shorten(p.Display, runes.Echo))}
 		}
 		if !fi.Mode().IsRegular() {
-			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is not a regular file (a device, pipe or socket).", p.Display)}
+			return &toolerr.Error{Code: toolerr.InvalidArguments, Message: fmt.Sprintf("'%s' is not a regular file (a device, pipe or socket).", runes.Shorten(p.Display, runes.Echo))}
 		}
 		perm = fi.Mode().Perm()
 		if appendTo {
