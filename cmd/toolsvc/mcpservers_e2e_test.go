@@ -318,12 +318,7 @@ func TestMCPServersDownAndReload(t *testing.T) {
 
 	// A clash at start-up stops it, naming both.
 	clash := writeToolsFile(t, `{"tools": [{"name": "memory__read_graph", "description": "x", "shell": "true"}], "mcpServers": {`+memory+`}}`)
-	clearToolsvcEnv(t)
-	t.Setenv("TOOLSVC_ADDR", "127.0.0.1:0")
-	t.Setenv("TOOLSVC_WORKSPACE", ws)
-	t.Setenv("TOOLSVC_DATA_DIR", t.TempDir())
-	t.Setenv("TOOLSVC_TOOLS_FILE", clash)
-	err := run(t.Context(), nil, io.Discard, io.Discard)
+	err := startError(t, map[string]string{"TOOLS_FILE": clash, "WORKSPACE": ws})
 	if err == nil {
 		t.Fatal("the service started with a clash")
 	}
