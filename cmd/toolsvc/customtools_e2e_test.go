@@ -447,7 +447,9 @@ func TestCustomToolsFileErrorsStopStartup(t *testing.T) {
 		{"variable not set", "tools:\n  - name: a\n    description: x\n    http: {url: 'https://example.com', headers: {Authorization: 'Bearer ${TOOLSVC_TEST_NOT_SET_TOKEN}'}}\n", []string{"TOOLSVC_TEST_NOT_SET_TOKEN, which is not set"}},
 		{"not YAML", "tools: [\n", []string{"not valid YAML or JSON"}},
 		{"unknown top key", "tool:\n  - name: a\n", []string{`unknown key "tool" at the top`}},
-		{"mcp servers not mounted", `{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`, []string{"mcpServers (memory)", "not available"}},
+		{"mcp server key typo", `{"mcpServers": {"memory": {"comand": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`, []string{`mcpServers "memory"`, `unknown key "comand"`}},
+		{"mcp server sse", `{"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}}`, []string{`mcpServers "old"`, `type "sse"`}},
+		{"mcp server variable not set", `{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOOLSVC_TEST_NOT_SET_TOKEN}"}}}}`, []string{`mcpServers "remote"`, "TOOLSVC_TEST_NOT_SET_TOKEN is not set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeToolsFile(t, tc.file)

@@ -23,6 +23,7 @@ import (
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
@@ -83,15 +84,17 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// in the file or a misspelt name stops start-up before anything is
 	// built. The switches also take the file's tools and toolsets.
 	var toolsFile *customtools.File
+	var mcpCfgs map[string]mcpmount.Config
+	var mcpRaws map[string][]byte
 	if cfg.ToolsFile != "" {
 		if toolsFile, err = loadToolsFile(cfg.ToolsFile, os.LookupEnv); err != nil {
 			return a, err
 		}
-		if err := mountMCPServers(toolsFile); err != nil {
+		if mcpCfgs, mcpRaws, err = parseMCPServers(toolsFile, a.log); err != nil {
 			return a, err
 		}
 	}
-	sel, err := newSelection(cfg.ToolsEnabled, cfg.ToolsDisabled, fileToolsets(toolsFile))
+	sel, err := newSelection(cfg.ToolsEnabled, cfg.ToolsDisabled, fileToolsets(toolsFile), serverNames(toolsFile))
 	if err != nil {
 		return a, err
 	}
@@ -122,6 +125,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 		a.closers = append(a.closers, a.custom.close)
 		if err := a.custom.apply(toolsFile, sel); err != nil {
+			closeAgents()
+			return a, err
+		}
+		// The MCP servers start at once, each within its connect timeout;
+		// one that fails to start is retried in the background.
+		if err := a.custom.startMCP(toolsFile, mcpCfgs, mcpRaws, sel); err != nil {
 			closeAgents()
 			return a, err
 		}

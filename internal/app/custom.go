@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
+	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -81,6 +82,8 @@ type custom struct {
 	red    *redact.Redactor
 	deps   customtools.Deps
 	getenv func(string) (string, bool)
+
+	mcp *mcpMount // the file's MCP servers
 
 	mu        sync.Mutex // one load at a time
 	state     customState
@@ -169,6 +172,7 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 			cu.closers = append(cu.closers, runner.close)
 		}
 	}
+	cu.mcp = newMCPMount(d, reg, red, runner, cu.deps.CommandOff, getenv)
 	if runner != nil {
 		if built.runner != nil {
 			// exec's own closer stops its commands; the other sandbox is ours.
@@ -187,7 +191,53 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 			DefaultTimeout: c.ExecTimeout,
 		}
 	}
+	if c.ExecHome != "" {
+		// Stdio servers keep TOOLSVC_EXEC_HOME between starts, as exec's
+		// commands keep it between calls (npx's cache lives there);
+		// otherwise each start gets a fresh HOME of its own.
+		var user *sandbox.User
+		if runner != nil {
+			user = runner.opts.User
+		}
+		home, err := execHome(c.ExecHome, d.DataDir, user)
+		if err != nil {
+			cu.close()
+			return nil, err
+		}
+		cu.mcp.deps.Home = home
+	}
+	// Servers stop before the sandboxes they run in (closers run last
+	// first).
+	cu.closers = append(cu.closers, cu.mcp.close)
 	return cu, nil
+}
+
+// newMCPMount prepares the MCP servers' shared parts: stdio servers run
+// in sandboxes built with exec's options (the mode exec got, its paths,
+// user and limits; the network as each entry says), with exec's
+// environment allowlist, and every secret of theirs redacted. Without
+// exec's sandbox (noSandbox says why) a stdio server cannot start, which
+// stops start-up; Streamable HTTP servers need none.
+func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *execRunner, noSandbox string, getenv func(string) (string, bool)) *mcpMount {
+	c := d.Config
+	m := &mcpMount{reg: reg, log: d.Log, red: red, ws: d.Workspace.Dir(), getenv: getenv}
+	m.deps = mcpmount.Deps{
+		Workspace: d.Workspace,
+		EnvAllow:  c.ExecEnvAllow,
+		LookupEnv: getenv,
+		Redact:    red.String,
+		MaxOutput: c.ExecMaxOutput,
+	}
+	if runner != nil {
+		o := runner.opts
+		o.Mode = runner.sandbox.Mode()
+		m.sandboxes = mcpmount.NewSandboxes(o)
+		m.deps.Sandbox = m.sandboxes.For
+		m.deps.Owner = o.User
+	} else {
+		m.deps.Sandbox = func(bool) (*sandbox.Sandbox, error) { return nil, errors.New(noSandbox) }
+	}
+	return m
 }
 
 func hasShell() bool {
@@ -235,19 +285,52 @@ func (cu *custom) reload() error {
 	return nil
 }
 
+// reloadLocked reads the file; starts the MCP servers it adds or changes
+// (unchanged ones keep running) and checks every name; then replaces the
+// file's tools, publishes the servers' tools and closes the servers it
+// removed or changed. Any error before that last step changes nothing.
 func (cu *custom) reloadLocked() error {
 	f, err := loadToolsFile(cu.cfg.ToolsFile, cu.getenv)
 	if err != nil {
 		return err
 	}
-	if err := mountMCPServers(f); err != nil {
+	cfgs, raws, err := parseMCPServers(f, cu.log)
+	if err != nil {
 		return err
 	}
-	sel, err := newSelection(cu.cfg.ToolsEnabled, cu.cfg.ToolsDisabled, fileToolsets(f))
+	sel, err := newSelection(cu.cfg.ToolsEnabled, cu.cfg.ToolsDisabled, fileToolsets(f), serverNames(f))
 	if err != nil {
-		return fmt.Errorf("tools file %s: with its toolsets, %w", f.Path, err)
+		return fmt.Errorf("tools file %s: with its toolsets and MCP servers, %w", f.Path, err)
 	}
-	return cu.apply(f, sel)
+	plan, err := cu.mcp.prepare(cfgs, raws, sel, fileToolNames(f))
+	if err != nil {
+		return fmt.Errorf("tools file %s: %w", f.Path, err)
+	}
+	if err := cu.apply(f, sel); err != nil {
+		plan.abandon()
+		return err
+	}
+	if err := cu.mcp.commit(plan); err != nil {
+		return fmt.Errorf("tools file %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// startMCP starts the file's MCP servers at start-up, after apply.
+func (cu *custom) startMCP(f *customtools.File, cfgs map[string]mcpmount.Config, raws map[string][]byte, sel Selection) error {
+	if err := cu.mcp.start(cfgs, raws, sel, fileToolNames(f)); err != nil {
+		return fmt.Errorf("tools file %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// fileToolNames are the names of the file's tools.
+func fileToolNames(f *customtools.File) []string {
+	var out []string
+	for _, s := range f.Tools {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // subagentTools lists the file's tools sub-agents may call.
@@ -256,8 +339,9 @@ func (cu *custom) subagentTools() []string {
 		return nil
 	}
 	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	return cu.state.subagents
+	out := slices.Clone(cu.state.subagents)
+	cu.mu.Unlock()
+	return append(out, cu.mcp.subagentTools()...)
 }
 
 // ready adds the file's state to /readyz: its tools that are off, and a
@@ -277,6 +361,7 @@ func (cu *custom) ready(checks map[string]string) {
 		v = "reload failed, the tools of the last good load are served: " + cu.lastError
 	}
 	checks["tools_file"] = v
+	cu.mcp.ready(checks)
 }
 
 func (cu *custom) close() {
@@ -284,19 +369,4 @@ func (cu *custom) close() {
 		cu.closers[i]()
 	}
 	cu.closers = nil
-}
-
-// mountMCPServers is where the file's mcpServers are mounted as tools.
-// Until MCP mounting is wired in, a file that lists servers is refused,
-// so that no server the operator listed is silently left out.
-func mountMCPServers(f *customtools.File) error {
-	if len(f.MCPServers) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(f.MCPServers))
-	for n := range f.MCPServers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return fmt.Errorf("tools file %s: mcpServers (%s): mounting MCP servers is not available in this build; remove the section", f.Path, strings.Join(names, ", "))
 }

@@ -190,32 +190,84 @@ func agentTools(use agentUse) []string {
 type Selection struct {
 	enabled  []string // nil: all
 	disabled []string
+	// mcpEnabled and mcpDisabled are the names in the lists that stand
+	// for MCP servers ("<server>") or their tools ("<server>__<tool>"),
+	// whose tools are known only once the servers run.
+	mcpEnabled  []string
+	mcpDisabled []string
 }
 
 // NewSelection resolves the two lists of tool and toolset names; an
 // unknown name is an error naming the nearest known one.
 func NewSelection(enabled, disabled []string) (Selection, error) {
-	return newSelection(enabled, disabled, nil)
+	return newSelection(enabled, disabled, nil, nil)
 }
 
 // newSelection is NewSelection over the built-in toolsets and extra ones
-// (those of the tools file).
-func newSelection(enabled, disabled []string, extra []Toolset) (Selection, error) {
+// (those of the tools file), and the names of the MCP servers: a server's
+// name switches all its tools, "<server>__<tool>" one of them. A server
+// named like a built-in toolset or tool is switched with it by that name.
+func newSelection(enabled, disabled []string, extra []Toolset, servers []string) (Selection, error) {
 	sets := append(Toolsets(), extra...)
+	for _, n := range servers {
+		// The server's name is known, with no tools known yet.
+		sets = append(sets, Toolset{Name: n})
+	}
 	var s Selection
 	if len(enabled) > 0 {
-		on, err := resolveIn(sets, enabled)
+		names, mcp := splitMCPNames(enabled, servers)
+		on, err := resolveIn(sets, names)
 		if err != nil {
 			return s, fmt.Errorf("%s_TOOLS_ENABLED: %w", config.Prefix, err)
 		}
-		s.enabled = on
+		s.enabled = append([]string{}, on...) // not nil: only these
+		s.mcpEnabled = mcp
 	}
-	off, err := resolveIn(sets, disabled)
+	names, mcp := splitMCPNames(disabled, servers)
+	off, err := resolveIn(sets, names)
 	if err != nil {
 		return s, fmt.Errorf("%s_TOOLS_DISABLED: %w", config.Prefix, err)
 	}
 	s.disabled = off
+	s.mcpDisabled = mcp
 	return s, nil
+}
+
+// splitMCPNames returns the names that stand for MCP servers or their
+// tools (mcp), and the others with the servers' names kept (a server may
+// share its name with a toolset) but not their tools' names.
+func splitMCPNames(names, servers []string) (rest, mcp []string) {
+	for _, n := range names {
+		isTool := false
+		for _, srv := range servers {
+			if strings.HasPrefix(n, srv+"__") {
+				isTool = true
+			}
+		}
+		switch {
+		case isTool:
+			mcp = append(mcp, n)
+		case slices.Contains(servers, n):
+			mcp = append(mcp, n)
+			rest = append(rest, n)
+		default:
+			rest = append(rest, n)
+		}
+	}
+	return rest, mcp
+}
+
+// OffMCP reports whether the selection leaves out the tool named tool of
+// the MCP server server, and why: the lists may name the server or the
+// tool.
+func (s Selection) OffMCP(server, tool string) (reason string, off bool) {
+	if slices.Contains(s.mcpDisabled, server) || slices.Contains(s.mcpDisabled, tool) {
+		return "switched off by " + config.Prefix + "_TOOLS_DISABLED", true
+	}
+	if s.enabled != nil && !slices.Contains(s.mcpEnabled, server) && !slices.Contains(s.mcpEnabled, tool) {
+		return "not in " + config.Prefix + "_TOOLS_ENABLED", true
+	}
+	return "", false
 }
 
 // Only is a selection of the given tools and toolsets, for a registry

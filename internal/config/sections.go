@@ -138,7 +138,7 @@ func (s Calls) validate(bad report) {
 type Switches struct {
 	ToolsEnabled  List   `env:"TOOLS_ENABLED" desc:"comma-separated tools or toolsets (files, shell, web, memory, agents, channels) to offer, the rest off; empty: all. A tool whose dependency is missing stays off either way"`
 	ToolsDisabled List   `env:"TOOLS_DISABLED" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
-	ToolsFile     string `env:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL; see docs/custom-tools.md); a mistake in it stops start-up, SIGHUP reloads it. Empty: none"`
+	ToolsFile     string `env:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Empty: none"`
 }
 
 // Audit is the audit log's settings.

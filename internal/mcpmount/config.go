@@ -30,7 +30,7 @@ const (
 
 // Config is one entry of the "mcpServers" map that MCP clients use (Claude
 // Desktop, Cursor, mcpo, VS Code), plus toolsvc's own keys: network and
-// timeout.
+// timeout, subagents.
 type Config struct {
 	// Command, Args, Env and Cwd start a stdio server. Cwd is relative to
 	// the workspace (default: the workspace itself).
@@ -57,6 +57,10 @@ type Config struct {
 	// Disabled is set by clients that switch a server off without
 	// removing it; the caller leaves such a server out.
 	Disabled bool `json:"disabled,omitempty" yaml:"disabled,omitempty"`
+	// Subagents lets the service's sub-agents call the server's tools, as
+	// the key of the same name does for a command or HTTP tool; off by
+	// default.
+	Subagents bool `json:"subagents,omitempty" yaml:"subagents,omitempty"`
 }
 
 // ignoredKeys are keys other MCP clients write into an entry that mean
@@ -64,7 +68,7 @@ type Config struct {
 var ignoredKeys = []string{"autoApprove", "alwaysAllow", "description", "name", "transportType", "disabledTools"}
 
 // knownKeys are the keys Config reads.
-var knownKeys = []string{"command", "args", "env", "cwd", "type", "url", "headers", "network", "timeout", "disabled"}
+var knownKeys = []string{"command", "args", "env", "cwd", "type", "url", "headers", "network", "timeout", "disabled", "subagents"}
 
 // ParseConfig decodes one mcpServers entry. Keys other MCP clients write
 // for their own use (autoApprove, alwaysAllow, description, ...) are

@@ -12,7 +12,7 @@ import (
 )
 
 // docPath is the page whose example TestDocExample runs.
-const docPath = "../../docs/mcp-servers.md"
+const docPath = "../../docs/custom-tools.md"
 
 // TestDocExample runs the mcpServers examples of the docs as they are
 // written (npx downloads the packages, so the servers have the network)

@@ -5,15 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/mcpmount/mcptest"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -27,68 +26,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The MCP servers from npm the tests run, at pinned versions.
-var npmPackages = []string{
-	"@modelcontextprotocol/server-everything@2026.8.31",
-	"@modelcontextprotocol/server-memory@2026.8.31",
-}
-
-var (
-	npmOnce sync.Once
-	npmDir  string
-	npmErr  error
-)
-
-// npmServers installs the npm packages once into a cache folder reused
-// between runs (keyed by the pinned versions) and returns its
-// node_modules. Without node and npm the test is skipped, except under
-// CI (CI=true), where it fails: the servers must be tested there.
-func npmServers(t testing.TB) string {
-	t.Helper()
-	for _, p := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing under CI: install Debian's nodejs and npm (scripts/test.sh does)", p)
-			}
-			t.Skipf("MCP SERVERS FROM NPM NOT TESTED: %s is not installed", p)
-		}
-	}
-	npmOnce.Do(func() {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		dir := filepath.Join(base, "toolsvc-test-npm", strings.NewReplacer("@", "", "/", "-", ".", "_").Replace(strings.Join(npmPackages, "+")))
-		marker := filepath.Join(dir, "installed")
-		if _, err := os.Stat(marker); err != nil {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				npmErr = err
-				return
-			}
-			args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error"}, npmPackages...)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput()
-			if err != nil {
-				npmErr = &npmError{err: err, out: string(out)}
-				return
-			}
-			npmErr = os.WriteFile(marker, nil, 0o644)
-		}
-		npmDir = filepath.Join(dir, "node_modules")
-	})
-	if npmErr != nil {
-		t.Fatalf("npm install of %v: %v", npmPackages, npmErr)
-	}
-	return npmDir
-}
-
-type npmError struct {
-	err error
-	out string
-}
-
-func (e *npmError) Error() string { return e.err.Error() + ": " + e.out }
+// npmServers installs the MCP servers from npm (see mcptest).
+func npmServers(t testing.TB) string { return mcptest.NpmServers(t) }
 
 // logBuf is a log sink safe for the server's goroutines.
 type logBuf struct {

@@ -1,14 +1,12 @@
 package mcpmount
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/mcpmount/mcptest"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/toolerr"
@@ -25,9 +24,7 @@ import (
 // @modelcontextprotocol/server-everything over stdio and over Streamable
 // HTTP, and @modelcontextprotocol/server-memory over stdio.
 
-func everythingJS(nm string) string {
-	return filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-}
+func everythingJS(nm string) string { return mcptest.EverythingJS(nm) }
 
 // sandboxModes are the modes the stdio servers are tested in: none, and
 // each of Landlock and bubblewrap that works on this machine (under CI,
@@ -128,32 +125,7 @@ func checkEverything(t *testing.T, e *env, s *Server) {
 // comes from a variable, reaches the server.
 func TestEverythingHTTP(t *testing.T) {
 	nm := npmServers(t)
-	port := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", everythingJS(nm), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	// Ready when it says it listens.
-	listening := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				listening <- true
-			}
-		}
-		listening <- false
-	}()
-	if !<-listening {
-		t.Fatal("server-everything streamableHttp did not start")
-	}
+	port := mcptest.EverythingHTTP(t, nm)
 
 	const token = "tok-1234567890-abcdef"
 	var authorized, refused atomic.Int64
@@ -197,15 +169,6 @@ func TestEverythingHTTP(t *testing.T) {
 	if strings.Contains(e.logs.String(), token) {
 		t.Errorf("the token is in the log")
 	}
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestMemoryServer runs server-memory over stdio in the strongest sandbox

@@ -33,8 +33,10 @@ type Deps struct {
 	// Workspace is where a stdio server's cwd is resolved and where
 	// images and resources from results are saved. Required.
 	Workspace *workspace.Workspace
-	// Home is a stdio server's HOME (exec's home folder, where npx keeps
-	// its cache); default: the workspace.
+	// Home is a stdio server's HOME, kept between starts (exec's
+	// TOOLSVC_EXEC_HOME, where npx keeps its cache). Empty: each start of
+	// the server gets a fresh HOME of its own, the folder "home" in its
+	// private temporary folder, as each exec call does.
 	Home string
 	// TempDir holds each stdio server's private temporary folder, made
 	// when it starts and removed when it stops; default os.TempDir().
@@ -84,9 +86,6 @@ type Deps struct {
 }
 
 func (d *Deps) defaults() {
-	if d.Home == "" && d.Workspace != nil {
-		d.Home = d.Workspace.Dir()
-	}
 	if d.TempDir == "" {
 		d.TempDir = os.TempDir()
 	}
@@ -120,6 +119,22 @@ func (d *Deps) defaults() {
 	if d.Folder == "" {
 		d.Folder = "mcp"
 	}
+}
+
+// ConfigError is why a server whose configuration cannot work did not
+// start (an unset ${NAME}, no sandbox for a stdio server): no restart can
+// mend it, so the server is not retried.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// IsConfigError reports whether err, from Start, says the server's
+// configuration can never work (as opposed to a server that failed to
+// start this time and is retried in the background).
+func IsConfigError(err error) bool {
+	var c *ConfigError
+	return errors.As(err, &c)
 }
 
 // brokenError is why a call to a server whose configuration cannot work
@@ -220,7 +235,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.broken = true
 		s.mu.Unlock()
 		s.setStatus(err)
-		return err
+		return &ConfigError{err}
 	}
 	first := make(chan error, 1)
 	s.wg.Add(2)

@@ -88,6 +88,19 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	}
 	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.res.args...))
 	env = append(env, "TMPDIR="+childTmp)
+	if s.d.Home == "" {
+		// A fresh HOME of its own, gone when the server stops.
+		home := filepath.Join(tmp, "home")
+		err := os.Mkdir(home, 0o700)
+		if err == nil && s.d.Owner != nil {
+			err = os.Chown(home, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, fmt.Errorf("MCP server %s: home folder: %w", s.name, err)
+		}
+		env[0] = "HOME=" + filepath.Join(childTmp, "home")
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -177,7 +190,8 @@ func (w stdinCloser) Close() error                { w.c.stop(); return nil }
 
 // env builds a stdio server's environment as exec builds a command's: the
 // allowlist of the service's variables, never the rest (API keys,
-// tokens), HOME the configured home folder, then the entry's env.
+// tokens), HOME the configured home folder (set per start by startChild
+// when there is none), then the entry's env.
 func (s *Server) env() []string {
 	out := []string{"HOME=" + s.d.Home}
 	hasPath := false
