@@ -126,13 +126,9 @@ func lookupIn(environ []string) func(name string) (string, bool) {
 	}
 }
 
-// serve builds the service from cfg, listens on cfg.Addr and serves until
-// ctx is done, then shuts it down. The log goes to stdout.
-func serve(ctx context.Context, cfg config.Config, ver string, stdout io.Writer) error {
-	return serveWith(ctx, cfg, ver, stdout, nil)
-}
-
-// serveWith is serve where a value on reload reads the tools file again.
+// serveWith builds the service from cfg, listens on cfg.Addr and serves
+// until ctx is done, then shuts it down. The log goes to stdout. A value on
+// reload reads the tools file again.
 func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Writer, reload <-chan struct{}) error {
 	a, err := app.New(cfg, app.Options{Out: stdout, Version: ver})
 	if err != nil {

@@ -120,14 +120,13 @@ func (c *conn) restartNote() string {
 // is set above it. It also keeps the first bytes ever read, to name
 // garbage on stdout.
 type frameLimit struct {
-	r       io.ReadCloser
-	limit   int
-	lines   bool   // count from the last newline (stdio), else from the start
-	n       int    // bytes of the current message
-	first   []byte // the first bytes read
-	over    atomic.Bool
-	onOver  func() // called once when the bound is passed
-	overErr error
+	r      io.ReadCloser
+	limit  int
+	lines  bool   // count from the last newline (stdio), else from the start
+	n      int    // bytes of the current message
+	first  []byte // the first bytes read
+	over   atomic.Bool
+	onOver func() // called once when the bound is passed
 }
 
 const firstBytes = 120

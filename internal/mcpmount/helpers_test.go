@@ -139,23 +139,3 @@ func toolByName(t testing.TB, s *Server, name string) *Tool {
 func invoke(reg *registry.Registry, ctx context.Context, name, args string) registry.Result {
 	return reg.Invoke(ctx, name, json.RawMessage(args), registry.Meta{})
 }
-
-// waitFor waits for cond, checked after every change of the server's
-// state, at most a generous bound (a hang, not a slow machine, fails).
-func waitFor(t testing.TB, s *Server, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	}
-}
