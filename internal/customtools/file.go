@@ -247,23 +247,36 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	if s.Timeout, err = parseTimeout(e.Timeout); err != nil {
 		return fail("%v", err)
 	}
-	// The schema.
-	if e.Parameters == nil {
-		s.Parameters = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
-	} else {
-		js, err := json.Marshal(e.Parameters)
-		if err != nil {
-			return fail("parameters: %v", err)
-		}
-		if err := registry.CheckSchema(js); err != nil {
-			return fail("parameters is not a valid JSON Schema: %v", err)
-		}
-		s.Parameters = js
-		if err := checkArgNames(js); err != nil {
-			return fail("%v", err)
-		}
+	if s.Parameters, err = parseParameters(e.Parameters); err != nil {
+		return fail("%v", err)
 	}
-	// The runner: exactly one.
+	if err := parseRunner(&e, &s, opts); err != nil {
+		return fail("%v", err)
+	}
+	return s, nil
+}
+
+// parseParameters checks an entry's parameters schema; none means a tool
+// without arguments.
+func parseParameters(p any) (json.RawMessage, error) {
+	if p == nil {
+		return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), nil
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %v", err)
+	}
+	if err := registry.CheckSchema(js); err != nil {
+		return nil, fmt.Errorf("parameters is not a valid JSON Schema: %v", err)
+	}
+	if err := checkArgNames(js); err != nil {
+		return nil, err
+	}
+	return js, nil
+}
+
+// parseRunner fills s's runner from e, which must give exactly one.
+func parseRunner(e *entry, s *Spec, opts Options) error {
 	var runners []string
 	if e.Command != nil {
 		runners = append(runners, "command")
@@ -276,46 +289,57 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	}
 	switch len(runners) {
 	case 0:
-		return fail("no runner: give command (an argv list), shell (a script) or http (a url to POST to)")
+		return errors.New("no runner: give command (an argv list), shell (a script) or http (a url to POST to)")
 	case 1:
 	default:
-		return fail("more than one runner (%s): give exactly one", strings.Join(runners, ", "))
+		return fmt.Errorf("more than one runner (%s): give exactly one", strings.Join(runners, ", "))
 	}
 	switch runners[0] {
 	case "command":
-		list, ok := e.Command.([]any)
-		if !ok {
-			return fail("command must be a list: the program and its arguments, run without a shell (use shell: for a script)")
+		argv, err := parseArgv(e.Command)
+		if err != nil {
+			return err
 		}
-		if len(list) == 0 {
-			return fail("command is empty: give the program and its arguments")
-		}
-		for i, v := range list {
-			str, ok := v.(string)
-			if !ok {
-				str = fmt.Sprint(v)
-			}
-			if strings.ContainsRune(str, 0) || (i == 0 && strings.TrimSpace(str) == "") {
-				return fail("command[%d] is empty or holds a NUL character", i)
-			}
-			s.Argv = append(s.Argv, str)
-		}
+		s.Argv = argv
 	case "shell":
 		if strings.TrimSpace(*e.Shell) == "" || strings.ContainsRune(*e.Shell, 0) {
-			return fail("shell is empty or holds a NUL character")
+			return errors.New("shell is empty or holds a NUL character")
 		}
 		s.Shell = *e.Shell
 	case "http":
 		if e.Network {
-			return fail("network is for command tools; an http tool always uses the network")
+			return errors.New("network is for command tools; an http tool always uses the network")
 		}
 		h, err := parseHTTP(e.HTTP, opts.Getenv)
 		if err != nil {
-			return fail("http: %v", err)
+			return fmt.Errorf("http: %v", err)
 		}
 		s.HTTP = h
 	}
-	return s, nil
+	return nil
+}
+
+// parseArgv checks a command runner's argv list.
+func parseArgv(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, errors.New("command must be a list: the program and its arguments, run without a shell (use shell: for a script)")
+	}
+	if len(list) == 0 {
+		return nil, errors.New("command is empty: give the program and its arguments")
+	}
+	var argv []string
+	for i, v := range list {
+		str, ok := v.(string)
+		if !ok {
+			str = fmt.Sprint(v)
+		}
+		if strings.ContainsRune(str, 0) || (i == 0 && strings.TrimSpace(str) == "") {
+			return nil, fmt.Errorf("command[%d] is empty or holds a NUL character", i)
+		}
+		argv = append(argv, str)
+	}
+	return argv, nil
 }
 
 // parseTimeout takes a Go duration ("30s", "2m") or a number of seconds.

@@ -76,24 +76,9 @@ var knownKeys = []string{"command", "args", "env", "cwd", "type", "url", "header
 // ("comand", "header") is not silently dropped. The entry must name
 // exactly one of a command and a url.
 func ParseConfig(raw json.RawMessage) (Config, error) {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
-		return Config{}, fmt.Errorf("an MCP server entry must be a JSON object with a command or a url: %v", errOr(err, "got null"))
+	if err := checkKeys(raw); err != nil {
+		return Config{}, err
 	}
-	var unknown []string
-	for k := range keys {
-		if !slices.Contains(knownKeys, k) && !slices.Contains(ignoredKeys, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		if slices.Contains(unknown, "envFile") {
-			return Config{}, errors.New(`"envFile" is not supported: list the variables under "env" (values may read the service's variables as ${NAME})`)
-		}
-		return Config{}, fmt.Errorf("unknown key %s (known: %s)", quoteList(unknown), strings.Join(knownKeys, ", "))
-	}
-	var c Config
 	var wire struct {
 		Config
 		Timeout json.RawMessage `json:"timeout"`
@@ -102,7 +87,7 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if err := dec.Decode(&wire); err != nil {
 		return Config{}, fmt.Errorf("MCP server entry: %w", err)
 	}
-	c = wire.Config
+	c := wire.Config
 	if len(wire.Timeout) > 0 {
 		d, err := parseTimeout(wire.Timeout)
 		if err != nil {
@@ -110,42 +95,12 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		}
 		c.Timeout = d
 	}
-	switch c.Type {
-	case "":
-		if c.URL != "" && c.Command == "" {
-			c.Type = TypeHTTP
-		} else {
-			c.Type = TypeStdio
-		}
-	case "stdio":
-	case "streamable-http", "http", "streamableHttp", "streamable_http":
-		c.Type = TypeHTTP
-	case "sse":
-		return Config{}, errors.New(`type "sse" (the HTTP+SSE transport that MCP deprecated in 2025) is not supported: use the server's Streamable HTTP endpoint with type "streamable-http"`)
-	default:
-		return Config{}, fmt.Errorf(`unknown type %q (want "stdio" or "streamable-http")`, c.Type)
+	var err error
+	if c.Type, err = transportType(c); err != nil {
+		return Config{}, err
 	}
-	switch c.Type {
-	case TypeStdio:
-		if strings.TrimSpace(c.Command) == "" {
-			return Config{}, errors.New(`a stdio MCP server needs a "command" (or give a "url" for a Streamable HTTP one)`)
-		}
-		if c.URL != "" || len(c.Headers) > 0 {
-			return Config{}, errors.New(`"url" and "headers" belong to a Streamable HTTP server; a stdio server has "command", "args", "env" and "cwd"`)
-		}
-	case TypeHTTP:
-		if c.URL == "" {
-			return Config{}, errors.New(`a Streamable HTTP MCP server needs a "url"`)
-		}
-		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" {
-			return Config{}, errors.New(`"command", "args", "env" and "cwd" belong to a stdio server; a Streamable HTTP server has "url" and "headers"`)
-		}
-		if c.Network {
-			return Config{}, errors.New(`"network" applies to stdio servers only: toolsvc itself connects to a Streamable HTTP server`)
-		}
-		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
-			return Config{}, fmt.Errorf("url %q must start with http:// or https://", c.URL)
-		}
+	if err := c.checkTransport(); err != nil {
+		return Config{}, err
 	}
 	for name := range c.Env {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
@@ -156,6 +111,73 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		return Config{}, errors.New("timeout must not be negative")
 	}
 	return c, nil
+}
+
+// checkKeys refuses an entry that is no object or holds an unknown key.
+func checkKeys(raw json.RawMessage) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
+		return fmt.Errorf("an MCP server entry must be a JSON object with a command or a url: %v", errOr(err, "got null"))
+	}
+	var unknown []string
+	for k := range keys {
+		if !slices.Contains(knownKeys, k) && !slices.Contains(ignoredKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	if slices.Contains(unknown, "envFile") {
+		return errors.New(`"envFile" is not supported: list the variables under "env" (values may read the service's variables as ${NAME})`)
+	}
+	return fmt.Errorf("unknown key %s (known: %s)", quoteList(unknown), strings.Join(knownKeys, ", "))
+}
+
+// transportType is the entry's transport, TypeStdio or TypeHTTP, from its
+// type (the names other clients write included) or, without one, from
+// whether it gives a url and no command.
+func transportType(c Config) (string, error) {
+	switch c.Type {
+	case "":
+		if c.URL != "" && c.Command == "" {
+			return TypeHTTP, nil
+		}
+		return TypeStdio, nil
+	case "stdio":
+		return TypeStdio, nil
+	case "streamable-http", "http", "streamableHttp", "streamable_http":
+		return TypeHTTP, nil
+	case "sse":
+		return "", errors.New(`type "sse" (the HTTP+SSE transport that MCP deprecated in 2025) is not supported: use the server's Streamable HTTP endpoint with type "streamable-http"`)
+	}
+	return "", fmt.Errorf(`unknown type %q (want "stdio" or "streamable-http")`, c.Type)
+}
+
+// checkTransport refuses keys that belong to the other transport, and a
+// transport without what it needs.
+func (c Config) checkTransport() error {
+	if c.Type == TypeStdio {
+		if strings.TrimSpace(c.Command) == "" {
+			return errors.New(`a stdio MCP server needs a "command" (or give a "url" for a Streamable HTTP one)`)
+		}
+		if c.URL != "" || len(c.Headers) > 0 {
+			return errors.New(`"url" and "headers" belong to a Streamable HTTP server; a stdio server has "command", "args", "env" and "cwd"`)
+		}
+		return nil
+	}
+	switch {
+	case c.URL == "":
+		return errors.New(`a Streamable HTTP MCP server needs a "url"`)
+	case c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "":
+		return errors.New(`"command", "args", "env" and "cwd" belong to a stdio server; a Streamable HTTP server has "url" and "headers"`)
+	case c.Network:
+		return errors.New(`"network" applies to stdio servers only: toolsvc itself connects to a Streamable HTTP server`)
+	case !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://"):
+		return fmt.Errorf("url %q must start with http:// or https://", c.URL)
+	}
+	return nil
 }
 
 // parseTimeout reads seconds as a number or a Go duration string.
