@@ -12,11 +12,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 nodejs npm)
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm by command, not by package: a machine whose Node.js
+# comes from another source (NodeSource's nodejs package ships npm) would
+# refuse Debian's npm as a conflict.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   SUDO=""
