@@ -3,7 +3,8 @@
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
 # for exec's sandbox, python3 for the example agent, nodejs and npm for the
 # MCP servers the mcpmount tests install from npm), downloads the Go
-# modules, then vets, runs staticcheck and deadcode, and runs every test
+# modules, then vets, runs staticcheck and deadcode, checks the size of
+# functions (scripts/funclen, gocyclo), and runs every test
 # with the race detector.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./internal/registry/...   # some packages
@@ -45,12 +46,15 @@ fi
 # Static checks, at pinned versions, installed once outside the module
 # (GOPATH/toolsvc-tools, one binary per version): staticcheck's default
 # checks on every system toolsvc builds for, and deadcode for functions
-# that neither the programs (cmd/, scripts/) nor the tests reach.
+# that neither the programs (cmd/, scripts/) nor the tests reach; gocyclo
+# for the complexity limit below.
 staticcheck_version=v0.8.2 # honnef.co/go/tools
 deadcode_version=v0.52.0   # golang.org/x/tools
+gocyclo_version=v0.6.0     # github.com/fzipp/gocyclo
 tools_bin="$(go env GOPATH)/toolsvc-tools"
 staticcheck="$tools_bin/staticcheck-$staticcheck_version"
 deadcode="$tools_bin/deadcode-$deadcode_version"
+gocyclo="$tools_bin/gocyclo-$gocyclo_version"
 mkdir -p "$tools_bin"
 if [ ! -x "$staticcheck" ]; then
   GOBIN="$tools_bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
@@ -60,6 +64,10 @@ if [ ! -x "$deadcode" ]; then
   GOBIN="$tools_bin" go install "golang.org/x/tools/cmd/deadcode@$deadcode_version"
   mv "$tools_bin/deadcode" "$deadcode"
 fi
+if [ ! -x "$gocyclo" ]; then
+  GOBIN="$tools_bin" go install "github.com/fzipp/gocyclo/cmd/gocyclo@$gocyclo_version"
+  mv "$tools_bin/gocyclo" "$gocyclo"
+fi
 "$staticcheck" ./...
 for t in darwin/arm64 windows/amd64; do
   GOOS=${t%/*} GOARCH=${t#*/} "$staticcheck" ./...
@@ -68,6 +76,17 @@ dead=$("$deadcode" -test ./...)
 if [ -n "$dead" ]; then
   echo "deadcode: functions nothing reaches (delete them, or use them):" >&2
   echo "$dead" >&2
+  exit 1
+fi
+# Function size: no function of the service (internal/, cmd/; tests
+# excepted) is over 80 lines or cyclomatic complexity 25, so that each can
+# be read and reviewed whole. A long data table belongs in a variable, not
+# in a function's body. Both checks list the offenders.
+sizes_ok=1
+"$gocyclo" -over 25 -ignore '_test\.go$' internal cmd >&2 || sizes_ok=0
+go run ./scripts/funclen -over 80 internal cmd >&2 || sizes_ok=0
+if [ "$sizes_ok" -eq 0 ]; then
+  echo "functions above are over 80 lines or complexity 25: split them into smaller ones" >&2
   exit 1
 fi
 if [ $# -eq 0 ]; then set -- ./...; fi

@@ -179,52 +179,13 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	}
 	t := chromedp.FromContext(runCtx).Target
 	mon := &monitor{main: cdp.FrameID(t.TargetID), proxy: proxy, since: start, urls: map[network.RequestID]string{}}
-	if err := chromedp.Listen(runCtx, mon.handle); err != nil {
-		return nil, err
-	}
-	paused := chromedp.Events(runCtx, fetch.RequestPaused)
-	go b.intercept(runCtx, t, paused, mon)
-	auths := chromedp.Events(runCtx, fetch.AuthRequired)
-	go answerAuth(runCtx, t, auths, proxy)
-	if _, err := cdp.Call(runCtx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}, HandleAuthRequests: ptr(true)}); err != nil {
-		return nil, err
-	}
-	if _, err := cdp.Call(runCtx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: noWebRTC}); err != nil {
-		return nil, err
-	}
-	if err := chromedp.Do(runCtx, chromedp.EmulateViewport(int64(req.Width), int64(req.Height))); err != nil {
+	if err := b.setUpTab(runCtx, t, mon, proxy, req); err != nil {
 		return nil, err
 	}
 
 	shot := &Shot{}
-	loadCtx, loadCancel := context.WithTimeout(runCtx, loadBudget(runCtx))
-	resp, navErr := chromedp.Run(loadCtx, chromedp.NavigateResponse(u.String()))
-	loadCancel()
-	switch {
-	case navErr == nil:
-		if resp != nil {
-			shot.Status = resp.Status
-			if reason := header(resp.Headers, headerDenied); reason != "" {
-				return nil, errorf(toolerr.PolicyDenied, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(resp.URL, runes.Echo), reason)
-			}
-			if reason := header(resp.Headers, headerUnreachable); reason != "" {
-				return nil, errorf(toolerr.Unavailable, nil, "the page %s could not be reached: %s. Next: check the address.", runes.Shorten(resp.URL, runes.Echo), reason)
-			}
-		}
-	case runCtx.Err() == nil && errors.Is(navErr, context.DeadlineExceeded):
-		if !mon.committed() {
-			return nil, errorf(toolerr.Timeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", runes.Shorten(u.String(), runes.Echo), time.Since(start).Round(time.Second))
-		}
-		// The document is there but something on it never finishes
-		// loading; take what is shown.
-		_, _ = cdp.Call(runCtx, t, page.StopLoading, cdp.Empty{})
-		shot.Notes = append(shot.Notes, fmt.Sprintf("the page was still loading after %s; it was captured as it was", time.Since(start).Round(time.Second)))
-	default:
-		var le *chromedp.LoadError
-		if errors.As(navErr, &le) {
-			return nil, mon.loadFailure(u, le.ErrorText)
-		}
-		return nil, navErr
+	if err := navigate(runCtx, t, mon, u, start, shot); err != nil {
+		return nil, err
 	}
 
 	if req.Wait > 0 {
@@ -237,11 +198,79 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 		}
 	}
 
+	if err := screenshot(runCtx, t, req, shot); err != nil {
+		return nil, err
+	}
+	shot.FinalURL, _ = chromedp.Run(runCtx, chromedp.Location())
+	shot.Title, _ = chromedp.Run(runCtx, chromedp.Title())
+	shot.Blocked, shot.NBlocked = mon.blockedList()
+	return shot, nil
+}
+
+// setUpTab makes the tab t report to mon, pass its requests through the
+// policy and proxy, run without WebRTC and show req's viewport.
+func (b *Browser) setUpTab(runCtx context.Context, t *chromedp.Target, mon *monitor, proxy *Proxy, req Request) error {
+	if err := chromedp.Listen(runCtx, mon.handle); err != nil {
+		return err
+	}
+	paused := chromedp.Events(runCtx, fetch.RequestPaused)
+	go b.intercept(runCtx, t, paused, mon)
+	auths := chromedp.Events(runCtx, fetch.AuthRequired)
+	go answerAuth(runCtx, t, auths, proxy)
+	if _, err := cdp.Call(runCtx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}, HandleAuthRequests: ptr(true)}); err != nil {
+		return err
+	}
+	if _, err := cdp.Call(runCtx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: noWebRTC}); err != nil {
+		return err
+	}
+	return chromedp.Do(runCtx, chromedp.EmulateViewport(int64(req.Width), int64(req.Height)))
+}
+
+// navigate loads u in the tab t within the load budget, recording in shot
+// the status and, when a page that has arrived never finishes loading,
+// a note that it was captured as it was. Pages the network policy refused
+// or could not reach, and pages that never arrived, are errors.
+func navigate(runCtx context.Context, t *chromedp.Target, mon *monitor, u *url.URL, start time.Time, shot *Shot) error {
+	loadCtx, loadCancel := context.WithTimeout(runCtx, loadBudget(runCtx))
+	resp, navErr := chromedp.Run(loadCtx, chromedp.NavigateResponse(u.String()))
+	loadCancel()
+	switch {
+	case navErr == nil:
+		if resp != nil {
+			shot.Status = resp.Status
+			if reason := header(resp.Headers, headerDenied); reason != "" {
+				return errorf(toolerr.PolicyDenied, nil, "the page %s was refused by the network policy: %s. Next: use a public address; the operator can open exceptions with TOOLSVC_NET_ALLOW_HOSTS or TOOLSVC_NET_ALLOW_CIDRS.", runes.Shorten(resp.URL, runes.Echo), reason)
+			}
+			if reason := header(resp.Headers, headerUnreachable); reason != "" {
+				return errorf(toolerr.Unavailable, nil, "the page %s could not be reached: %s. Next: check the address.", runes.Shorten(resp.URL, runes.Echo), reason)
+			}
+		}
+	case runCtx.Err() == nil && errors.Is(navErr, context.DeadlineExceeded):
+		if !mon.committed() {
+			return errorf(toolerr.Timeout, navErr, "%s did not answer within %s. Next: check the address, or give a larger timeout.", runes.Shorten(u.String(), runes.Echo), time.Since(start).Round(time.Second))
+		}
+		// The document is there but something on it never finishes
+		// loading; take what is shown.
+		_, _ = cdp.Call(runCtx, t, page.StopLoading, cdp.Empty{})
+		shot.Notes = append(shot.Notes, fmt.Sprintf("the page was still loading after %s; it was captured as it was", time.Since(start).Round(time.Second)))
+	default:
+		var le *chromedp.LoadError
+		if errors.As(navErr, &le) {
+			return mon.loadFailure(u, le.ErrorText)
+		}
+		return navErr
+	}
+	return nil
+}
+
+// screenshot captures the tab t as a PNG into shot: the viewport, or with
+// req.FullPage the whole page up to MaxFullPageHeight.
+func screenshot(runCtx context.Context, t *chromedp.Target, req Request, shot *Shot) error {
 	params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, FromSurface: ptr(true)}
 	if req.FullPage {
 		m, err := cdp.Call(runCtx, t, page.GetLayoutMetrics, cdp.Empty{})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h := req.Height
 		if m.CSSContentSize != nil {
@@ -256,17 +285,14 @@ func (b *Browser) capture(ctx, tabCtx context.Context, proxy *Proxy, u *url.URL,
 	}
 	r, err := cdp.Call(runCtx, t, page.CaptureScreenshot, params)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(r.Data))
 	if err != nil {
-		return nil, fmt.Errorf("the browser returned an unreadable PNG: %w", err)
+		return fmt.Errorf("the browser returned an unreadable PNG: %w", err)
 	}
 	shot.PNG, shot.Width, shot.Height = r.Data, cfg.Width, cfg.Height
-	shot.FinalURL, _ = chromedp.Run(runCtx, chromedp.Location())
-	shot.Title, _ = chromedp.Run(runCtx, chromedp.Title())
-	shot.Blocked, shot.NBlocked = mon.blockedList()
-	return shot, nil
+	return nil
 }
 
 // noWebRTC runs before any script of every document of the tab and removes

@@ -69,31 +69,55 @@ func New(limits Limits) (*Manager, error) {
 	}
 	var reasons []string
 	if mnt := mounts.v2; mnt != "" {
-		dir := filepath.Join(mnt, own["0::"])
-		m.cleanStale(dir, true)
-		parent := filepath.Join(dir, m.prefix)
-		if err := os.Mkdir(parent, 0o755); err == nil || errors.Is(err, os.ErrExist) {
-			m.v2 = parent
-			// Controllers can be handed down only where the level above
-			// already hands them to this folder.
-			avail, _ := os.ReadFile(filepath.Join(parent, "cgroup.controllers"))
-			for _, c := range strings.Fields(string(avail)) {
-				if (c == "pids" && limits.MaxProcs > 0) || (c == "memory" && limits.MaxMemory > 0) {
-					if os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+c), 0) == nil {
-						m.v2procs = m.v2procs || c == "pids"
-						m.v2mem = m.v2mem || c == "memory"
-					}
-				}
-			}
-		} else {
-			reasons = append(reasons, fmt.Sprintf("cgroup v2 at %s: %v", dir, err))
+		if reason := m.useV2(filepath.Join(mnt, own["0::"])); reason != "" {
+			reasons = append(reasons, reason)
 		}
 	}
+	reasons = append(reasons, m.useV1(mounts.v1, own)...)
+	if m.v2 == "" && len(m.v1) == 0 {
+		if len(reasons) == 0 {
+			reasons = append(reasons, "no cgroup file system is mounted")
+		}
+		return nil, fmt.Errorf("%w (%s)", errUnavailable, strings.Join(reasons, "; "))
+	}
+	return m, nil
+}
+
+// useV2 makes the manager's folder below dir, the service's own v2 group,
+// and hands it the controllers the limits need where the level above
+// allows. It returns why it could not, or "".
+func (m *Manager) useV2(dir string) string {
+	m.cleanStale(dir, true)
+	parent := filepath.Join(dir, m.prefix)
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Sprintf("cgroup v2 at %s: %v", dir, err)
+	}
+	m.v2 = parent
+	// Controllers can be handed down only where the level above
+	// already hands them to this folder.
+	avail, _ := os.ReadFile(filepath.Join(parent, "cgroup.controllers"))
+	for _, c := range strings.Fields(string(avail)) {
+		if (c == "pids" && m.limits.MaxProcs > 0) || (c == "memory" && m.limits.MaxMemory > 0) {
+			if os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+c), 0) == nil {
+				m.v2procs = m.v2procs || c == "pids"
+				m.v2mem = m.v2mem || c == "memory"
+			}
+		}
+	}
+	return ""
+}
+
+// useV1 makes the manager's folders in the legacy hierarchies (mounts,
+// by controller) for the limits v2 does not already enforce, below the
+// service's own groups (own, by controller). It returns why it could not
+// for each it could not.
+func (m *Manager) useV1(mounts, own map[string]string) []string {
+	var reasons []string
 	for _, c := range []string{"pids", "memory"} {
-		if (c == "pids" && (m.v2procs || limits.MaxProcs <= 0)) || (c == "memory" && (m.v2mem || limits.MaxMemory <= 0)) {
+		if (c == "pids" && (m.v2procs || m.limits.MaxProcs <= 0)) || (c == "memory" && (m.v2mem || m.limits.MaxMemory <= 0)) {
 			continue
 		}
-		mnt, ok := mounts.v1[c]
+		mnt, ok := mounts[c]
 		if !ok {
 			continue
 		}
@@ -110,13 +134,7 @@ func New(limits Limits) (*Manager, error) {
 		}
 		m.v1[c] = parent
 	}
-	if m.v2 == "" && len(m.v1) == 0 {
-		if len(reasons) == 0 {
-			reasons = append(reasons, "no cgroup file system is mounted")
-		}
-		return nil, fmt.Errorf("%w (%s)", errUnavailable, strings.Join(reasons, "; "))
-	}
-	return m, nil
+	return reasons
 }
 
 // Describe says what the groups enforce, for the start-up log.

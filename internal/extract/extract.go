@@ -150,25 +150,11 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	flattenListItems(doc, bold)
 	protectPre(doc, false)
 	markSpaces(doc)
-	tr, trErr := e.primary(doc, trafilatura.Options{
-		OriginalURL:     pageURL,
-		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
-		ExcludeComments: true,
-		HtmlDateMode:    trafilatura.Disabled,
-		Focus:           trafilatura.Balanced,
-	})
-
-	var content *html.Node
-	by := ByTrafilatura
-	if trErr == nil && tr != nil && tr.ContentNode != nil {
-		content = tr.ContentNode
-		restoreCode(content)
-		unmarkSpaces(content)
-		emboldenLinks(content, bold)
-		if t := strings.ReplaceAll(tr.Metadata.Title, spaceMark, " "); t != "" {
-			title = t
-		}
+	content, trTitle, trErr := e.primaryContent(doc, pageURL, bold)
+	if trTitle != "" {
+		title = trTitle
 	}
+	by := ByTrafilatura
 	trSize, trimmed := 0, 0
 	if content != nil {
 		trSize, trimmed = trimEdges(content)
@@ -180,23 +166,10 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 		if ctx.Err() != nil {
 			return Page{}, ctx.Err()
 		}
-		// trafilatura worked on a clone; readability gets the page as it
-		// was before the space marks and the <pre> protection.
-		unmarkSpaces(doc)
-		protectPre(doc, true)
-		// readability works on a clone; doc is intact. It is content with
-		// a short article: by default it runs up to four times on pages
-		// with under 500 characters of text, each time keeping more of
-		// the page, and returns the longest answer.
-		rd := readability.NewParser()
-		rd.CharThresholds = goodEnough / 2
-		if art, err := rd.ParseDocument(doc, pageURL); err == nil && art.Node != nil {
-			trimEdges(art.Node)
-			if preferSecond(content, trSize, short, art.Node) {
-				content, by = art.Node, ByReadability
-				if title == "" {
-					title = strings.TrimSpace(art.Title)
-				}
+		if second, secondTitle := secondContent(doc, pageURL, content, trSize, short); second != nil {
+			content, by = second, ByReadability
+			if title == "" {
+				title = secondTitle
 			}
 		}
 	}
@@ -220,6 +193,52 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 		return best, errors.New("no readable text")
 	}
 	return best, nil
+}
+
+// primaryContent runs trafilatura on doc, reshaped and marked as HTML
+// prepares it, and readies the content it found (nil when none) for
+// rendering. title is the title trafilatura found, "" when none.
+func (e *Extractor) primaryContent(doc *html.Node, pageURL *url.URL, bold map[string]bool) (content *html.Node, title string, err error) {
+	tr, err := e.primary(doc, trafilatura.Options{
+		OriginalURL:     pageURL,
+		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
+		ExcludeComments: true,
+		HtmlDateMode:    trafilatura.Disabled,
+		Focus:           trafilatura.Balanced,
+	})
+	if err == nil && tr != nil && tr.ContentNode != nil {
+		content = tr.ContentNode
+		restoreCode(content)
+		unmarkSpaces(content)
+		emboldenLinks(content, bold)
+		title = strings.ReplaceAll(tr.Metadata.Title, spaceMark, " ")
+	}
+	return content, title, err
+}
+
+// secondContent runs readability on doc and returns its content, with
+// its title, when preferSecond prefers it to trafilatura's (content, of
+// trSize characters, short if under goodEnough); nil when not.
+func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize int, short bool) (*html.Node, string) {
+	// trafilatura worked on a clone; readability gets the page as it
+	// was before the space marks and the <pre> protection.
+	unmarkSpaces(doc)
+	protectPre(doc, true)
+	// readability works on a clone; doc is intact. It is content with
+	// a short article: by default it runs up to four times on pages
+	// with under 500 characters of text, each time keeping more of
+	// the page, and returns the longest answer.
+	rd := readability.NewParser()
+	rd.CharThresholds = goodEnough / 2
+	art, err := rd.ParseDocument(doc, pageURL)
+	if err != nil || art.Node == nil {
+		return nil, ""
+	}
+	trimEdges(art.Node)
+	if !preferSecond(content, trSize, short, art.Node) {
+		return nil, ""
+	}
+	return art.Node, strings.TrimSpace(art.Title)
 }
 
 // render gives a content node as Markdown, or as plain text with its

@@ -54,53 +54,12 @@ func parseOpts(ws []word, spec optSpec) optResult {
 			continue
 		}
 		if strings.HasPrefix(s, "--") {
-			name, val, eq := strings.Cut(s[2:], "=")
-			isScript := slices.Contains(spec.scriptLong, name)
-			vw := litWord(val)
-			if (isScript || slices.Contains(spec.argLong, name)) && !eq && i+1 < len(ws) {
-				i++
-				vw = ws[i]
-			}
-			r.seen["--"+name] = vw.text
-			if isScript {
-				r.script = &vw
-			}
-			if slices.Contains(spec.noCmdLong, name) {
-				r.noCmd = true
-			}
-			i++
+			i = r.longOpt(ws, i, spec) + 1
 			continue
 		}
 		if len(s) > 1 && s[0] == '-' {
-			if spec.numeric && isDigits(s[1:]) {
-				i++
-				continue
-			}
-			for j := 1; j < len(s); j++ {
-				ch := s[j]
-				key := "-" + string(ch)
-				if strings.IndexByte(spec.noCmdShort, ch) >= 0 {
-					r.noCmd = true
-				}
-				if strings.IndexByte(spec.attached, ch) >= 0 {
-					r.seen[key] = s[j+1:]
-					break
-				}
-				if strings.IndexByte(spec.argShort, ch) >= 0 || strings.IndexByte(spec.scriptShort, ch) >= 0 {
-					var vw word
-					if j+1 < len(s) {
-						vw = litWord(s[j+1:])
-					} else if i+1 < len(ws) {
-						i++
-						vw = ws[i]
-					}
-					r.seen[key] = vw.text
-					if strings.IndexByte(spec.scriptShort, ch) >= 0 {
-						r.script = &vw
-					}
-					break
-				}
-				r.seen[key] = ""
+			if !(spec.numeric && isDigits(s[1:])) {
+				i = r.shortOpts(ws, i, spec)
 			}
 			i++
 			continue
@@ -112,6 +71,61 @@ func parseOpts(ws []word, spec optSpec) optResult {
 	}
 	r.cmd = i
 	return r
+}
+
+// longOpt records the long option ws[i] (--name or --name=value), taking
+// its value from the next word when spec says it has one and none is
+// attached. It returns the index of the last word the option used.
+func (r *optResult) longOpt(ws []word, i int, spec optSpec) int {
+	name, val, eq := strings.Cut(ws[i].text[2:], "=")
+	isScript := slices.Contains(spec.scriptLong, name)
+	vw := litWord(val)
+	if (isScript || slices.Contains(spec.argLong, name)) && !eq && i+1 < len(ws) {
+		i++
+		vw = ws[i]
+	}
+	r.seen["--"+name] = vw.text
+	if isScript {
+		r.script = &vw
+	}
+	if slices.Contains(spec.noCmdLong, name) {
+		r.noCmd = true
+	}
+	return i
+}
+
+// shortOpts records the cluster of short options ws[i] (-abc), up to the
+// first that takes a value: the rest of the word, or else the next word.
+// It returns the index of the last word the options used.
+func (r *optResult) shortOpts(ws []word, i int, spec optSpec) int {
+	s := ws[i].text
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		key := "-" + string(ch)
+		if strings.IndexByte(spec.noCmdShort, ch) >= 0 {
+			r.noCmd = true
+		}
+		if strings.IndexByte(spec.attached, ch) >= 0 {
+			r.seen[key] = s[j+1:]
+			return i
+		}
+		if strings.IndexByte(spec.argShort, ch) >= 0 || strings.IndexByte(spec.scriptShort, ch) >= 0 {
+			var vw word
+			if j+1 < len(s) {
+				vw = litWord(s[j+1:])
+			} else if i+1 < len(ws) {
+				i++
+				vw = ws[i]
+			}
+			r.seen[key] = vw.text
+			if strings.IndexByte(spec.scriptShort, ch) >= 0 {
+				r.script = &vw
+			}
+			return i
+		}
+		r.seen[key] = ""
+	}
+	return i
 }
 
 // isAssignment reports whether s has the form NAME=VALUE.

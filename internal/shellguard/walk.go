@@ -153,14 +153,7 @@ func (c *checker) stmt(s *syntax.Stmt, sc scope) *Blocked {
 	case *syntax.CallExpr:
 		return c.call(cmd, sc)
 	case *syntax.IfClause:
-		for ic := cmd; ic != nil; ic = ic.Else {
-			if b := c.stmts(ic.Cond, sc); b != nil {
-				return b
-			}
-			if b := c.stmts(ic.Then, sc); b != nil {
-				return b
-			}
-		}
+		return c.ifClause(cmd, sc)
 	case *syntax.WhileClause:
 		if b := c.stmts(cmd.Cond, sc); b != nil {
 			return b
@@ -172,19 +165,7 @@ func (c *checker) stmt(s *syntax.Stmt, sc scope) *Blocked {
 		}
 		return c.stmts(cmd.Do, sc)
 	case *syntax.CaseClause:
-		if b := c.nested(cmd.Word, sc); b != nil {
-			return b
-		}
-		for _, it := range cmd.Items {
-			for _, p := range it.Patterns {
-				if b := c.nested(p, sc); b != nil {
-					return b
-				}
-			}
-			if b := c.stmts(it.Stmts, sc); b != nil {
-				return b
-			}
-		}
+		return c.caseClause(cmd, sc)
 	case *syntax.Block:
 		return c.stmts(cmd.Stmts, sc)
 	case *syntax.Subshell:
@@ -203,12 +184,7 @@ func (c *checker) stmt(s *syntax.Stmt, sc scope) *Blocked {
 	case *syntax.TimeClause:
 		return c.stmt(cmd.Stmt, sc)
 	case *syntax.CoprocClause:
-		if cmd.Name != nil {
-			if b := c.nested(cmd.Name, sc); b != nil {
-				return b
-			}
-		}
-		return c.stmt(cmd.Stmt, sc)
+		return c.coproc(cmd, sc)
 	case *syntax.TestDecl:
 		if b := c.nested(cmd.Description, sc); b != nil {
 			return b
@@ -218,7 +194,48 @@ func (c *checker) stmt(s *syntax.Stmt, sc scope) *Blocked {
 		// Fail closed on a construct this version does not know.
 		return block(source(cmd), fmt.Sprintf("unsupported shell construct %T", cmd))
 	}
+}
+
+// ifClause judges the conditions and bodies of an if and all its elif
+// and else branches.
+func (c *checker) ifClause(cmd *syntax.IfClause, sc scope) *Blocked {
+	for ic := cmd; ic != nil; ic = ic.Else {
+		if b := c.stmts(ic.Cond, sc); b != nil {
+			return b
+		}
+		if b := c.stmts(ic.Then, sc); b != nil {
+			return b
+		}
+	}
 	return nil
+}
+
+// caseClause judges a case's word, and each item's patterns and body.
+func (c *checker) caseClause(cmd *syntax.CaseClause, sc scope) *Blocked {
+	if b := c.nested(cmd.Word, sc); b != nil {
+		return b
+	}
+	for _, it := range cmd.Items {
+		for _, p := range it.Patterns {
+			if b := c.nested(p, sc); b != nil {
+				return b
+			}
+		}
+		if b := c.stmts(it.Stmts, sc); b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// coproc judges a coprocess's name word, if any, and its command.
+func (c *checker) coproc(cmd *syntax.CoprocClause, sc scope) *Blocked {
+	if cmd.Name != nil {
+		if b := c.nested(cmd.Name, sc); b != nil {
+			return b
+		}
+	}
+	return c.stmt(cmd.Stmt, sc)
 }
 
 // nested judges the command and process substitutions inside a node that

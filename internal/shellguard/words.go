@@ -214,25 +214,12 @@ func ansiC(s string) string {
 			continue
 		}
 		i++
-		switch e := s[i]; e {
-		case 'a':
-			sb.WriteByte('\a')
-		case 'b':
-			sb.WriteByte('\b')
-		case 'e', 'E':
-			sb.WriteByte(0x1b)
-		case 'f':
-			sb.WriteByte('\f')
-		case 'n':
-			sb.WriteByte('\n')
-		case 'r':
-			sb.WriteByte('\r')
-		case 't':
-			sb.WriteByte('\t')
-		case 'v':
-			sb.WriteByte('\v')
-		case '\\', '\'', '"', '?':
-			sb.WriteByte(e)
+		e := s[i]
+		if b, ok := ansiCSimple(e); ok {
+			sb.WriteByte(b)
+			continue
+		}
+		switch e {
 		case 'c':
 			if i+1 < len(s) {
 				i++
@@ -278,6 +265,32 @@ func ansiC(s string) string {
 		}
 	}
 	return sb.String()
+}
+
+// ansiCSimple maps the one-character escapes of $'...' (\n, \t, \e, \\
+// and the like) to the byte they stand for.
+func ansiCSimple(e byte) (byte, bool) {
+	switch e {
+	case 'a':
+		return '\a', true
+	case 'b':
+		return '\b', true
+	case 'e', 'E':
+		return 0x1b, true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'v':
+		return '\v', true
+	case '\\', '\'', '"', '?':
+		return e, true
+	}
+	return 0, false
 }
 
 func isHex(c byte) bool {

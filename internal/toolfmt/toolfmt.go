@@ -130,63 +130,8 @@ var geminiFormats = map[string]map[string]bool{
 func GeminiSchema(s map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range s {
-		if !GeminiFields[k] {
-			continue
-		}
-		switch k {
-		case "type":
-			t, nullable := geminiType(v)
-			if t == "" {
-				continue
-			}
-			out["type"] = t
-			if nullable {
-				out["nullable"] = true
-			}
-		case "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				continue
-			}
-			conv := make(map[string]any, len(props))
-			for name, p := range props {
-				if ps, ok := p.(map[string]any); ok {
-					conv[name] = GeminiSchema(ps)
-				}
-			}
-			out["properties"] = conv
-		case "items":
-			if is, ok := v.(map[string]any); ok {
-				out["items"] = GeminiSchema(is)
-			}
-		case "anyOf":
-			list, ok := v.([]any)
-			if !ok {
-				continue
-			}
-			var conv []any
-			for _, x := range list {
-				if xs, ok := x.(map[string]any); ok {
-					conv = append(conv, GeminiSchema(xs))
-				}
-			}
-			out["anyOf"] = conv
-		case "enum":
-			list, ok := v.([]any)
-			if !ok {
-				continue
-			}
-			var strs []any
-			for _, x := range list {
-				if str, ok := x.(string); ok {
-					strs = append(strs, str)
-				}
-			}
-			if len(strs) == len(list) && len(strs) > 0 {
-				out["enum"] = strs
-			}
-		default:
-			out[k] = v
+		if GeminiFields[k] {
+			geminiField(out, k, v)
 		}
 	}
 	// Integer or number enums are not taken: say them in the description.
@@ -205,6 +150,74 @@ func GeminiSchema(s map[string]any) map[string]any {
 		out["format"] = "enum"
 	}
 	return out
+}
+
+// geminiField sets in out the Gemini form of the schema keyword k with
+// value v, or nothing when v has no Gemini form (a type it cannot name,
+// properties or items that are not schemas, an enum that is not all
+// strings).
+func geminiField(out map[string]any, k string, v any) {
+	switch k {
+	case "type":
+		t, nullable := geminiType(v)
+		if t == "" {
+			return
+		}
+		out["type"] = t
+		if nullable {
+			out["nullable"] = true
+		}
+	case "properties":
+		props, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		conv := make(map[string]any, len(props))
+		for name, p := range props {
+			if ps, ok := p.(map[string]any); ok {
+				conv[name] = GeminiSchema(ps)
+			}
+		}
+		out["properties"] = conv
+	case "items":
+		if is, ok := v.(map[string]any); ok {
+			out["items"] = GeminiSchema(is)
+		}
+	case "anyOf":
+		list, ok := v.([]any)
+		if !ok {
+			return
+		}
+		var conv []any
+		for _, x := range list {
+			if xs, ok := x.(map[string]any); ok {
+				conv = append(conv, GeminiSchema(xs))
+			}
+		}
+		out["anyOf"] = conv
+	case "enum":
+		if strs, ok := geminiStringEnum(v); ok {
+			out["enum"] = strs
+		}
+	default:
+		out[k] = v
+	}
+}
+
+// geminiStringEnum returns an enum's values when they are all strings
+// (and there is at least one): the only enums Gemini takes.
+func geminiStringEnum(v any) ([]any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	var strs []any
+	for _, x := range list {
+		if str, ok := x.(string); ok {
+			strs = append(strs, str)
+		}
+	}
+	return strs, len(strs) == len(list) && len(strs) > 0
 }
 
 // geminiType maps a JSON Schema type (a name, or a list of names with

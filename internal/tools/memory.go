@@ -193,14 +193,7 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	)
 	start, end := a.StartLine, a.EndLine
 	if ranged {
-		switch {
-		case start == 0:
-			start = max(1, end-memoryDefaultRange+1)
-		case end == 0:
-			end = start + memoryDefaultRange - 1
-		case end-start+1 > memoryMaxRange:
-			end, cut = start+memoryMaxRange-1, true
-		}
+		start, end, cut = memoryRange(start, end)
 		lines, st, err = t.store.Range(ctx, start, end)
 	} else {
 		n := a.RecentCount
@@ -221,38 +214,9 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d %s in %d lines", memory.Path, st.Entries, runes.Plural(st.Entries, "entry", "entries"), st.Lines)
-	if st.First != "" {
-		fmt.Fprintf(&b, ", dated %s to %s", st.First, st.Last)
-	}
-	b.WriteString(".\n")
-	if ranged {
-		fmt.Fprintf(&b, "Lines %d-%d:\n", start, lines[len(lines)-1].N)
-	} else {
-		if len(lines) == st.Entries {
-			fmt.Fprintf(&b, "All %d %s, oldest first:\n", len(lines), runes.Plural(len(lines), "entry", "entries"))
-		} else if len(lines) == 1 {
-			b.WriteString("The newest entry:\n")
-		} else {
-			fmt.Fprintf(&b, "The %d newest entries, oldest first:\n", len(lines))
-		}
-	}
-	budget := memoryMaxOutput
-	last := 0
-	for _, l := range lines {
-		n := utf8.RuneCountInString(l.Text)
-		if n > budget {
-			if last == 0 {
-				fmt.Fprintf(&b, "[%d] %s\n[Line %d is longer than the output cap of %d characters and was cut.]\n", l.N, runes.Prefix(l.Text, budget), l.N, memoryMaxOutput)
-				last = l.N
-			}
-			cut = true
-			break
-		}
-		fmt.Fprintf(&b, "[%d] %s\n", l.N, l.Text)
-		budget -= n
-		last = l.N
-	}
+	writeMemoryHeader(&b, st, lines, ranged, start)
+	last, linesCut := writeMemoryLines(&b, lines)
+	cut = cut || linesCut
 	if ranged && last < st.Lines {
 		fmt.Fprintf(&b, "[More lines follow (%d-%d). Next: continue with start_line=%d.]\n", last+1, st.Lines, last+1)
 	} else if !ranged && len(lines) < st.Entries && last == lines[len(lines)-1].N {
@@ -261,14 +225,77 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	} else if cut && !ranged {
 		fmt.Fprintf(&b, "[Output cut at %d characters. Next: read a range with start_line/end_line.]\n", memoryMaxOutput)
 	}
+	writeMemoryNotes(&b, st)
+	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(st), nil
+}
+
+// memoryRange completes a line range with one end given (the other
+// memoryDefaultRange lines away) and shortens one longer than
+// memoryMaxRange, saying so with cut.
+func memoryRange(start, end int) (int, int, bool) {
+	switch {
+	case start == 0:
+		start = max(1, end-memoryDefaultRange+1)
+	case end == 0:
+		end = start + memoryDefaultRange - 1
+	case end-start+1 > memoryMaxRange:
+		return start, start + memoryMaxRange - 1, true
+	}
+	return start, end, false
+}
+
+// writeMemoryHeader writes the file's summary and what the lines below
+// are: a range from start, or the newest entries.
+func writeMemoryHeader(b *strings.Builder, st memory.Stats, lines []memory.Line, ranged bool, start int) {
+	fmt.Fprintf(b, "%s: %d %s in %d lines", memory.Path, st.Entries, runes.Plural(st.Entries, "entry", "entries"), st.Lines)
+	if st.First != "" {
+		fmt.Fprintf(b, ", dated %s to %s", st.First, st.Last)
+	}
+	b.WriteString(".\n")
+	if ranged {
+		fmt.Fprintf(b, "Lines %d-%d:\n", start, lines[len(lines)-1].N)
+	} else {
+		if len(lines) == st.Entries {
+			fmt.Fprintf(b, "All %d %s, oldest first:\n", len(lines), runes.Plural(len(lines), "entry", "entries"))
+		} else if len(lines) == 1 {
+			b.WriteString("The newest entry:\n")
+		} else {
+			fmt.Fprintf(b, "The %d newest entries, oldest first:\n", len(lines))
+		}
+	}
+}
+
+// writeMemoryLines writes lines numbered, within memoryMaxOutput
+// characters (a first line longer than that is cut to it), and returns
+// the number of the last line written and whether any were left out.
+func writeMemoryLines(b *strings.Builder, lines []memory.Line) (last int, cut bool) {
+	budget := memoryMaxOutput
+	for _, l := range lines {
+		n := utf8.RuneCountInString(l.Text)
+		if n > budget {
+			if last == 0 {
+				fmt.Fprintf(b, "[%d] %s\n[Line %d is longer than the output cap of %d characters and was cut.]\n", l.N, runes.Prefix(l.Text, budget), l.N, memoryMaxOutput)
+				last = l.N
+			}
+			cut = true
+			break
+		}
+		fmt.Fprintf(b, "[%d] %s\n", l.N, l.Text)
+		budget -= n
+		last = l.N
+	}
+	return last, cut
+}
+
+// writeMemoryNotes notes the malformed and blank lines of the file.
+func writeMemoryNotes(b *strings.Builder, st memory.Stats) {
 	if len(st.Malformed) > 0 {
-		fmt.Fprintf(&b, "Note: %d %s not in the form YYYY-MM-DD|source|content (kept as written): %s.\n",
+		fmt.Fprintf(b, "Note: %d %s not in the form YYYY-MM-DD|source|content (kept as written): %s.\n",
 			len(st.Malformed), runes.Plural(len(st.Malformed), "line is", "lines are"), memoryLineList(st.Malformed))
 	}
 	if len(st.Blank) > 0 {
-		fmt.Fprintf(&b, "Note: %d blank %s: %s.\n", len(st.Blank), runes.Plural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
+		fmt.Fprintf(b, "Note: %d blank %s: %s.\n", len(st.Blank), runes.Plural(len(st.Blank), "line", "lines"), memoryLineList(st.Blank))
 	}
-	return strings.TrimSuffix(b.String(), "\n") + unterminatedNote(st), nil
 }
 
 // memoryLineList names at most memoryMaxListed line numbers.

@@ -289,48 +289,15 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 		}
 		sec.lastSeen = n
 		if done || n < o.start {
-			// Skip the line, however long, without keeping it.
-			for err == bufio.ErrBufferFull {
-				_, err = r.ReadSlice('\n')
-			}
+			err = skipLine(r, err)
 		} else {
 			// Keep at most what the budget could show of the line.
-			line = append(line[:0], chunk...)
-			for err == bufio.ErrBufferFull {
-				chunk, err = r.ReadSlice('\n')
-				if len(line) <= budget*utf8.UTFMax {
-					line = append(line, chunk...)
-				}
-			}
-			if len(line) > budget*utf8.UTFMax {
-				// The cut may split a character: drop its broken tail.
-				line = line[:budget*utf8.UTFMax]
-				for i := 0; i < utf8.UTFMax && !utf8.Valid(line); i++ {
-					line = line[:len(line)-1]
-				}
-			}
+			line, err = keepLine(r, line, chunk, err, budget*utf8.UTFMax)
 			text := strings.TrimRight(string(line), "\r\n")
 			if !utf8.ValidString(text) {
 				return sec, errNotUTF8
 			}
-			chars := utf8.RuneCountInString(text)
-			remaining := budget - sec.used
-			switch {
-			case chars <= remaining:
-				writeLine(&b, n, width, text, o.numbers)
-				sec.used += chars
-				sec.last = n
-			case sec.last == 0:
-				// One line longer than the cap: show its start.
-				writeLine(&b, n, width, runes.Prefix(text, remaining), o.numbers)
-				sec.used += remaining
-				sec.last = n
-				sec.note = fmt.Sprintf("[Line %d is longer than the output cap of %d characters and was cut. Next: continue with start_line=%d, or use exec with 'cut -c' to see the rest of that line.]", n, budget, n+1)
-				done = true
-			default:
-				sec.note = fmt.Sprintf("[Output cut at %d characters. Next: continue with start_line=%d.]", budget, n)
-				done = true
-			}
+			done = sec.show(&b, n, width, text, o.numbers, budget)
 			if o.end != 0 && n >= o.end {
 				done = true
 			}
@@ -349,6 +316,63 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 		sec.note = fmt.Sprintf("[More lines follow. Next: continue with start_line=%d.]", sec.last+1)
 	}
 	return sec, nil
+}
+
+// skipLine reads past the rest of a line whose first part ReadSlice
+// returned with err, however long, without keeping it, and returns the
+// last read's error.
+func skipLine(r *bufio.Reader, err error) error {
+	for err == bufio.ErrBufferFull {
+		_, err = r.ReadSlice('\n')
+	}
+	return err
+}
+
+// keepLine reads the rest of a line whose first part ReadSlice returned
+// as chunk with err, into line (reused), keeping at most limit bytes, and
+// returns it with the last read's error.
+func keepLine(r *bufio.Reader, line, chunk []byte, err error, limit int) ([]byte, error) {
+	line = append(line[:0], chunk...)
+	for err == bufio.ErrBufferFull {
+		chunk, err = r.ReadSlice('\n')
+		if len(line) <= limit {
+			line = append(line, chunk...)
+		}
+	}
+	if len(line) > limit {
+		// The cut may split a character: drop its broken tail.
+		line = line[:limit]
+		for i := 0; i < utf8.UTFMax && !utf8.Valid(line); i++ {
+			line = line[:len(line)-1]
+		}
+	}
+	return line, err
+}
+
+// show writes line n to b if it fits in what is left of budget
+// characters; a first line longer than the budget is cut to it. It
+// returns true when the budget is spent, with the note saying how to go
+// on.
+func (sec *section) show(b *strings.Builder, n, width int, text string, numbers bool, budget int) bool {
+	chars := utf8.RuneCountInString(text)
+	remaining := budget - sec.used
+	switch {
+	case chars <= remaining:
+		writeLine(b, n, width, text, numbers)
+		sec.used += chars
+		sec.last = n
+		return false
+	case sec.last == 0:
+		// One line longer than the cap: show its start.
+		writeLine(b, n, width, runes.Prefix(text, remaining), numbers)
+		sec.used += remaining
+		sec.last = n
+		sec.note = fmt.Sprintf("[Line %d is longer than the output cap of %d characters and was cut. Next: continue with start_line=%d, or use exec with 'cut -c' to see the rest of that line.]", n, budget, n+1)
+		return true
+	default:
+		sec.note = fmt.Sprintf("[Output cut at %d characters. Next: continue with start_line=%d.]", budget, n)
+		return true
+	}
 }
 
 func writeLine(b *strings.Builder, n, width int, text string, numbers bool) {

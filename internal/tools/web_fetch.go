@@ -223,19 +223,22 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 	pctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(pctx, http.MethodGet, u.String(), nil)
+	req, err := fetchRequest(pctx, u, raw)
 	if err != nil {
-		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, runes.Echo))
+		return fetchResult{}, err
 	}
-	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 toolsvc-web_fetch")
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5")
-	req.Header.Set("Accept-Language", "en-US,en;q=0.9,zh-CN;q=0.8,zh;q=0.7")
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return fetchResult{}, t.explain(ctx, pctx, u, err)
 	}
 	defer resp.Body.Close()
+	return t.readPage(ctx, pctx, u, raw, resp, mode, maxChars, batch)
+}
 
+// readPage reads the response to the GET for u (raw as the model wrote
+// it) within the page's deadline pctx, and extracts its text: HTML by
+// mode, JSON indented, plain text as is, all cut to maxChars.
+func (t *WebFetch) readPage(ctx, pctx context.Context, u *url.URL, raw string, resp *http.Response, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
 	res := fetchResult{URL: raw, FinalURL: resp.Request.URL.String(), Status: resp.StatusCode}
 	ctype := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ctype)
@@ -261,12 +264,8 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 		res.ContentType = sniff(body)
 	}
 	var warnings []string
-	if cut {
-		warnings = append(warnings, fmt.Sprintf("The response was larger than %s; only the first %s were read.", humanSize(t.opts.MaxBytes), humanSize(t.opts.MaxBytes)))
-	} else if err != nil && pctx.Err() != nil {
-		warnings = append(warnings, fmt.Sprintf("The page did not finish loading within %s; this is the part that arrived.", t.opts.Timeout))
-	} else if err != nil {
-		warnings = append(warnings, "The connection broke before the whole page arrived; this is the part that arrived.")
+	if w := t.readWarning(pctx, cut, err); w != "" {
+		warnings = append(warnings, w)
 	}
 	if err != nil {
 		res.Truncated = true
@@ -281,14 +280,8 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 			return fetchResult{}, t.explain(ctx, pctx, u, err)
 		}
 	case kindJSON:
-		text, _ := extract.Decode(body, ctype, false)
-		if pretty, err := extract.JSON(text); err == nil {
-			res.Text, res.Extractor = pretty, extract.ByJSON
-		} else {
-			res.Text, res.Extractor = string(text), extract.ByRaw
-			if !cut {
-				warnings = append(warnings, "The response claims to be JSON but does not parse; returned as is.")
-			}
+		if !extractJSON(&res, body, ctype) && !cut {
+			warnings = append(warnings, "The response claims to be JSON but does not parse; returned as is.")
 		}
 	default:
 		text, _ := extract.Decode(body, ctype, false)
@@ -303,28 +296,85 @@ func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, max
 		return fetchResult{}, statusError(res)
 	}
 	if kind == kindHTML && utf8.RuneCountInString(res.Text) < nearlyEmpty {
-		if scriptTag.Match(body) {
-			warnings = append(warnings, "The page has almost no text without JavaScript: it is probably rendered in the browser. Next: take a screenshot of it (screenshot with type=web), or look for the site's API or another source.")
-		} else {
-			warnings = append(warnings, "The page has almost no readable text.")
-		}
+		warnings = append(warnings, nearlyEmptyWarning(body))
 	}
-	if n := utf8.RuneCountInString(res.Text); n > maxChars {
-		res.Text = runes.Prefix(res.Text, maxChars)
-		res.Truncated = true
-		next := fmt.Sprintf("call again with a larger maxChars (up to %d)", maxFetchChars)
-		switch {
-		case maxChars >= maxFetchChars:
-			next = "look for a more specific page"
-		case batch:
-			next = fmt.Sprintf("pages of a batch share %d characters; fetch this URL alone (url instead of urls) to get more", maxFetchChars)
-		}
-		warnings = append(warnings, fmt.Sprintf("Text cut at %d of %d characters. Next: %s.", maxChars, n, next))
+	if w := cutText(&res, maxChars, batch); w != "" {
+		warnings = append(warnings, w)
 	}
 	res.Truncated = res.Truncated || cut
 	res.Length = utf8.RuneCountInString(res.Text)
 	res.Warning = strings.Join(warnings, " ")
 	return res, nil
+}
+
+// fetchRequest is the GET for u, with a browser's headers, as some sites
+// answer other clients differently or not at all.
+func fetchRequest(ctx context.Context, u *url.URL, raw string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "%q is not a valid URL. Next: check it.", runes.Shorten(raw, runes.Echo))
+	}
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 toolsvc-web_fetch")
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5")
+	req.Header.Set("Accept-Language", "en-US,en;q=0.9,zh-CN;q=0.8,zh;q=0.7")
+	return req, nil
+}
+
+// readWarning says why only part of the body was read: it was over the
+// size cap (cut), the page's deadline (pctx) passed, or the connection
+// broke (err); "" when the whole body arrived.
+func (t *WebFetch) readWarning(pctx context.Context, cut bool, err error) string {
+	switch {
+	case cut:
+		return fmt.Sprintf("The response was larger than %s; only the first %s were read.", humanSize(t.opts.MaxBytes), humanSize(t.opts.MaxBytes))
+	case err != nil && pctx.Err() != nil:
+		return fmt.Sprintf("The page did not finish loading within %s; this is the part that arrived.", t.opts.Timeout)
+	case err != nil:
+		return "The connection broke before the whole page arrived; this is the part that arrived."
+	}
+	return ""
+}
+
+// extractJSON sets res's text to the body as indented JSON, or as is when
+// it does not parse, which it reports with false.
+func extractJSON(res *fetchResult, body []byte, ctype string) bool {
+	text, _ := extract.Decode(body, ctype, false)
+	pretty, err := extract.JSON(text)
+	if err != nil {
+		res.Text, res.Extractor = string(text), extract.ByRaw
+		return false
+	}
+	res.Text, res.Extractor = pretty, extract.ByJSON
+	return true
+}
+
+// nearlyEmptyWarning is the warning for an HTML page with almost no text:
+// with scripts, it is probably rendered in the browser.
+func nearlyEmptyWarning(body []byte) string {
+	if scriptTag.Match(body) {
+		return "The page has almost no text without JavaScript: it is probably rendered in the browser. Next: take a screenshot of it (screenshot with type=web), or look for the site's API or another source."
+	}
+	return "The page has almost no readable text."
+}
+
+// cutText cuts res's text to maxChars characters, and returns the
+// warning that says so and how to get more, or "" when it fits. batch
+// says whether the page is one of several fetched together.
+func cutText(res *fetchResult, maxChars int, batch bool) string {
+	n := utf8.RuneCountInString(res.Text)
+	if n <= maxChars {
+		return ""
+	}
+	res.Text = runes.Prefix(res.Text, maxChars)
+	res.Truncated = true
+	next := fmt.Sprintf("call again with a larger maxChars (up to %d)", maxFetchChars)
+	switch {
+	case maxChars >= maxFetchChars:
+		next = "look for a more specific page"
+	case batch:
+		next = fmt.Sprintf("pages of a batch share %d characters; fetch this URL alone (url instead of urls) to get more", maxFetchChars)
+	}
+	return fmt.Sprintf("Text cut at %d of %d characters. Next: %s.", maxChars, n, next)
 }
 
 // extractHTML decodes the page's charset and extracts its main content.

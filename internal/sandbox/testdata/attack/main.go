@@ -64,32 +64,12 @@ func main() {
 		pid, _ := strconv.Atoi(arg(2))
 		err = unix.PtraceAttach(pid)
 	case "read": // read PATH: prints what it read
-		var b []byte
-		b, err = os.ReadFile(arg(2))
-		if err == nil {
-			fmt.Printf("READ %q\n", b)
-		}
+		err = readFile(arg(2))
 	case "ls": // ls DIR
-		var names []string
-		var d []os.DirEntry
-		d, err = os.ReadDir(arg(2))
-		for _, e := range d {
-			names = append(names, e.Name())
-		}
-		if err == nil {
-			fmt.Printf("LIST %s\n", strings.Join(names, " "))
-		}
+		err = list(arg(2))
 	case "alloc": // alloc MiB: allocates and touches that much memory
 		n, _ := strconv.Atoi(arg(2))
-		buf := make([][]byte, 0, n)
-		for i := 0; i < n; i++ {
-			b := make([]byte, 1<<20)
-			for j := range b {
-				b[j] = byte(j)
-			}
-			buf = append(buf, b)
-		}
-		fmt.Println("allocated", len(buf), "MiB")
+		alloc(n)
 	default:
 		fmt.Println("unknown probe", os.Args[1])
 		os.Exit(2)
@@ -99,6 +79,41 @@ func main() {
 		return
 	}
 	fmt.Println("ALLOWED")
+}
+
+// readFile prints what it read of path.
+func readFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		fmt.Printf("READ %q\n", b)
+	}
+	return err
+}
+
+// list prints the names in dir.
+func list(dir string) error {
+	var names []string
+	d, err := os.ReadDir(dir)
+	for _, e := range d {
+		names = append(names, e.Name())
+	}
+	if err == nil {
+		fmt.Printf("LIST %s\n", strings.Join(names, " "))
+	}
+	return err
+}
+
+// alloc allocates and touches n MiB of memory.
+func alloc(n int) {
+	buf := make([][]byte, 0, n)
+	for i := 0; i < n; i++ {
+		b := make([]byte, 1<<20)
+		for j := range b {
+			b[j] = byte(j)
+		}
+		buf = append(buf, b)
+	}
+	fmt.Println("allocated", len(buf), "MiB")
 }
 
 func refusedIf(e syscall.Errno) error {
