@@ -292,6 +292,29 @@ func TestMCPServersDownAndReload(t *testing.T) {
 		t.Errorf("the unchanged server was restarted")
 	}
 
+	// A reload that removes a server while one of its calls runs: the call
+	// finishes on the old server, which is closed after it.
+	answer := make(chan registry.Result, 1)
+	go func() {
+		answer <- s.invoke(t, "everything__trigger-long-running-operation", map[string]any{"duration": 8, "steps": 4})
+	}()
+	waitFor(t, "the long call to start", func() bool {
+		for _, r := range startedCalls(s.DataDir) {
+			if r.ToolName == "everything__trigger-long-running-operation" {
+				return true
+			}
+		}
+		return false
+	})
+	write(`{"mcpServers": {` + memory + `}}`)
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"tools file reloaded"`, 2)
+	assertUnknown(t, s, "everything__echo")
+	assertContains(t, "the call in flight", mustSucceed(t, <-answer), "Long running operation completed")
+	write(`{"mcpServers": {` + memory + `, ` + everything + `}}`)
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"tools file reloaded"`, 3)
+
 	// A mistake in an entry: the servers and their tools stay.
 	write(`{"mcpServers": {` + memory + `, "everything": {"comand": "node"}}}`)
 	s.reload <- struct{}{}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -220,7 +221,8 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 // stops start-up; Streamable HTTP servers need none.
 func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *execRunner, noSandbox string, getenv func(string) (string, bool)) *mcpMount {
 	c := d.Config
-	m := &mcpMount{reg: reg, log: d.Log, red: red, ws: d.Workspace.Dir(), getenv: getenv}
+	m := &mcpMount{reg: reg, log: d.Log, red: red, ws: d.Workspace.Dir(), getenv: getenv, callTimeout: c.CallTimeout}
+	m.drainCtx, m.drainStop = context.WithCancel(context.Background())
 	m.deps = mcpmount.Deps{
 		Workspace: d.Workspace,
 		EnvAllow:  c.ExecEnvAllow,

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -47,6 +48,14 @@ type mcpMount struct {
 	// sandboxes are exec's, for stdio servers; nil when exec's sandbox
 	// cannot run here.
 	sandboxes *mcpmount.Sandboxes
+
+	// Servers a reload replaced or removed are drained in the background:
+	// their calls in flight finish, for at most a call's time, before they
+	// are closed. close ends the drains at once and waits for them.
+	callTimeout time.Duration
+	drainCtx    context.Context
+	drainStop   context.CancelFunc
+	draining    sync.WaitGroup
 
 	mu      sync.Mutex // the servers, the selection and publishing
 	servers map[string]*mcpServer
@@ -346,8 +355,30 @@ func (m *mcpMount) commit(p *mcpPlan) error {
 	for _, e := range p.started {
 		m.logServer(e)
 	}
-	closeServers(p.stopped)
+	m.drainAndClose(p.stopped)
 	return errors.Join(errs...)
+}
+
+// drainAndClose closes servers a reload took out of the registry once the
+// calls they are running have finished, for at most the longest a call
+// may take, in the background: the reload does not wait for them.
+func (m *mcpMount) drainAndClose(servers []*mcpServer) {
+	if len(servers) == 0 {
+		return
+	}
+	m.draining.Go(func() {
+		var wg sync.WaitGroup
+		for _, e := range servers {
+			wg.Go(func() {
+				bound := max(m.callTimeout, e.cfg.Timeout)
+				ctx, cancel := context.WithTimeout(m.drainCtx, bound)
+				defer cancel()
+				e.srv.Drain(ctx)
+			})
+		}
+		wg.Wait()
+		closeServers(servers)
+	})
 }
 
 // subagentTools lists the tools of the servers whose entry says
@@ -394,6 +425,10 @@ func (m *mcpMount) close() {
 	}
 	m.servers = nil
 	m.mu.Unlock()
+	if m.drainStop != nil {
+		m.drainStop()
+	}
+	m.draining.Wait()
 	closeServers(list)
 	if m.sandboxes != nil {
 		m.sandboxes.Close()

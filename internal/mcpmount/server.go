@@ -181,6 +181,8 @@ type Server struct {
 	progress sync.Map      // progress token -> context of the call
 	token    atomic.Uint64 // last progress token
 	listReq  chan struct{} // list_changed seen, for the refresher
+	inflight int           // calls running
+	idle     chan struct{} // closed when inflight drops to zero; nil when nobody waits
 }
 
 // New returns a server that is not started yet. name is the key of its
@@ -616,6 +618,44 @@ func (s *Server) await(ctx context.Context) (*conn, error) {
 			return nil, status
 		}
 	}
+}
+
+// Drain waits until no call of the server's tools is running, or ctx is
+// done. A reload that replaces or removes a server takes its tools out of
+// the registry first, so no new call starts, then drains it before closing
+// it: the calls in flight finish on the server they started on.
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	if s.inflight == 0 {
+		s.mu.Unlock()
+		return
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+// begin counts a call of one of the server's tools; end uncounts it.
+func (s *Server) begin() {
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+}
+
+func (s *Server) end() {
+	s.mu.Lock()
+	s.inflight--
+	if s.inflight == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.mu.Unlock()
 }
 
 // Close stops the server: the session is closed, a stdio server's stdin

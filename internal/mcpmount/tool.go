@@ -213,6 +213,8 @@ func (t *Tool) Timeout() time.Duration { return t.s.cfg.Timeout }
 // against the schema, go to the server as they are.
 func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	s := t.s
+	s.begin()
+	defer s.end()
 	c, err := s.await(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
