@@ -2,13 +2,14 @@ package http
 
 import (
 	"fmt"
-	"github.com/countbot/toolsvc/internal/runes"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // guard keeps web pages the operator has not invited away from every route.
