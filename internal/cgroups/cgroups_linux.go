@@ -41,7 +41,6 @@ type Group struct {
 	v2     string            // folder, "" when not in v2
 	v2fd   int               // open folder, for CLONE_INTO_CGROUP; -1 when none
 	v1     map[string]string // controller -> folder
-	killed bool
 }
 
 // errUnavailable is returned by New when no hierarchy can be used.
@@ -259,7 +258,6 @@ func (g *Group) EnterThread() error {
 // Kill kills every process in the group and waits, at most timeout, until none
 // is left. It reports whether the group was seen empty.
 func (g *Group) Kill(timeout time.Duration) bool {
-	g.killed = true
 	if g.v2 != "" {
 		if err := os.WriteFile(filepath.Join(g.v2, "cgroup.kill"), []byte("1"), 0); err != nil {
 			// Kernels before 5.14 lack cgroup.kill: kill the members one by one.
