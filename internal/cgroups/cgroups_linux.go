@@ -37,10 +37,10 @@ type Manager struct {
 
 // Group is one command's control group.
 type Group struct {
-	m      *Manager
-	v2     string            // folder, "" when not in v2
-	v2fd   int               // open folder, for CLONE_INTO_CGROUP; -1 when none
-	v1     map[string]string // controller -> folder
+	m    *Manager
+	v2   string            // folder, "" when not in v2
+	v2fd int               // open folder, for CLONE_INTO_CGROUP; -1 when none
+	v1   map[string]string // controller -> folder
 }
 
 // errUnavailable is returned by New when no hierarchy can be used.
