@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countbot/toolsvc/internal/childenv"
 	"github.com/countbot/toolsvc/internal/sandbox"
 )
 
@@ -193,22 +194,8 @@ func (w stdinCloser) Close() error                { w.c.stop(); return nil }
 // tokens), HOME the configured home folder (set per start by startChild
 // when there is none), then the entry's env.
 func (s *Server) env() []string {
-	out := []string{"HOME=" + s.d.Home}
-	hasPath := false
-	for _, kv := range s.d.Environ() {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !s.allowedEnv(name) {
-			continue
-		}
-		if _, own := s.res.env[name]; own {
-			continue
-		}
-		hasPath = hasPath || name == "PATH"
-		out = append(out, kv)
-	}
-	if _, own := s.res.env["PATH"]; !hasPath && !own {
-		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	}
+	own := func(name string) bool { _, ok := s.res.env[name]; return ok }
+	out := append([]string{"HOME=" + s.d.Home}, childenv.From(s.d.Environ(), s.d.EnvAllow, own)...)
 	for _, k := range sortedKeys(s.res.env) {
 		if k == "HOME" || k == "TMPDIR" {
 			continue // the sandbox decides where the server may write
@@ -216,25 +203,6 @@ func (s *Server) env() []string {
 		out = append(out, k+"="+s.res.env[k])
 	}
 	return out
-}
-
-func (s *Server) allowedEnv(name string) bool {
-	if strings.HasPrefix(name, "TOOLSVC_") || name == "HOME" || name == "TMPDIR" {
-		return false
-	}
-	switch name {
-	case "PATH", "LANG", "LANGUAGE", "TZ", "TERM":
-		return true
-	}
-	if strings.HasPrefix(name, "LC_") {
-		return true
-	}
-	for _, a := range s.d.EnvAllow {
-		if a == name || (strings.HasSuffix(a, "*") && strings.HasPrefix(name, strings.TrimSuffix(a, "*"))) {
-			return true
-		}
-	}
-	return false
 }
 
 func envValue(env []string, name string) string {

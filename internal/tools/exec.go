@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/countbot/toolsvc/internal/childenv"
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
@@ -261,39 +262,7 @@ func (e *Exec) makeHome(dir string) error {
 // home (the call's own, or the configured one that lasts between calls),
 // and TMPDIR the call's private folder.
 func (e *Exec) env(home, tmp string) []string {
-	out := []string{"HOME=" + home, "TMPDIR=" + tmp}
-	hasPath := false
-	for _, kv := range e.opts.Environ() {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !e.allowedEnv(name) {
-			continue
-		}
-		hasPath = hasPath || name == "PATH"
-		out = append(out, kv)
-	}
-	if !hasPath {
-		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	}
-	return out
-}
-
-func (e *Exec) allowedEnv(name string) bool {
-	if strings.HasPrefix(name, "TOOLSVC_") || name == "HOME" || name == "TMPDIR" {
-		return false
-	}
-	switch name {
-	case "PATH", "LANG", "LANGUAGE", "TZ", "TERM":
-		return true
-	}
-	if strings.HasPrefix(name, "LC_") {
-		return true
-	}
-	for _, a := range e.opts.EnvAllow {
-		if a == name || (strings.HasSuffix(a, "*") && strings.HasPrefix(name, strings.TrimSuffix(a, "*"))) {
-			return true
-		}
-	}
-	return false
+	return append([]string{"HOME=" + home, "TMPDIR=" + tmp}, childenv.From(e.opts.Environ(), e.opts.EnvAllow, nil)...)
 }
 
 // format renders the output in CountBot's form: a failure announced first
