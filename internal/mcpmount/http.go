@@ -21,13 +21,7 @@ func (s *Server) connectHTTP(ctx context.Context) (*conn, error) {
 	t := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.d.MaxMessage + 1<<20}
 	c := newConn(s, nil, nil)
 	rt.over = &c.httpOver
-	cs, err := s.client().Connect(ctx, t, nil)
-	if err != nil {
-		return nil, s.connectError(ctx, c, "initialize", err)
-	}
-	c.cs = cs
-	go c.watch()
-	return c, nil
+	return s.session(ctx, c, t)
 }
 
 // sameHost refuses a redirect to another host (the credentials in the

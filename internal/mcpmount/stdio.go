@@ -57,6 +57,12 @@ func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
 	// The sdk's own bound on a line stays above ours, which ends the
 	// connection with a clear reason first.
 	t := &mcp.IOTransport{Reader: limit, Writer: stdinCloser{ch}, MaxLineLength: s.d.MaxMessage + 1<<20}
+	return s.session(ctx, c, t)
+}
+
+// session runs the MCP handshake over t and, once it is done, watches c
+// for the end of the connection.
+func (s *Server) session(ctx context.Context, c *conn, t mcp.Transport) (*conn, error) {
 	cs, err := s.client().Connect(ctx, t, nil)
 	if err != nil {
 		return nil, s.connectError(ctx, c, "initialize", err)

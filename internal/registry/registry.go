@@ -277,9 +277,7 @@ func (r *Registry) Tool(name string) (Tool, bool) {
 
 // Has reports whether a tool of that name is registered.
 func (r *Registry) Has(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.tools[name]
+	_, ok := r.Tool(name)
 	return ok
 }
 
