@@ -139,7 +139,7 @@ func (c *Command) argv() ([]string, error) {
 func argEnv(args json.RawMessage) ([]string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, toolerr.Errorf(toolerr.InvalidArguments, "the arguments must be a JSON object: %v", err)
+		return nil, toolerr.Errorf(toolerr.InvalidArguments, "the arguments must be a JSON object: %v. Next: send the arguments as one JSON object.", err)
 	}
 	names := make([]string, 0, len(m))
 	for k := range m {

@@ -70,10 +70,10 @@ func NewHTTP(s Spec, d HTTPDeps) (*HTTP, error) {
 		Transport: g.Transport(),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
-				return toolerr.Errorf(toolerr.PolicyDenied, "the service redirected more than %d times", maxRedirects)
+				return toolerr.Errorf(toolerr.PolicyDenied, "the service redirected more than %d times. Next: tell the user the tool's service is misconfigured; the operator should point the tool at the final URL.", maxRedirects)
 			}
 			if !strings.EqualFold(req.URL.Host, host) {
-				return toolerr.Errorf(toolerr.PolicyDenied, "the service redirected to another host (%s), which is not followed", req.URL.Hostname())
+				return toolerr.Errorf(toolerr.PolicyDenied, "the service redirected to another host (%s), which is not followed. Next: tell the user the tool's service moved; the operator should change the tool's url.", req.URL.Hostname())
 			}
 			return g.CheckURL(req.URL)
 		},

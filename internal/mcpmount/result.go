@@ -64,7 +64,7 @@ func (s *Server) result(t *Tool, res *mcp.CallToolResult) (string, error) {
 		if strings.TrimSpace(text) == "" {
 			text = "(no message)"
 		}
-		return "", toolerr.Errorf(toolerr.ToolError, "the tool %s of the MCP server %s reported an error: %s", t.remote, s.name, text)
+		return "", toolerr.Errorf(toolerr.ToolError, "the tool %s of the MCP server %s reported an error: %s\n\nNext: correct the arguments as the message says, or use another tool.", t.remote, s.name, text)
 	}
 	if strings.TrimSpace(text) == "" {
 		return "(no output)", nil
