@@ -127,6 +127,9 @@ type Message struct {
 	Target  Target
 	Caption string
 	Files   []*File
+	// ReplyTo is the platform's ID of the message being answered
+	// (X-Reply-To), or "": channels that can thread a reply under it do.
+	ReplyTo string
 }
 
 // Outcome says how each part of a Message went: nil is sent.

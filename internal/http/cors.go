@@ -18,7 +18,7 @@ type cors struct {
 
 // Headers a browser may send and read: the key, the session, MCP's own.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Reply-To, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
 	corsExposeHeaders = "X-Request-ID, Retry-After, WWW-Authenticate, Allow, Mcp-Session-Id"
 	corsAllowMethods  = "GET, HEAD, POST, DELETE, OPTIONS"
 )

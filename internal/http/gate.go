@@ -54,7 +54,7 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 //     the bearer key, compared in constant time, becomes a Caller in the
 //     request's context and its name goes to the access log line;
 //   - door (middleware, on the routes that run calls): the metadata
-//     headers (X-Session-ID, X-Source, X-Channel, X-Chat-ID), cleaned, and
+//     headers (X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Reply-To), cleaned, and
 //     the key's name are read once into the request's context;
 //   - admit (in the door's handler, once the call is about to run): refused
 //     while the service shuts down or when every slot is taken; otherwise
@@ -130,6 +130,7 @@ func (g *gate) door(next http.Handler) http.Handler {
 			Source:    headerValue(r, "X-Source"),
 			Channel:   headerValue(r, "X-Channel"),
 			ChatID:    headerValue(r, "X-Chat-ID"),
+			ReplyTo:   headerValue(r, "X-Reply-To"),
 			Key:       c.Key,
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), doorKey{}, m)))

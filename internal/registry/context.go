@@ -12,6 +12,9 @@ type Call struct {
 	// caller says so outright (X-Channel, X-Chat-ID); send_media reads
 	// them, or else the session ID.
 	Channel, ChatID string
+	// ReplyTo names the platform message the call answers (X-Reply-To):
+	// channels that thread replies, or that only allow replies, use it.
+	ReplyTo string
 	// Key is the name of the API key the call came with (never the key);
 	// empty when the service has no keys. Work a tool starts for the call
 	// (a sub-agent task, a conversation) belongs to this key.
@@ -24,6 +27,7 @@ type Meta struct {
 	Source    string
 	Channel   string
 	ChatID    string
+	ReplyTo   string
 	// Key is the name of the caller's API key; see Call.Key.
 	Key string
 	// Progress, when set, receives progress events a tool reports while it

@@ -362,7 +362,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	// The headers are the caller's text and reach the audit record and the
 	// tool's context: a key pasted there must not be recorded.
 	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
-	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source, Channel: meta.Channel, ChatID: meta.ChatID, Key: meta.Key}
+	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source, Channel: meta.Channel, ChatID: meta.ChatID, ReplyTo: meta.ReplyTo, Key: meta.Key}
 	if len(args) == 0 {
 		args = []byte("{}")
 	}

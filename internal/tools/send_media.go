@@ -104,7 +104,7 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	if len(files) == 0 {
 		return "", toolerr.Errorf(toolerr.ToolError, "%s", report(target, lines, nil, args.Message, true))
 	}
-	out := sender.Send(ctx, &channels.Message{Session: call.SessionID, Target: target, Caption: args.Message, Files: files})
+	out := sender.Send(ctx, &channels.Message{Session: call.SessionID, Target: target, Caption: args.Message, Files: files, ReplyTo: call.ReplyTo})
 	i := 0
 	sent := 0
 	for _, l := range lines {
