@@ -51,6 +51,9 @@ type Deps struct {
 	// Conversations answers send_message (the voice-device conversation
 	// mode); nil leaves it out.
 	Conversations *agent.Conversations
+	// Version is the build's version, which the chat channels name in
+	// their User-Agent.
+	Version string
 }
 
 // Tools is what Register built: the tools on, the tools off with the
@@ -259,7 +262,7 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // model-facing network guard; the channel clients refuse redirects so
 // that tokens never reach another host.
 func (b *builder) sendMedia() (registry.Tool, string, error) {
-	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{})
+	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{Version: b.Version})
 	if m.Empty() {
 		return nil, "no chat channel configured (see docs/channels.md)", nil
 	}
