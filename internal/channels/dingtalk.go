@@ -74,6 +74,9 @@ func dingtalkKind(f *File) string {
 // Check applies DingTalk's limits: its types, 20 MB, and an mp4 whose
 // duration can be read (the video message needs it).
 func (d *DingTalk) Check(f *File) string {
+	if why := limitFor("dingtalk", f, dingtalkMax, "files"); why != "" {
+		return why
+	}
 	switch dingtalkKind(f) {
 	case "":
 		return "dingtalk sends only images (png, jpg, gif, bmp), mp4 videos and files of type " + strings.Join(dingtalkFiles, ", ") +
@@ -83,7 +86,7 @@ func (d *DingTalk) Check(f *File) string {
 			return "dingtalk's video message needs the video's duration, which cannot be read from it (" + err.Error() + "). Next: check that it is a complete mp4, or put it in a zip archive"
 		}
 	}
-	return limitFor("dingtalk", f, dingtalkMax, "files")
+	return ""
 }
 
 // DingTalk's error codes: an invalid or expired token (old API); over a

@@ -41,12 +41,12 @@ func NewTelegram(acct TelegramAccount, o Options) *Telegram {
 // answers PHOTO_INVALID_DIMENSIONS); other files uploaded as multipart at
 // most 50 MB; captions up to 1024 characters, texts up to 4096.
 const (
-	telegramPhotoMax    = 10_000_000
-	telegramPhotoSides  = 10000
-	telegramPhotoRatio  = 20
-	telegramUploadMax   = 50_000_000
-	telegramCaptionMax  = 1024
-	telegramTextMax     = 4096
+	telegramPhotoMax   = 10_000_000
+	telegramPhotoSides = 10000
+	telegramPhotoRatio = 20
+	telegramUploadMax  = 50_000_000
+	telegramCaptionMax = 1024
+	telegramTextMax    = 4096
 )
 
 // Check applies Telegram's limits: a picture sendPhoto would refuse goes
