@@ -165,6 +165,16 @@ func jsonText(body []byte) string {
 	return string(out)
 }
 
+// assertWire fails t unless the recorded requests hold each of wants.
+func assertWire(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("the requests lack %q", w)
+		}
+	}
+}
+
 // golden compares got with testdata/name.golden, or writes it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
@@ -212,6 +222,8 @@ func TestGolden(t *testing.T) {
 		mustSend(t, tg.Send(ctx, &Message{Target: Target{ChatID: "-1001"}, Caption: "Q3 numbers", ReplyTo: "42", Files: []*File{
 			memFile(t, "chart.png", pngData(t, 200, 100)), memFile(t, "page.png", pngData(t, 300, 12000)), memFile(t, "report.pdf", []byte("%PDF-1.7 report")),
 		}}))
+		// Whatever the golden file says: the long page went as a document.
+		assertWire(t, w.out.String(), "POST /bot<secret>/sendDocument\n", `filename="page.png"`, `"message_id":42`)
 		golden(t, "telegram", w.out.String())
 	})
 	t.Run("wecom robot", func(t *testing.T) {
@@ -223,6 +235,7 @@ func TestGolden(t *testing.T) {
 		mustSend(t, wc.Send(ctx, &Message{Caption: chinese, Files: []*File{
 			memFile(t, "chart.png", []byte("png-image")), memFile(t, "report.pdf", []byte("%PDF-1.7 report")),
 		}}))
+		assertWire(t, w.out.String(), "«2046 bytes» 季度", "«816 bytes»")
 		golden(t, "wecom-robot", w.out.String())
 	})
 	t.Run("wecom app", func(t *testing.T) {
@@ -254,6 +267,7 @@ func TestGolden(t *testing.T) {
 		}}))
 		hook := NewDiscord(DiscordAccount{WebhookURL: srv.URL + "/api/webhooks/42/hook-token"}, testOptions(newClock()))
 		mustSend(t, hook.Send(ctx, &Message{Caption: "only text"}))
+		assertWire(t, w.out.String(), "User-Agent: DiscordBot (https://github.com/countbot/toolsvc, v1.2.3)\n")
 		golden(t, "discord", w.out.String())
 	})
 	t.Run("slack", func(t *testing.T) {
