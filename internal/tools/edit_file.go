@@ -64,21 +64,25 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
-	f, err := p.Open()
+	// Another edit of the same file, here or in another replica sharing the
+	// workspace, waits until this one is written, and then edits what this
+	// one wrote.
+	f, release, err := p.OpenForEdit(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", toolerr.Errorf(toolerr.ToolError, "'%s' is being edited by another call, which did not finish in time. Next: retry the edit.", runes.Shorten(p.Display, runes.Echo))
+		}
 		return "", err
 	}
+	defer release()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return "", workspace.Explain(err, p)
 	}
 	if !fi.Mode().IsRegular() {
-		f.Close()
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder or a special file, not a regular file.", runes.Shorten(p.Display, runes.Echo))
 	}
 	if fi.Size() > maxEditBytes {
-		f.Close()
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", runes.Shorten(p.Display, runes.Echo), humanSize(fi.Size()), humanSize(maxEditBytes))
 	}
 	// The file is read into one buffer of its size (one byte more tells a
@@ -87,7 +91,9 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	// written from the string. So an edit holds the file about twice.
 	data := make([]byte, fi.Size()+1)
 	n, err := io.ReadFull(f, data)
-	f.Close()
+	if !workspace.LocksEdits {
+		release() // the file cannot be replaced while it is open
+	}
 	switch {
 	case err == nil:
 		return "", toolerr.Errorf(toolerr.ToolError, "'%s' grew while it was read, so it was not edited. Next: retry the edit.", runes.Shorten(p.Display, runes.Echo))
