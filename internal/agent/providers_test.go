@@ -11,8 +11,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,63 +21,10 @@ import (
 	"github.com/countbot/toolsvc/internal/agent/agenttest"
 )
 
-// providerFixture is one provider's documented chat-completions replies
-// for a two-tool task (testdata/providers/*.json): read notes.txt, write
-// summary.md, answer. Source names the documents the shape comes from.
-type providerFixture struct {
-	Provider string
-	Source   []string
-	Rule     string // the provider's documented rule for the requests that follow
-	Model    string
-	// MustReturn names the reply fields the next requests must carry back
-	// unchanged: a message field, or "tool_calls[].<field>" for a field of
-	// each tool call.
-	MustReturn []string `json:"must_return"`
-	Replies    []json.RawMessage
-	// Reject is the rule as the third-party mock server checks it: a
-	// JMESPath expression true for a request that breaks it, and the
-	// provider's answer to such a request.
-	Reject *struct {
-		When   string
-		Status int
-		Body   json.RawMessage
-	}
-}
+type providerFixture = agenttest.Fixture
 
 func loadFixtures(t *testing.T) map[string]providerFixture {
-	t.Helper()
-	files, err := filepath.Glob("testdata/providers/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	out := map[string]providerFixture{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var fx providerFixture
-		if err := json.Unmarshal(data, &fx); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if len(fx.Source) == 0 || len(fx.Replies) != 3 || fx.Model == "" {
-			t.Fatalf("%s: a fixture needs its source, a model and three replies", f)
-		}
-		out[strings.TrimSuffix(filepath.Base(f), ".json")] = fx
-	}
-	return out
-}
-
-// replyMessage returns reply n's choices[0].message as its fields.
-func (fx providerFixture) replyMessage(t *testing.T, n int) map[string]json.RawMessage {
-	t.Helper()
-	var r struct {
-		Choices []struct{ Message map[string]json.RawMessage }
-	}
-	if err := json.Unmarshal(fx.Replies[n], &r); err != nil || len(r.Choices) == 0 {
-		t.Fatalf("reply %d: %v", n, err)
-	}
-	return r.Choices[0].Message
+	return agenttest.LoadFixtures(t, "testdata/providers")
 }
 
 // runTwoToolTask runs the sub-agent loop with read_file and write_file
@@ -138,7 +83,7 @@ func checkRoundTrip(t *testing.T, fx providerFixture, bodies [][]byte) {
 			t.Fatalf("request %d: %d assistant messages (want %d), unanswered calls %v", k, len(asst), k, open)
 		}
 		for j, sent := range asst {
-			checkEcho(t, fmt.Sprintf("request %d, assistant message %d", k, j), fx, sent, fx.replyMessage(t, j))
+			checkEcho(t, fmt.Sprintf("request %d, assistant message %d", k, j), fx, sent, fx.ReplyMessage(t, j))
 		}
 	}
 }
@@ -193,11 +138,7 @@ func sameJSON(a, b json.RawMessage) bool {
 func TestProviderShapesRoundTrip(t *testing.T) {
 	for name, fx := range loadFixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			var steps []func(agenttest.Request) agenttest.Response
-			for _, r := range fx.Replies {
-				steps = append(steps, agenttest.Reply(agenttest.Response{Body: string(r)}))
-			}
-			srv := agenttest.New(t, steps...)
+			srv := agenttest.New(t, fx.Steps()...)
 			runTwoToolTask(t, srv.URL, fx.Model)
 			var bodies [][]byte
 			for _, r := range srv.Requests() {
@@ -206,26 +147,6 @@ func TestProviderShapesRoundTrip(t *testing.T) {
 			checkRoundTrip(t, fx, bodies)
 		})
 	}
-}
-
-// mockRules turns the fixtures into mock-llm rules: for each model, a
-// reply by the number of tool results so far, then (winning, as the last
-// match) a 400 for a request whose tool messages do not answer its calls,
-// then the provider's own rule.
-func mockRules(fixtures map[string]providerFixture) []agenttest.MockRule {
-	var rules []agenttest.MockRule
-	for _, fx := range fixtures {
-		model := fmt.Sprintf("body.model == '%s'", fx.Model)
-		for n, r := range fx.Replies {
-			rules = append(rules, agenttest.MockRule{Match: fmt.Sprintf("%s && length(body.messages[?role=='tool']) == `%d`", model, n), Status: 200, Body: r})
-		}
-		rules = append(rules, agenttest.MockRule{Match: model + " && length(body.messages[?role=='tool']) != length(body.messages[?role=='assistant'].tool_calls[])",
-			Status: 400, Body: json.RawMessage(`{"error":{"message":"tool messages must answer the tool calls before them","type":"invalid_request_error"}}`)})
-		if fx.Reject != nil {
-			rules = append(rules, agenttest.MockRule{Match: model + " && " + fx.Reject.When, Status: fx.Reject.Status, Body: fx.Reject.Body})
-		}
-	}
-	return rules
 }
 
 // recordingProxy forwards to target and keeps each request body.
@@ -271,7 +192,7 @@ func (p *recordingProxy) requests(model string) [][]byte {
 // message with neither text nor calls) gets the provider's error.
 func TestProviderShapesMockLLM(t *testing.T) {
 	fixtures := loadFixtures(t)
-	base := agenttest.MockLLM(t, mockRules(fixtures))
+	base := agenttest.MockLLM(t, agenttest.MockRules(fixtures))
 	for name, fx := range fixtures {
 		if fx.Reject == nil {
 			continue
