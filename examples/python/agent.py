@@ -48,6 +48,7 @@ out, 2 bad usage or settings.
 
 import datetime
 import email.utils
+import errno
 import json
 import os
 import socket
@@ -155,7 +156,7 @@ def not_sent(err):
     reason = getattr(err, "reason", err)
     if isinstance(reason, (ConnectionRefusedError, socket.gaierror)):
         return True
-    return isinstance(reason, OSError) and reason.errno in (101, 113)  # ENETUNREACH, EHOSTUNREACH
+    return isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH)
 
 
 def refused_unrun(reply):
@@ -361,7 +362,8 @@ def answer(call, names):
 
 def run(task):
     tools = fetch_tools()
-    names = sorted(t["function"]["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict))
+    names = sorted(n for n in (t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict))
+                   if isinstance(n, str))
     say(f"{len(names)} tools: {', '.join(names)}")
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for turn in range(MAX_TURNS):
