@@ -264,9 +264,25 @@ type wireReply struct {
 	Choices []struct {
 		Message      json.RawMessage `json:"message"`
 		FinishReason string          `json:"finish_reason"`
-		Error        *wireError      `json:"error"`
+		Error        json.RawMessage `json:"error"`
 	} `json:"choices"`
-	Error *wireError `json:"error"`
+	Error json.RawMessage `json:"error"`
+}
+
+// bodyError reads an error member: nil when absent, null or empty; a
+// string is taken as the message.
+func bodyError(raw json.RawMessage) *wireError {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "{}", `""`:
+		return nil
+	}
+	var e wireError
+	if json.Unmarshal(raw, &e) != nil {
+		if json.Unmarshal(raw, &e.Message) != nil {
+			e.Message = string(raw)
+		}
+	}
+	return &e
 }
 
 // parseReply normalises a reply (see Message.UnmarshalJSON). An error in
@@ -280,9 +296,9 @@ func parseReply(data []byte) (Reply, time.Duration, error) {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return Reply{}, -1, fmt.Errorf("the model's reply is not chat-completions JSON: %w: %s", err, snippet(data))
 	}
-	e := w.Error
+	e := bodyError(w.Error)
 	if e == nil && len(w.Choices) > 0 {
-		e = w.Choices[0].Error
+		e = bodyError(w.Choices[0].Error)
 	}
 	if e != nil {
 		return Reply{}, bodyErrorWait(e), fmt.Errorf("model API error in its reply: %s", snippet(data))

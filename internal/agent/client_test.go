@@ -159,6 +159,8 @@ func TestClientRetries(t *testing.T) {
 		// https://openrouter.ai/docs/api/reference/errors-and-debugging: after a model started, errors come in a 200 body.
 		{"OpenRouter 200 with a final error", []agenttest.Response{{Body: `{"error":{"code":402,"message":"Insufficient credits"}}`}, ok}, 0, "Insufficient credits", nil, 1},
 		{"OpenRouter 200 with a provider error in the choice is retried", []agenttest.Response{{Body: `{"id":"gen-1","choices":[{"index":0,"finish_reason":"error","message":{"role":"assistant","content":""},"error":{"code":502,"message":"Provider returned error"}}]}`}, ok}, 0, "", []time.Duration{time.Second}, 2},
+		{"a string error in a 200 body", []agenttest.Response{{Body: `{"error":"upstream overloaded","choices":[]}`}, ok}, 0, "upstream overloaded", nil, 1},
+		{"null error beside a reply", []agenttest.Response{{Body: `{"error":null,"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]}`}}, 0, "", nil, 1},
 		{"null message", []agenttest.Response{{Body: `{"choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`}}, 0, "has no message", nil, 1},
 	}
 	for _, tt := range tests {
