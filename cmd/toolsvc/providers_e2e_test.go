@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/agent/agenttest"
@@ -32,5 +34,53 @@ func TestSpawnAgainstMockLLM(t *testing.T) {
 				t.Errorf("summary.md: %q, %v", data, err)
 			}
 		})
+	}
+}
+
+// TestSendMessageMistralSurvivesEmptyAnswer: a send_message session on a
+// model with Mistral's rule (an assistant message has either content or
+// tool_calls: not both, not neither; https://docs.mistral.ai/capabilities/function_calling/)
+// gets text beside a tool call, then an empty answer, and the session's
+// next message is still answered.
+func TestSendMessageMistralSurvivesEmptyAnswer(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	replies := []agenttest.Response{
+		agenttest.Message(`{"role":"assistant","content":"Let me check.","tool_calls":[{"id":"D681PevKs","type":null,"function":{"name":"exec","arguments":"{\"command\": \"echo sunny\"}"},"index":0}]}`, "tool_calls"),
+		agenttest.Final(""),
+		agenttest.Final("It is sunny."),
+	}
+	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
+		for _, raw := range r.Messages {
+			var m struct {
+				Role      string
+				Content   string
+				ToolCalls []json.RawMessage `json:"tool_calls"`
+			}
+			_ = json.Unmarshal(raw, &m)
+			if m.Role == "assistant" && (m.Content != "") == (len(m.ToolCalls) > 0) {
+				which := "none"
+				if m.Content != "" {
+					which = "both"
+				}
+				return agenttest.Response{Status: 400, Body: `{"object":"error","message":"Assistant message must have either content or tool_calls, but not ` + which + `.","type":"invalid_request_error","param":null,"code":null}`}
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		next := replies[0]
+		if len(replies) > 1 {
+			replies = replies[1:]
+		}
+		return next
+	})
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"XIAOZHI_CONVERSATION": "true", "EXEC_SANDBOX": "none"}))
+	out := mustSucceed(t, s.invoke(t, "send_message", map[string]any{"text": "hello"}, "X-Session-ID", "device-7"))
+	if out != "(the agent gave no reply)" {
+		t.Fatalf("first reply %q", out)
+	}
+	out = mustSucceed(t, s.invoke(t, "send_message", map[string]any{"text": "what is the weather"}, "X-Session-ID", "device-7"))
+	if out != "It is sunny." {
+		t.Fatalf("second reply %q", out)
 	}
 }
