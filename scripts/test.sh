@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine: installs what the tests need
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
 # for exec's sandbox, python3 for the example agent, nodejs and npm for the
-# MCP servers the mcpmount tests install from npm), downloads the Go
+# MCP servers the mcpmount tests and the mock model server the agent
+# tests install from npm), downloads the Go
 # modules, then vets, runs staticcheck and deadcode, checks the size of
 # functions (scripts/funclen, gocyclo), and runs every test
 # with the race detector.
