@@ -29,6 +29,8 @@
 //     initialisation builds its table (about 3 ms, 1 MB) at start-up.
 //   - CreateReadableDocument (helper.go), unused, and the functions the
 //     removals left unused (validTagCatalog, lru's Cache.Remove) are gone.
+//   - The regular expressions of metadata.go are compiled on first use
+//     (sync.OnceValue), not at every start of the program.
 //   - Imports point into toolsvc; the code is gofmt-formatted.
 //   - Tests: the ones that need upstream's 147 MB of real-world pages
 //     (realworld, metadata-realworld) are left out, and so are the

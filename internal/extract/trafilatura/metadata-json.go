@@ -304,8 +304,8 @@ func getSchemaNames(v any, expectedTypes ...string) []string {
 	if value, isString := v.(string); isString {
 		// There are some case where the name string contains an unescaped JSON,
 		// so try to handle it here.
-		parts := rxNameJson.FindStringSubmatch(value)
-		if rxJsonSymbol.MatchString(value) && len(parts) > 0 {
+		parts := rxNameJson().FindStringSubmatch(value)
+		if rxJsonSymbol().MatchString(value) && len(parts) > 0 {
 			value = parts[1]
 		}
 

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,29 +38,43 @@ import (
 )
 
 var (
-	rxCommaSeparator = regexp.MustCompile(`\s*[,;]\s*`)
-	rxTitleCleaner   = regexp.MustCompile(`(?i)^(.+)?\s+[–•·—|⁄*⋆~‹«<›»>:-]\s+(.+)$`) // part without dots?
-	rxJsonSymbol     = regexp.MustCompile(`[{\\}]`)
-	rxNameJson       = regexp.MustCompile(`(?i)"name\\?":\s*\\?"([^"\\]+)`)
-	rxUrlCheck       = regexp.MustCompile(`(?i)https?://`)
-	rxSitenameFinder = regexp.MustCompile(`(?i)https?://(?:www\.|w[0-9]+\.)?([^/]+)`)
-	rxHtmlStripTag   = regexp.MustCompile(`(?i)(<!--.*?-->|<[^>]*>)`)
-	rxCategoryHref   = regexp.MustCompile(`(?i)/categor(?:y|ies)/`)
-	rxTagHref        = regexp.MustCompile(`(?i)/tags?/`)
+	rxCommaSeparator = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*[,;]\s*`) })
+	rxTitleCleaner   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(.+)?\s+[–•·—|⁄*⋆~‹«<›»>:-]\s+(.+)$`)
+	}) // part without dots?
+	rxJsonSymbol     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[{\\}]`) })
+	rxNameJson       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)"name\\?":\s*\\?"([^"\\]+)`) })
+	rxUrlCheck       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)https?://`) })
+	rxSitenameFinder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)https?://(?:www\.|w[0-9]+\.)?([^/]+)`) })
+	rxHtmlStripTag   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(<!--.*?-->|<[^>]*>)`) })
+	rxCategoryHref   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)/categor(?:y|ies)/`) })
+	rxTagHref        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)/tags?/`) })
 
-	rxCcLicense     = regexp.MustCompile(`(?i)/(by-nc-nd|by-nc-sa|by-nc|by-nd|by-sa|by|zero)/([1-9]\.[0-9])`)
-	rxCcLicenseText = regexp.MustCompile(`(?i)(cc|creative commons) (by-nc-nd|by-nc-sa|by-nc|by-nd|by-sa|by|zero) ?([1-9]\.[0-9])?`)
+	rxCcLicense = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)/(by-nc-nd|by-nc-sa|by-nc|by-nd|by-sa|by|zero)/([1-9]\.[0-9])`)
+	})
+	rxCcLicenseText = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(cc|creative commons) (by-nc-nd|by-nc-sa|by-nc|by-nd|by-sa|by|zero) ?([1-9]\.[0-9])?`)
+	})
 
-	rxAuthorPrefix       = regexp.MustCompile(`(?i)^([a-zäöüß]+(ed|t))? ?(written by|words by|words|by|von|from) `)
-	rxAuthorDigits       = regexp.MustCompile(`(?i)\pN.+?$`)
-	rxAuthorSocialMedia  = regexp.MustCompile(`(?i)@\S+`)
-	rxAuthorSpaceChars   = regexp.MustCompile(`(?i)[._+]`)
-	rxAuthorNickname     = regexp.MustCompile(`(?i)["‘({\[’\'][^"]+?[‘’"\')\]}]`)
-	rxAuthorSpecialChars = regexp.MustCompile(`(?i)[^\pL\pM\pN_]+$|[:()?*$#!%/<>{}~¿]`)
-	rxAuthorPreposition  = regexp.MustCompile(`(?i)\b\s+(am|on|for|at|in|to|from|of|via|with|—|-|–)\s+(.*)`)
-	rxAuthorEmail        = regexp.MustCompile(`(?i)\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Z|a-z]{2,}\b`)
-	rxAuthorSeparator    = regexp.MustCompile(`(?i)/|;|,|\||&|(?:^|[^\pL\pM\pN_])[u|a]nd(?:$|[^\pL\pM\pN_])`)
-	rxAuthorHTML         = regexp.MustCompile(`(?i)<[^>]+>`)
+	rxAuthorPrefix = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^([a-zäöüß]+(ed|t))? ?(written by|words by|words|by|von|from) `)
+	})
+	rxAuthorDigits       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\pN.+?$`) })
+	rxAuthorSocialMedia  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)@\S+`) })
+	rxAuthorSpaceChars   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)[._+]`) })
+	rxAuthorNickname     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)["‘({\[’\'][^"]+?[‘’"\')\]}]`) })
+	rxAuthorSpecialChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)[^\pL\pM\pN_]+$|[:()?*$#!%/<>{}~¿]`) })
+	rxAuthorPreposition  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b\s+(am|on|for|at|in|to|from|of|via|with|—|-|–)\s+(.*)`)
+	})
+	rxAuthorEmail = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Z|a-z]{2,}\b`)
+	})
+	rxAuthorSeparator = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)/|;|,|\||&|(?:^|[^\pL\pM\pN_])[u|a]nd(?:$|[^\pL\pM\pN_])`)
+	})
+	rxAuthorHTML = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)<[^>]+>`) })
 
 	metaNameAuthor = sliceToMap(
 		"article:author", "atc-metaauthor", "author", "authors", "byl", "citation_author",
@@ -183,7 +198,7 @@ func extractMetadata(doc *html.Node, opts Options) Metadata {
 			metadata.Sitename = cases.Title(language.English).String(metadata.Sitename)
 		}
 	} else if metadata.URL != "" {
-		matches := rxSitenameFinder.FindStringSubmatch(metadata.URL)
+		matches := rxSitenameFinder().FindStringSubmatch(metadata.URL)
 		if len(matches) > 0 {
 			metadata.Sitename = matches[1]
 		}
@@ -230,7 +245,7 @@ func examineMeta(doc *html.Node) Metadata {
 	for _, node := range dom.QuerySelectorAll(doc, "head meta[content]") {
 		// Make sure content is not empty
 		content := dom.GetAttribute(node, "content")
-		content = rxHtmlStripTag.ReplaceAllString(content, "")
+		content = rxHtmlStripTag().ReplaceAllString(content, "")
 		content = html.UnescapeString(content)
 		content = trim(content)
 		if content == "" {
@@ -264,7 +279,7 @@ func examineMeta(doc *html.Node) Metadata {
 
 		if name != "" {
 			if inMap(name, metaNameAuthor) {
-				content = rxHtmlStripTag.ReplaceAllString(content, "")
+				content = rxHtmlStripTag().ReplaceAllString(content, "")
 				metadata.Author = normalizeAuthors(metadata.Author, content)
 			} else if inMap(name, metaNameTitle) {
 				metadata.Title = strOr(metadata.Title, content)
@@ -367,7 +382,7 @@ func validateMetadataName(name string) string {
 	}
 
 	// Make sure author doesn't contain JSON symbols (in case JSON+LD has wrong format)
-	if rxJsonSymbol.MatchString(name) {
+	if rxJsonSymbol().MatchString(name) {
 		return ""
 	}
 
@@ -380,7 +395,7 @@ func examineTitleElement(doc *html.Node) (title, first, second string) {
 		title = trim(dom.TextContent(titleNode))
 
 		if title != "" {
-			matches := rxTitleCleaner.FindStringSubmatch(title)
+			matches := rxTitleCleaner().FindStringSubmatch(title)
 			if len(matches) > 0 {
 				first, second = matches[1], matches[2]
 			}
@@ -510,7 +525,7 @@ func extractDomCategories(doc *html.Node) []string {
 	for _, query := range selector.MetaCategories {
 		for _, node := range selector.QueryAll(doc, query) {
 			href := trim(dom.GetAttribute(node, "href"))
-			if href != "" && rxCategoryHref.MatchString(href) {
+			if href != "" && rxCategoryHref().MatchString(href) {
 				if text := trim(dom.TextContent(node)); text != "" {
 					categories = append(categories, text)
 				}
@@ -547,7 +562,7 @@ func extractDomTags(doc *html.Node) []string {
 	for _, query := range selector.MetaTags {
 		for _, node := range selector.QueryAll(doc, query) {
 			href := trim(dom.GetAttribute(node, "href"))
-			if href != "" && rxTagHref.MatchString(href) {
+			if href != "" && rxTagHref().MatchString(href) {
 				if text := trim(dom.TextContent(node)); text != "" {
 					tags = append(tags, text)
 				}
@@ -565,7 +580,7 @@ func extractDomTags(doc *html.Node) []string {
 func cleanCatTags(catTags []string) []string {
 	cleanedEntries := []string{}
 	for _, entry := range catTags {
-		for _, item := range rxCommaSeparator.Split(entry, -1) {
+		for _, item := range rxCommaSeparator().Split(entry, -1) {
 			if item = trim(item); item != "" {
 				cleanedEntries = append(cleanedEntries, item)
 			}
@@ -615,7 +630,7 @@ func extractLicense(doc *html.Node) string {
 func parseLicenseElement(node *html.Node, strict bool) string {
 	// Check in href for CC license
 	if href := trim(dom.GetAttribute(node, "href")); href != "" {
-		if parts := rxCcLicense.FindStringSubmatch(href); len(parts) > 0 {
+		if parts := rxCcLicense().FindStringSubmatch(href); len(parts) > 0 {
 			return fmt.Sprintf("CC %s %s", strings.ToUpper(parts[1]), parts[2])
 		}
 	}
@@ -626,7 +641,7 @@ func parseLicenseElement(node *html.Node, strict bool) string {
 			return text
 		}
 
-		if parts := rxCcLicenseText.FindStringSubmatch(text); len(parts) > 0 {
+		if parts := rxCcLicenseText().FindStringSubmatch(text); len(parts) > 0 {
 			return parts[0]
 		}
 	}
@@ -635,7 +650,7 @@ func parseLicenseElement(node *html.Node, strict bool) string {
 }
 
 func normalizeAuthors(authors string, input string) string {
-	if rxUrlCheck.MatchString(input) || rxAuthorEmail.MatchString(input) {
+	if rxUrlCheck().MatchString(input) || rxAuthorEmail().MatchString(input) {
 		return authors
 	}
 
@@ -643,9 +658,9 @@ func normalizeAuthors(authors string, input string) string {
 	input = trim(input)
 	input = html.UnescapeString(input)
 	input = removeEmojis(input)
-	input = rxAuthorDigits.ReplaceAllString(input, "")
-	input = rxAuthorSocialMedia.ReplaceAllString(input, "")
-	input = rxAuthorSpaceChars.ReplaceAllString(input, " ")
+	input = rxAuthorDigits().ReplaceAllString(input, "")
+	input = rxAuthorSocialMedia().ReplaceAllString(input, "")
+	input = rxAuthorSpaceChars().ReplaceAllString(input, " ")
 
 	// Fix HTML entities
 	if strings.Contains(input, "&#") || strings.Contains(input, "&amp;") {
@@ -653,7 +668,7 @@ func normalizeAuthors(authors string, input string) string {
 	}
 
 	// Remove HTML tags
-	input = rxAuthorHTML.ReplaceAllString(input, "")
+	input = rxAuthorHTML().ReplaceAllString(input, "")
 
 	// Prepare list of current authors
 	listAuthor := strings.Split(authors, "; ")
@@ -665,12 +680,12 @@ func normalizeAuthors(authors string, input string) string {
 	tracker := sliceToMap(listAuthor...)
 
 	// Save the new authors
-	for _, a := range rxAuthorSeparator.Split(input, -1) {
+	for _, a := range rxAuthorSeparator().Split(input, -1) {
 		// Clean the author
-		a = rxAuthorNickname.ReplaceAllString(a, "")
-		a = rxAuthorSpecialChars.ReplaceAllString(a, "")
-		a = rxAuthorPrefix.ReplaceAllString(a, "")
-		a = rxAuthorPreposition.ReplaceAllString(a, "")
+		a = rxAuthorNickname().ReplaceAllString(a, "")
+		a = rxAuthorSpecialChars().ReplaceAllString(a, "")
+		a = rxAuthorPrefix().ReplaceAllString(a, "")
+		a = rxAuthorPreposition().ReplaceAllString(a, "")
 		a = trim(a)
 
 		// Stop if author is empty, or single word but too long.
