@@ -29,7 +29,7 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 	if b := c.denyPatterns(text, text); b != nil {
 		return b
 	}
-	if reason, ok := matchRules(seedCmdRules, text); ok {
+	if reason, ok := matchRules(seedCmdRules(), text); ok {
 		return block(text, reason)
 	}
 	for _, w := range ws {

@@ -238,7 +238,7 @@ func (c *checker) code(interp string, cw word, text string, sc scope) *Blocked {
 	if b := c.denyPatterns(code, text); b != nil {
 		return b
 	}
-	if reason, ok := matchRules(strictRules, code); ok {
+	if reason, ok := matchRules(strictRules(), code); ok {
 		return block(text, reason+" (in inline "+interp+" code)")
 	}
 	inner := scope{depth: sc.depth + 1, mode: modeCode}
