@@ -31,7 +31,8 @@
 //     removals left unused (validTagCatalog, lru's Cache.Remove) are gone.
 //   - The regular expressions of metadata.go are compiled on first use
 //     (sync.OnceValue), not at every start of the program.
-//   - Imports point into toolsvc; the code is gofmt-formatted.
+//   - Imports point into toolsvc; the code is gofmt-formatted; each helper
+//     package has a doc.go.
 //   - Tests: the ones that need upstream's 147 MB of real-world pages
 //     (realworld, metadata-realworld) are left out, and so are the
 //     assertions on the removed features (marked in trafilatura_test.go);
