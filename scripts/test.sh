@@ -82,10 +82,13 @@ fi
 # Function size: no function of the service (internal/, cmd/; tests
 # excepted) is over 80 lines or cyclomatic complexity 25, so that each can
 # be read and reviewed whole. A long data table belongs in a variable, not
-# in a function's body. Both checks list the offenders.
+# in a function's body. Both checks list the offenders. internal/extract/
+# trafilatura is go-trafilatura copied in (see its doc.go) and kept as its
+# authors wrote it, so that it can be compared with upstream; it is left out.
+vendored=internal/extract/trafilatura
 sizes_ok=1
-"$gocyclo" -over 25 -ignore '_test\.go$' internal cmd >&2 || sizes_ok=0
-go run ./scripts/funclen -over 80 internal cmd >&2 || sizes_ok=0
+"$gocyclo" -over 25 -ignore "_test\.go\$|^$vendored/" internal cmd >&2 || sizes_ok=0
+go run ./scripts/funclen -over 80 -skip "$vendored" internal cmd >&2 || sizes_ok=0
 if [ "$sizes_ok" -eq 0 ]; then
   echo "functions above are over 80 lines or complexity 25: split them into smaller ones" >&2
   exit 1

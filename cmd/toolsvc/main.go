@@ -149,8 +149,8 @@ func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Wri
 	if err != nil {
 		return fmt.Errorf("TOOLSVC_ADDR: %w", err)
 	}
-	// Package initialisation (go-trafilatura's date parser compiles its
-	// locale tables) leaves garbage behind; return it to the OS before idling.
+	// Package initialisation and start-up leave garbage behind; return it
+	// to the OS before idling.
 	debug.FreeOSMemory()
 	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Func(a.Describe).Msg("listening")
 

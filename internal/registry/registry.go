@@ -171,7 +171,7 @@ type Registry struct {
 	gen uint64
 }
 
-var namePattern = regexp.MustCompile(NamePattern)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
 
 // New returns an empty registry.
 func New(opts Options) *Registry {
@@ -224,8 +224,8 @@ func (r *Registry) Register(t Tool) error {
 // the set named set ("" for tools added one by one with Register).
 func newEntry(t Tool, set string) (*entry, error) {
 	name := t.Name()
-	if !namePattern.MatchString(name) {
-		return nil, fmt.Errorf("register tool %q: name must match %s", name, namePattern)
+	if !namePattern().MatchString(name) {
+		return nil, fmt.Errorf("register tool %q: name must match %s", name, NamePattern)
 	}
 	params := t.Parameters()
 	schema, err := compileSchema(params)
