@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tools"
+	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 // echoTool returns its arguments: a call whose cost is the door's own.
@@ -67,5 +71,49 @@ func BenchmarkDoors(b *testing.B) {
 				b.Fatal(err, res)
 			}
 		}
+	})
+}
+
+// BenchmarkDoorsServer is the server's own cost of one read_file call of a
+// small file, through REST and through MCP (tools/call, one JSON-RPC
+// request per HTTP request, as the SDK's client sends it), measured on the
+// handler without a client or a connection: the figures the goal "MCP
+// costs the server about what REST does" is about. Compare the two lines'
+// ns/op and B/op.
+func BenchmarkDoorsServer(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(strings.Repeat("hello\n", 10)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Open(dir, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := registry.New(registry.Options{})
+	if err := reg.Register(tools.NewReadFile(ws, 100000, nil)); err != nil {
+		b.Fatal(err)
+	}
+	h := NewHandler(Options{Registry: reg, Log: zerolog.Nop()})
+	serve := func(b *testing.B, path string, body string, hdr map[string]string, want string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		}
+	}
+	b.Run("rest", func(b *testing.B) {
+		serve(b, "/tools/read_file/invoke", `{"path":"small.txt"}`, nil, `"status":"success"`)
+	})
+	b.Run("mcp", func(b *testing.B) {
+		serve(b, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}`,
+			map[string]string{"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}, `"status":"success"`)
 	})
 }
