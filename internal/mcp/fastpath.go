@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,32 +43,114 @@ func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 	if !legacyVersions[h.Get("Mcp-Protocol-Version")] || len(h.Values("Last-Event-ID")) > 0 {
 		return toolCall{}, false
 	}
-	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
-		return toolCall{}, false
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return toolCall{}, false
+		}
 	}
 	if !acceptsBoth(h.Values("Accept")) || tooDeep(body) {
 		return toolCall{}, false
 	}
-	var msg map[string]json.RawMessage
-	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &msg) != nil || len(msg) != 4 {
+	if !json.Valid(body) {
 		return toolCall{}, false
 	}
-	var method, name string
-	var params map[string]json.RawMessage
-	if string(msg["jsonrpc"]) != `"2.0"` || json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" ||
-		json.Unmarshal(msg["params"], &params) != nil || params == nil || json.Unmarshal(params["name"], &name) != nil {
+	msg, ok := members(body, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg[0]) != `"2.0"` || string(msg[2]) != `"tools/call"` || msg[1] == nil || msg[3] == nil {
 		return toolCall{}, false
 	}
-	for k := range params {
-		if k != "name" && k != "arguments" {
-			return toolCall{}, false
-		}
+	params, ok := members(msg[3], "name", "arguments")
+	if !ok || len(params[0]) < 2 || params[0][0] != '"' || bytes.IndexByte(params[0], '\\') >= 0 {
+		return toolCall{}, false
 	}
-	id, ok := callID(msg["id"])
+	id, ok := callID(msg[1])
 	if !ok {
 		return toolCall{}, false
 	}
-	return toolCall{id: id, name: name, args: params["arguments"]}, true
+	return toolCall{id: id, name: string(params[0][1 : len(params[0])-1]), args: params[1]}, true
+}
+
+// members splits obj, a valid JSON document, into the values of the
+// members named keys, in that order (nil for one that is absent). It
+// refuses anything the SDK might read otherwise than these exact names:
+// not an object, another member, a key written with escapes (the SDK
+// matches names exactly, encoding/json would fold case) or given twice.
+func members(obj []byte, keys ...string) ([][]byte, bool) {
+	vals := make([][]byte, len(keys))
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		end := skipString(obj, i)
+		key := obj[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false
+		}
+		k := slices.Index(keys, string(key))
+		if k < 0 || vals[k] != nil {
+			return nil, false
+		}
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // the colon
+		end = skipValue(obj, i)
+		vals[k] = obj[i:end]
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return vals, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at i.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the value that starts at i, in a
+// valid document.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			i = skipString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return i
+		}
+		i++
+	}
+	return i
 }
 
 // callID is a request's ID as the response repeats it: an integer as

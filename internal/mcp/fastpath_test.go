@@ -112,6 +112,10 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 		{"not JSON content", "2025-06-18", both, "text/plain", call("1", `{"name":"say"}`), false},
 		{"wrong jsonrpc", "2025-06-18", both, "application/json", strings.Replace(call("1", `{"name":"say"}`), `"2.0"`, `"1.0"`, 1), false},
 		{"upper-case key", "2025-06-18", both, "application/json", strings.Replace(call("1", `{"name":"say"}`), `"method"`, `"Method"`, 1), false},
+		{"escaped key", "2025-06-18", both, "application/json", strings.Replace(call("1", `{"name":"say"}`), `"method"`, `"met\u0068od"`, 1), false},
+		{"escaped name", "2025-06-18", both, "application/json", call("1", `{"name":"s\u0061y","arguments":{"text":"x"}}`), false},
+		{"duplicate id", "2025-06-18", both, "application/json", strings.Replace(call("1", `{"name":"say"}`), `"id":1`, `"id":1,"id":2`, 1), false},
+		{"spaces everywhere", "2025-06-18", both, "application/json", " {\n \"jsonrpc\" : \"2.0\" ,\t\"id\" : 12 , \"method\":\"tools/call\", \"params\" : {\"arguments\" : {\"text\":\"}{][,\\\"\"} , \"name\" : \"say\" } }\r\n", true},
 		{"trailing data", "2025-06-18", both, "application/json", call("1", `{"name":"say"}`) + "{}", false},
 		{"malformed", "2025-06-18", both, "application/json", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`, false},
 		{"too deep", "2025-06-18", both, "application/json", call("1", `{"name":"say","arguments":{"text":"x","d":`+strings.Repeat("[", 1001)+strings.Repeat("]", 1001)+`}}`), false},
@@ -179,4 +183,49 @@ func TestFastPathCancel(t *testing.T) {
 	if !errors.Is(seen, context.Canceled) {
 		t.Errorf("the call's context: %v", seen)
 	}
+}
+
+func BenchmarkPlainCall(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}`)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := plainCall(r, body); !ok {
+			b.Fatal("not plain")
+		}
+	}
+}
+
+// FuzzPlainCall: whatever the body, plainCall does not panic, and a body
+// it takes is a tools/call whose name and arguments are what encoding/json
+// reads in it.
+func FuzzPlainCall(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"say","arguments":{"text":"hi"}}}`)
+	f.Add(` {"params":{"arguments":[1,{"a":"}"}],"name":"x"},"method":"tools/call","id":"s","jsonrpc":"2.0"} `)
+	f.Add(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"say","arguments":null}}`)
+	f.Add(`[{"jsonrpc":"2.0"}]`)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	f.Fuzz(func(t *testing.T, body string) {
+		c, ok := plainCall(r, []byte(body))
+		if !ok {
+			return
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("taken but not JSON: %v", err)
+		}
+		if m.Method != "tools/call" || m.Params.Name != c.name || string(m.Params.Arguments) != string(c.args) {
+			t.Fatalf("taken as %q %s; encoding/json reads %+v", c.name, c.args, m)
+		}
+	})
 }
