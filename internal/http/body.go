@@ -61,7 +61,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	// The deadline is on the connection: it ends a read that is waiting for
 	// bytes, which a timer around io.ReadAll could not.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(br), s.opts.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, io.NopCloser(br), s.opts.MaxBodyBytes), r.ContentLength)
 	if err == nil {
 		// Lift the deadline: the server watches the idle connection for a
 		// client that goes away while the call runs, and that watch must
@@ -104,4 +104,28 @@ func (s *server) refuseTooLarge(w http.ResponseWriter, r *http.Request, rc *http
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	_, _ = io.CopyN(io.Discard, body, drainMax)
+}
+
+// readAll reads r to its end into a buffer of the announced length (one
+// byte more, to see the end), where io.ReadAll would grow its buffer by
+// copies that hold a large body about twice over. Without a length, or
+// when more comes than announced, it grows as io.ReadAll does.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
