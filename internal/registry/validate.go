@@ -386,6 +386,12 @@ func (e *argumentsError) Error() string {
 // becomes a problem in the schema's form, never a Go decoder message.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
+	if len(args) > bigArguments {
+		if decodeBig(args, &v, bigString) {
+			return v, nil
+		}
+		v = *new(T)
+	}
 	err := json.Unmarshal(args, &v)
 	if err == nil {
 		return v, nil
