@@ -21,7 +21,7 @@ type bigArgs struct {
 // FuzzDecodeBig: whenever decodeBig takes arguments, it reads them as
 // encoding/json does.
 func FuzzDecodeBig(f *testing.F) {
-	f.Add(`{"path":"a","content":"`+strings.Repeat(`x\n\"\\\/\t\u00e9\ud83d\ude00\ud800 é`, 4)+`","count":3}`)
+	f.Add(`{"path":"a","content":"` + strings.Repeat(`x\n\"\\\/\t\u00e9\ud83d\ude00\ud800 é`, 4) + `","count":3}`)
 	f.Add(`{"content":"\udc00\u0041bcdefgh","Other":"12345678910"}`)
 	f.Add(`{"Content":"0123456789"}`)
 	f.Add(`{"content":"0123456789abc","Content":"x"}`)
