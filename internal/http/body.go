@@ -21,19 +21,26 @@ const drainMax = 32 << 20
 // the budget.
 var errBodyBudget = errors.New("request bodies in memory exceed the budget")
 
-// budgetReader counts what it reads against the server's body budget.
+// budgetReader counts what it reads against the server's body budget,
+// beyond the free bytes counted already (a buffer made at the announced
+// length). n is what it has counted in all.
 type budgetReader struct {
-	r io.Reader
-	s *server
-	n int64
+	r    io.Reader
+	s    *server
+	n    int64
+	free int64
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if n > 0 {
-		b.n += int64(n)
-		if b.s.bodies.Add(int64(n)) > b.s.bodyBudget {
-			return n, errBodyBudget
+	if c := int64(n); c > 0 {
+		used := min(c, b.free)
+		b.free -= used
+		if c -= used; c > 0 {
+			b.n += c
+			if b.s.bodies.Add(c) > b.s.bodyBudget {
+				return n, errBodyBudget
+			}
 		}
 	}
 	return n, err
@@ -57,6 +64,19 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		return nil, func() {}, true
 	}
 	br := &budgetReader{r: r.Body, s: s}
+	if r.ContentLength > 0 {
+		// The buffer is made at the announced length before the bytes
+		// come, so it counts against the budget at once: clients that
+		// announce large bodies and send nothing cannot make the server
+		// hold more than the budget.
+		br.n, br.free = r.ContentLength+1, r.ContentLength+1
+		if s.bodies.Add(br.n) > s.bodyBudget {
+			s.bodies.Add(-br.n)
+			w.Header().Set("Connection", "close")
+			writeError(w, kindOverloaded, "too many request bodies are arriving at once; retry shortly")
+			return nil, func() {}, false
+		}
+	}
 	release = sync.OnceFunc(func() { s.bodies.Add(-br.n) })
 	// The deadline is on the connection: it ends a read that is waiting for
 	// bytes, which a timer around io.ReadAll could not.
