@@ -12,7 +12,7 @@
 #  - toolsvc's server CPU time per call under wrk, and with one call at a
 #    time from a Python client beside the bare handler and the reference MCP
 #    filesystem server's per read_text_file call (needs node; skipped when
-#    absent);
+#    absent), and toolsvc's read_file through MCP against REST;
 #  - the first 100 lines of a 1 GiB file against a small file, and peak RSS
 #    while reading ranges of it.
 # usage: scripts/bench-http.sh [seconds per wrk run, default 10]
@@ -146,6 +146,7 @@ echo
 echo "one call at a time from a Python client, as the MCP server is driven below:"
 python3 scripts/bench-http-cpu.py "bare read small.txt" 127.0.0.1 18081 / "$SMALL" $BARE 2000
 python3 scripts/bench-http-cpu.py "toolsvc read_file small.txt" 127.0.0.1 18080 /tools/read_file/invoke "$SMALL" $SVC 2000
+python3 scripts/bench-mcp-rest-cpu.py 18080 $SVC 2000
 MCP=/tmp/peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if command -v node >/dev/null && { [ -f "$MCP" ] || bash ../shared/bench/setup-peers.sh >/dev/null 2>&1; } && [ -f "$MCP" ]; then
   mkdir -p "$W/mcp"
