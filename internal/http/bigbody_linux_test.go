@@ -36,17 +36,11 @@ const bigLine = "\tfmt.Println(\"a line of \\\"code\\\" and some text\") // übe
 // holds size bytes of text, made as it is read so that the body costs the
 // child no memory before the server reads it.
 func bigBody(prefix, field string, size int) (io.Reader, int64, int) {
-	esc, _ := jsonMarshalString(bigLine)
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`).Replace(bigLine)
 	n := size / len(bigLine)
 	head := prefix + `"` + field + `":"`
 	r := io.MultiReader(strings.NewReader(head), &repeatReader{s: esc, n: n}, strings.NewReader(`"}`))
 	return r, int64(len(head) + n*len(esc) + 2), n * len(bigLine)
-}
-
-func jsonMarshalString(s string) (string, error) {
-	var b bytes.Buffer
-	b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`).Replace(s))
-	return b.String(), nil
 }
 
 type repeatReader struct {
