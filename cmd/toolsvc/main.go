@@ -106,6 +106,10 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	// end-to-end tests, which run several services in one process, start
 	// a tuner each, and they all pace by the same heap.
 	gctune.Start(ctx, gctune.Options{})
+	// In a container with a memory limit, the collector works harder near
+	// it rather than the kernel killing the service (unless GOMEMLIMIT is
+	// set).
+	gctune.LimitMemory()
 	return serveWith(ctx, cfg, ver, stdout, reload)
 }
 
