@@ -168,7 +168,7 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 	// bubblewrap run by root needs its capabilities to build the
 	// namespaces: it gets them through the inheritable set and drops
 	// them all for the command (--cap-drop ALL).
-	if err := dropInheritableCaps(s.mode == Bwrap); err != nil {
+	if err := dropInheritableCaps(s.mode == Bwrap, s.lastCap); err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -242,8 +242,8 @@ func holdsAny(dir string, paths []string) bool {
 	return false
 }
 
-// dropInheritableCaps empties the calling thread's bounding and ambient
-// capability sets, and its inheritable set unless forExec. For root,
+// dropInheritableCaps empties the calling thread's bounding (capabilities
+// 0 to last) and ambient capability sets, and its inheritable set unless forExec. For root,
 // execve grants exactly the inheritable set plus the bounding set, so the
 // command starts with no capability at all, and can gain none later. With
 // forExec the inheritable set is first filled with the thread's permitted
@@ -252,7 +252,7 @@ func holdsAny(dir string, paths []string) bool {
 // CAP_SETPCAP (the service is not root) cannot shrink its bounding set,
 // but has nothing to hand on either: no_new_privs keeps set-user-ID and
 // file capabilities from adding any.
-func dropInheritableCaps(forExec bool) error {
+func dropInheritableCaps(forExec bool, last int) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
@@ -274,7 +274,7 @@ func dropInheritableCaps(forExec bool) error {
 		}
 	}
 	if setpcap {
-		for c := 0; c <= lastCap(); c++ {
+		for c := 0; c <= last; c++ {
 			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 				return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 			}
@@ -290,7 +290,8 @@ func dropInheritableCaps(forExec bool) error {
 	return nil
 }
 
-// lastCap is the highest capability number the kernel knows.
+// lastCap is the highest capability number the kernel knows. The
+// sandbox reads it once: every command's launching thread needs it.
 func lastCap() int {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
