@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,9 @@ type Child struct {
 	mark    string         // the call's mark where the service is the subreaper
 	release chan struct{}  // lets the launching thread end
 	s       *Sandbox
+
+	mu   sync.Mutex // orders kill and cleanup
+	done bool       // cleaned up: nothing of the command is left to kill
 }
 
 // Start starts cmd, built from Command with the same tmpDir and made with
@@ -63,7 +67,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
 	if s.cg != nil {
-		g, err := s.cg.New()
+		g, err := s.cg.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -317,6 +321,12 @@ func (c *Child) Pid() int { return c.cmd.Process.Pid }
 func (c *Child) Kill() { c.kill() }
 
 func (c *Child) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		// Reaped, and its group may be another command's by now.
+		return
+	}
 	_ = procgroup.Kill(c.cmd.Process.Pid)
 	if c.mark != "" {
 		// Killing, not waiting: Wait does that.
@@ -352,14 +362,17 @@ func (c *Child) Wait() (err error, contained bool) {
 	return err, contained
 }
 
-// cleanup lets the launching thread end and removes the control group.
+// cleanup lets the launching thread end and hands the control group back
+// for another command (or to be removed, when its kill failed).
 func (c *Child) cleanup() {
-	select {
-	case <-c.release:
-	default:
-		close(c.release)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
 	}
+	c.done = true
+	close(c.release)
 	if c.group != nil {
-		c.group.Remove()
+		c.group.Release()
 	}
 }
