@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -115,7 +116,34 @@ func (m *Manager) useV2(dir string) string {
 			}
 		}
 	}
+	if err := m.probeCloneInto(); err != nil {
+		_ = unix.Rmdir(parent)
+		m.v2, m.v2procs, m.v2mem = "", false, false
+		return fmt.Sprintf("cgroup v2 at %s: a process cannot be started inside a group (clone3 with CLONE_INTO_CGROUP, Linux 5.7): %v", dir, err)
+	}
 	return ""
+}
+
+// probeCloneInto starts /bin/true straight into a new v2 group, as every
+// command is started, then removes the group (the legacy folders that
+// commands' groups may also need are not made yet). The
+// unified hierarchy is used only where that works: a thread cannot be
+// moved into a v2 group on its own, so there is no other race-free way
+// to have the command born inside it.
+func (m *Manager) probeCloneInto() error {
+	bin := "/bin/true"
+	if _, err := os.Stat(bin); err != nil {
+		return nil // nothing to try with; a failure shows at the sandbox's trial run
+	}
+	g, err := m.fresh()
+	if err != nil {
+		return err
+	}
+	defer g.Remove()
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	g.Prepare(cmd.SysProcAttr)
+	return cmd.Run()
 }
 
 // useV1 makes the manager's folders in the legacy hierarchies (mounts,
