@@ -7,12 +7,16 @@
 #     same way (scripts/execbench): none and landlock against
 #     `unshare --pid --fork --mount sh -c true`, bwrap against a bare
 #     `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all
-#     --die-with-parent sh -c true`; and both against `sh -c true`;
+#     --die-with-parent sh -c true`; and both against `sh -c true`; the
+#     same in CPU time (the service's and its commands' against the floor
+#     runs'), which a loaded machine stretches far less than wall time;
 #  2. the peak RSS of the service while a command prints 1 GiB.
 # Not root: none and landlock get no namespaces from the service, so
 # their floor is `sh -c true`.
 # Usage: scripts/bench-exec.sh [sandbox mode for the RSS run, default auto]
-# N=calls per round (50), ROUNDS=rounds (3), MODES="none landlock bwrap".
+# N=calls per round (50), ROUNDS=rounds (3), MODES="none landlock bwrap";
+# RSS=0 skips part 2. BASE=<git revision> also runs the service built from that revision,
+# mode by mode right after this one's, for a before-and-after in one run.
 set -eu
 cd "$(dirname "$0")/.."
 mode=${1:-auto}
@@ -25,14 +29,19 @@ pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/toolsvc" ./cmd/toolsvc
 go build -o "$tmp/execbench" ./scripts/execbench
+if [ -n "${BASE:-}" ]; then
+	mkdir "$tmp/base"
+	git archive "$BASE" | tar -x -C "$tmp/base"
+	(cd "$tmp/base" && go build -o "$tmp/toolsvc-base" ./cmd/toolsvc)
+fi
 port=$((20000 + $$ % 20000))
 
-# start MODE: a fresh service with exec in sandbox MODE, in $pid.
+# start MODE [BINARY]: a fresh service with exec in sandbox MODE, in $pid.
 start() {
 	rm -rf "$tmp/ws" "$tmp/data"
 	TOOLSVC_ADDR=127.0.0.1:$port TOOLSVC_WORKSPACE=$tmp/ws TOOLSVC_DATA_DIR=$tmp/data \
 		TOOLSVC_EXEC_SANDBOX=$1 TOOLSVC_EXEC_TIMEOUT=5m TOOLSVC_LOG_LEVEL=warn \
-		"$tmp/toolsvc" >"$tmp/log" 2>&1 &
+		"${2:-$tmp/toolsvc}" >"$tmp/log" 2>&1 &
 	pid=$!
 	i=0
 	until curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
@@ -48,10 +57,16 @@ for m in $MODES; do
 	*) if [ "$(id -u)" = 0 ]; then floor="unshare --pid --fork --mount sh -c true"; else floor="sh -c true"; fi ;;
 	esac
 	start "$m"
-	"$tmp/execbench" -url "http://127.0.0.1:$port" -label "$m" -floor "$floor" -n "$N" -rounds "$ROUNDS"
+	"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m" -floor "$floor" -n "$N" -rounds "$ROUNDS"
 	stop
+	if [ -n "${BASE:-}" ]; then
+		start "$m" "$tmp/toolsvc-base"
+		"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m ($BASE)" -floor "$floor" -n "$N" -rounds "$ROUNDS"
+		stop
+	fi
 done
 
+[ "${RSS:-1}" != 0 ] || exit 0
 echo "== peak RSS while a command prints 1 GiB (sandbox $mode)"
 start "$mode"
 # One small call first so that the RSS measured before is the warm one.

@@ -4,7 +4,11 @@
 // fork and exec from Go that the service does. Calls and floor runs take
 // turns, one at a time, so that both see the same load; each round prints
 // the median of each and their ratio, and the last line the median of the
-// rounds' ratios. scripts/bench-exec.sh starts the services and runs it.
+// rounds' ratios. With -pid it also prints the CPU time per call, the
+// service's own and its commands' (/proc/<pid>/stat, in clock ticks),
+// against the floor's (getrusage of this process's children): on a
+// loaded machine wall time stretches with the run queue, CPU time much
+// less. scripts/bench-exec.sh starts the services and runs it.
 package main
 
 import (
@@ -16,7 +20,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -26,6 +32,7 @@ func main() {
 	label := flag.String("label", "", "name of this comparison in the output")
 	n := flag.Int("n", 50, "calls (and floor runs) per round")
 	rounds := flag.Int("rounds", 3, "rounds")
+	pid := flag.Int("pid", 0, "the service's process ID, for its CPU time (0: wall time only)")
 	flag.Parse()
 
 	argv := strings.Fields(*floor)
@@ -44,13 +51,24 @@ func main() {
 			fail(fmt.Errorf("floor %q: %w", *floor, err))
 		}
 	}
-	var ratios, plains []float64
+	var ratios, plains, cpuRatios []float64
 	for r := range *rounds {
 		var calls, floors, shs []time.Duration
+		var floorCPU time.Duration
+		svc0 := serviceCPU(*pid)
 		for range *n {
 			calls = append(calls, timed(call))
+			c0 := childCPU()
 			floors = append(floors, timed(run))
+			floorCPU += childCPU() - c0
 			shs = append(shs, timed(plain))
+		}
+		if *pid > 0 {
+			callCPU := (serviceCPU(*pid) - svc0) / time.Duration(*n)
+			fc := floorCPU / time.Duration(*n)
+			cpuRatios = append(cpuRatios, float64(callCPU)/float64(fc))
+			fmt.Printf("%s round %d: CPU per call %v (service and command), per floor run %v; %.2fx\n",
+				*label, r+1, callCPU.Round(10*time.Microsecond), fc.Round(10*time.Microsecond), float64(callCPU)/float64(fc))
 		}
 		c, f, p := median(calls), median(floors), median(shs)
 		ratio := float64(c) / float64(f)
@@ -61,6 +79,10 @@ func main() {
 	}
 	slices.Sort(ratios)
 	slices.Sort(plains)
+	if len(cpuRatios) > 0 {
+		slices.Sort(cpuRatios)
+		fmt.Printf("%s: median CPU call/floor %.2fx (rounds %.2f-%.2f)\n", *label, cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1])
+	}
 	fmt.Printf("%s: median call/floor %.2fx (rounds %.2f-%.2f); call/sh -c true %.2fx; floor: %s\n",
 		*label, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], plains[len(plains)/2], *floor)
 }
@@ -94,6 +116,41 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// serviceCPU returns the CPU time of process pid and of its waited-for
+// children (utime, stime, cutime, cstime of /proc/<pid>/stat).
+func serviceCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		fail(err)
+	}
+	// pid (comm) state ...: field 14 is utime; comm may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime, counted after comm
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			fail(err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, on Linux.
+const clockTicks = 100
+
+// childCPU returns the CPU time of this process's waited-for children.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		fail(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fail(err error) {
