@@ -223,7 +223,7 @@ func (m *Manager) Get() (*Group, error) {
 		if err := g.setLimits(); err == nil {
 			return g, nil
 		}
-		g.discard()
+		go g.discard()
 	}
 	return m.fresh()
 }
@@ -333,8 +333,9 @@ func (g *Group) setLimits() error {
 		if err := writeLimit(dir, "memory.limit_in_bytes", limit); err != nil {
 			return err
 		}
-		// Without this the swap the host has would lift the limit. It
-		// must not be below the limit above, which it never is here.
+		// Without this the swap the host has would lift the limit. (A
+		// value left below the limit by a command with write access to
+		// the folder fails the write above instead: the group is dropped.)
 		_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(limit), 0)
 	}
 	return nil
