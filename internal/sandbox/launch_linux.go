@@ -345,7 +345,14 @@ func (c *Child) kill() {
 // control group seen empty; false where only the process group could be
 // killed.
 func (c *Child) Wait() (err error, contained bool) {
-	err = procgroup.Wait(c.cmd)
+	if c.group != nil || (c.pidns && c.s.mode != Bwrap) {
+		// The group's kill below waits until no process is left in it;
+		// the command's own PID namespace ended with its first process
+		// (bubblewrap's ends with its inner process, after bubblewrap).
+		err = procgroup.WaitLeader(c.cmd)
+	} else {
+		err = procgroup.Wait(c.cmd)
+	}
 	c.s.leaders.Delete(c.cmd.Process.Pid)
 	switch {
 	case c.group != nil:
