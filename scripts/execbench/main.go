@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command execbench times exec calls of `true` through a running toolsvc's
 // HTTP API beside the kernel's floor for the same isolation: a command
 // line (unshare, bwrap) started from this process, which pays the same
