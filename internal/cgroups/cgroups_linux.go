@@ -2,13 +2,17 @@ package cgroups
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,7 +37,13 @@ type Manager struct {
 	v1      map[string]string // controller -> parent folder in its legacy hierarchy
 
 	seq atomic.Uint64
+
+	mu   sync.Mutex
+	idle []*Group // emptied groups waiting for another command
 }
+
+// maxIdle bounds the groups kept for reuse; more are removed.
+const maxIdle = 16
 
 // Group is one command's control group.
 type Group struct {
@@ -41,6 +51,9 @@ type Group struct {
 	v2   string            // folder, "" when not in v2
 	v2fd int               // open folder, for CLONE_INTO_CGROUP; -1 when none
 	v1   map[string]string // controller -> folder
+	// spoiled is set when the last kill did not see the group empty;
+	// killed once cgroup.kill was written. Either way it is not reused.
+	spoiled, killed atomic.Bool
 }
 
 // errUnavailable is returned by New when no hierarchy can be used.
@@ -103,7 +116,34 @@ func (m *Manager) useV2(dir string) string {
 			}
 		}
 	}
+	if err := m.probeCloneInto(); err != nil {
+		_ = unix.Rmdir(parent)
+		m.v2, m.v2procs, m.v2mem = "", false, false
+		return fmt.Sprintf("cgroup v2 at %s: a process cannot be started inside a group (clone3 with CLONE_INTO_CGROUP, Linux 5.7): %v", dir, err)
+	}
 	return ""
+}
+
+// probeCloneInto starts /bin/true straight into a new v2 group, as every
+// command is started, then removes the group (the legacy folders that
+// commands' groups may also need are not made yet). The
+// unified hierarchy is used only where that works: a thread cannot be
+// moved into a v2 group on its own, so there is no other race-free way
+// to have the command born inside it.
+func (m *Manager) probeCloneInto() error {
+	bin := "/bin/true"
+	if _, err := os.Stat(bin); err != nil {
+		return nil // nothing to try with; a failure shows at the sandbox's trial run
+	}
+	g, err := m.fresh()
+	if err != nil {
+		return err
+	}
+	defer g.Remove()
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	g.Prepare(cmd.SysProcAttr)
+	return cmd.Run()
 }
 
 // useV1 makes the manager's folders in the legacy hierarchies (mounts,
@@ -166,8 +206,77 @@ func (m *Manager) LimitsMemory() bool {
 // cgroup.kill, v1 a loop over its members).
 func (m *Manager) Kills() bool { return m.v2 != "" || len(m.v1) > 0 }
 
-// New makes the group of one command.
-func (m *Manager) New() (*Group, error) {
+// Get hands out the group of one command: an emptied group of an
+// earlier command where one is ready, else a new one. Making a group and
+// removing it costs more than the command `true` (the kernel sets up and
+// tears down each controller's state, and a legacy group cannot be
+// removed until the launching thread has ended), so groups are reused. A
+// group is reused only when no process or thread is left in it, and its
+// limits are written again first, so each command starts with the same
+// ceilings, whatever the one before did.
+func (m *Manager) Get() (*Group, error) {
+	for {
+		g := m.takeIdle()
+		if g == nil {
+			break
+		}
+		if err := g.setLimits(); err == nil {
+			return g, nil
+		}
+		go g.discard()
+	}
+	return m.fresh()
+}
+
+// takeIdle returns an idle group that is empty, or nil. A group that still
+// holds its last launching thread (it ends moments after its command) is
+// left for later; one that holds anything else is killed and removed.
+func (m *Manager) takeIdle() *Group {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := 0; i < len(m.idle); {
+		g := m.idle[i]
+		st := g.state()
+		if st == stateBusy {
+			i++
+			continue
+		}
+		m.idle = slices.Delete(m.idle, i, i+1)
+		if st == stateForeign {
+			go g.discard()
+			continue
+		}
+		return g
+	}
+	return nil
+}
+
+// Release gives the group back once its command has ended and Kill has
+// been called: a group seen empty without cgroup.kill is kept for another
+// command; one that needed cgroup.kill, or whose kill failed, is killed
+// again and removed in the background.
+func (g *Group) Release() {
+	m := g.m
+	if !g.spoiled.Load() && !g.killed.Load() {
+		m.mu.Lock()
+		if len(m.idle) < maxIdle {
+			m.idle = append(m.idle, g)
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+	}
+	go g.discard()
+}
+
+// discard kills what is left in the group and removes it.
+func (g *Group) discard() {
+	g.Kill(2 * time.Second)
+	g.Remove()
+}
+
+// fresh makes a new group with the limits.
+func (m *Manager) fresh() (*Group, error) {
 	name := fmt.Sprintf("call-%d", m.seq.Add(1))
 	g := &Group{m: m, v2fd: -1, v1: map[string]string{}}
 	if m.v2 != "" {
@@ -176,19 +285,6 @@ func (m *Manager) New() (*Group, error) {
 			return nil, fmt.Errorf("making control group %s: %w", dir, err)
 		}
 		g.v2 = dir
-		if m.v2procs {
-			if err := writeLimit(dir, "pids.max", strconv.Itoa(m.limits.MaxProcs)); err != nil {
-				g.Remove()
-				return nil, err
-			}
-		}
-		if m.v2mem {
-			if err := writeLimit(dir, "memory.max", strconv.FormatInt(m.limits.MaxMemory, 10)); err != nil {
-				g.Remove()
-				return nil, err
-			}
-			_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
-		}
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			g.Remove()
@@ -203,25 +299,88 @@ func (m *Manager) New() (*Group, error) {
 			return nil, fmt.Errorf("making control group %s: %w", dir, err)
 		}
 		g.v1[c] = dir
-		var err error
-		switch c {
-		case "pids":
-			// One more than asked: the launching thread sits in the group
-			// until the command has started.
-			err = writeLimit(dir, "pids.max", strconv.Itoa(m.limits.MaxProcs+1))
-		case "memory":
-			err = writeLimit(dir, "memory.limit_in_bytes", strconv.FormatInt(m.limits.MaxMemory, 10))
-			if err == nil {
-				// Without this the swap the host has would lift the limit.
-				_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(m.limits.MaxMemory, 10)), 0)
-			}
-		}
-		if err != nil {
-			g.Remove()
-			return nil, err
-		}
+	}
+	if err := g.setLimits(); err != nil {
+		g.Remove()
+		return nil, err
 	}
 	return g, nil
+}
+
+// setLimits writes the manager's limits into the group's folders.
+func (g *Group) setLimits() error {
+	m := g.m
+	if g.v2 != "" && m.v2procs {
+		if err := writeLimit(g.v2, "pids.max", strconv.Itoa(m.limits.MaxProcs)); err != nil {
+			return err
+		}
+	}
+	if g.v2 != "" && m.v2mem {
+		if err := writeLimit(g.v2, "memory.max", strconv.FormatInt(m.limits.MaxMemory, 10)); err != nil {
+			return err
+		}
+		_ = os.WriteFile(filepath.Join(g.v2, "memory.swap.max"), []byte("0"), 0)
+	}
+	if dir, ok := g.v1["pids"]; ok {
+		// One more than asked: the launching thread sits in the group
+		// until the command has started. Kill set it to 0.
+		if err := writeLimit(dir, "pids.max", strconv.Itoa(m.limits.MaxProcs+1)); err != nil {
+			return err
+		}
+	}
+	if dir, ok := g.v1["memory"]; ok {
+		limit := strconv.FormatInt(m.limits.MaxMemory, 10)
+		if err := writeLimit(dir, "memory.limit_in_bytes", limit); err != nil {
+			return err
+		}
+		// Without this the swap the host has would lift the limit. (A
+		// value left below the limit by a command with write access to
+		// the folder fails the write above instead: the group is dropped.)
+		_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(limit), 0)
+	}
+	return nil
+}
+
+// The states of an idle group.
+const (
+	stateEmpty   = iota // no process or thread: ready
+	stateBusy           // only a thread of the service is left (the launching thread, about to end)
+	stateForeign        // a process is in it, or it cannot be read
+)
+
+// state looks into the group's folders: whether the v2 group or a group
+// below it holds a process (cgroup.events; the service's threads are
+// never in a v2 group: the child is cloned into it), and the tasks of each
+// v1 folder, which list the launching thread too.
+func (g *Group) state() int {
+	st := stateEmpty
+	if g.v2 != "" {
+		b, err := os.ReadFile(filepath.Join(g.v2, "cgroup.events"))
+		if err != nil || !bytes.Contains(b, []byte("populated 0")) {
+			return stateForeign
+		}
+	}
+	self := os.Getpid()
+	for _, d := range g.v1 {
+		b, err := os.ReadFile(filepath.Join(d, "tasks"))
+		if err != nil {
+			return stateForeign
+		}
+		for _, f := range strings.Fields(string(b)) {
+			tid, err := strconv.Atoi(f)
+			if err != nil || !ownThread(self, tid) {
+				return stateForeign
+			}
+			st = stateBusy
+		}
+	}
+	return st
+}
+
+// ownThread reports whether tid is a thread of process pid.
+func ownThread(pid, tid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid))
+	return err == nil
 }
 
 func writeLimit(dir, file, value string) error {
@@ -256,9 +415,20 @@ func (g *Group) EnterThread() error {
 }
 
 // Kill kills every process in the group and waits, at most timeout, until none
-// is left. It reports whether the group was seen empty.
+// is left. It reports whether the group was seen empty; a group that was
+// not is removed, not reused, when it is released.
 func (g *Group) Kill(timeout time.Duration) bool {
+	if g.empty() {
+		// Nothing is left (the usual case, and always once a PID
+		// namespace has ended): no write, so the group stays fit for reuse.
+		g.spoiled.Store(false)
+		return true
+	}
 	if g.v2 != "" {
+		// A group killed through cgroup.kill is not reused: Linux 6.18
+		// kills at birth every child cloned into such a group later
+		// (clone3 with CLONE_INTO_CGROUP; /bin/true dies of SIGKILL).
+		g.killed.Store(true)
 		if err := os.WriteFile(filepath.Join(g.v2, "cgroup.kill"), []byte("1"), 0); err != nil {
 			// Kernels before 5.14 lack cgroup.kill: kill the members one by one.
 			killMembers(g.v2)
@@ -271,9 +441,11 @@ func (g *Group) Kill(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		if g.empty() {
+			g.spoiled.Store(false) // the last kill decides
 			return true
 		}
 		if time.Now().After(deadline) {
+			g.spoiled.Store(true)
 			return false
 		}
 		for _, d := range g.dirs() {
@@ -324,8 +496,16 @@ func (g *Group) Remove() {
 	}
 }
 
-// Close removes this process's folders. Groups still in use are left.
+// Close removes the idle groups and this process's folders. Groups still
+// in use are left.
 func (m *Manager) Close() {
+	m.mu.Lock()
+	idle := m.idle
+	m.idle = nil
+	m.mu.Unlock()
+	for _, g := range idle {
+		g.Remove()
+	}
 	for _, d := range append([]string{m.v2}, values(m.v1)...) {
 		if d != "" {
 			_ = unix.Rmdir(d)

@@ -42,8 +42,8 @@ func (m *Manager) LimitsMemory() bool { return false }
 // Kills reports false: there is no group to kill.
 func (m *Manager) Kills() bool { return false }
 
-// New fails: there are no groups here.
-func (m *Manager) New() (*Group, error) { return nil, errors.New("control groups are Linux-only") }
+// Get fails: there are no groups here.
+func (m *Manager) Get() (*Group, error) { return nil, errors.New("control groups are Linux-only") }
 
 // Close does nothing.
 func (m *Manager) Close() {}
@@ -57,5 +57,5 @@ func (g *Group) EnterThread() error { return errors.New("control groups are Linu
 // Kill reports false: nothing is known about the command's processes.
 func (g *Group) Kill(time.Duration) bool { return false }
 
-// Remove does nothing.
-func (g *Group) Remove() {}
+// Release does nothing.
+func (g *Group) Release() {}

@@ -11,5 +11,11 @@
 // carry the pids and memory controllers where v2 has none; there the
 // launching thread enters the group before it forks, so the child is born
 // inside it too. On a hybrid host the two are combined: v2 for membership
-// and killing, v1 for the limits.
+// and killing, v1 for the limits. v2 is used only where a trial process
+// can be started inside a group that way.
+//
+// Groups are reused: making and removing a group costs more than a short
+// command, so a group whose command ended and left nothing behind waits in
+// a small pool for the next command, which gets it only once no process or
+// thread is in it, with its limits written again.
 package cgroups

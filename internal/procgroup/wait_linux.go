@@ -15,6 +15,18 @@ import (
 // the group is killed, so its number cannot be reused for another group in
 // between.
 func Wait(cmd *exec.Cmd) error {
+	err := WaitLeader(cmd)
+	awaitGone(cmd.Process.Pid, 2*time.Second)
+	return err
+}
+
+// WaitLeader is Wait without its last step: waiting until no member of
+// the group is left alive, which takes a walk over every process of the
+// system once a member is left as a zombie for another parent to reap.
+// It is for callers that know by other means when the command's
+// processes are gone (a control group seen empty, a PID namespace whose
+// first process has ended).
+func WaitLeader(cmd *exec.Cmd) error {
 	pid := cmd.Process.Pid
 	var info unix.Siginfo
 	for {
@@ -24,7 +36,5 @@ func Wait(cmd *exec.Cmd) error {
 		}
 	}
 	_ = Kill(pid)
-	err := cmd.Wait()
-	awaitGone(pid, 2*time.Second)
-	return err
+	return cmd.Wait()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,9 @@ type Child struct {
 	mark    string         // the call's mark where the service is the subreaper
 	release chan struct{}  // lets the launching thread end
 	s       *Sandbox
+
+	mu   sync.Mutex // orders kill and cleanup
+	done bool       // cleaned up: nothing of the command is left to kill
 }
 
 // Start starts cmd, built from Command with the same tmpDir and made with
@@ -63,7 +67,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
 	if s.cg != nil {
-		g, err := s.cg.New()
+		g, err := s.cg.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +172,7 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 	// bubblewrap run by root needs its capabilities to build the
 	// namespaces: it gets them through the inheritable set and drops
 	// them all for the command (--cap-drop ALL).
-	if err := dropInheritableCaps(s.mode == Bwrap); err != nil {
+	if err := dropInheritableCaps(s.mode == Bwrap, s.lastCap); err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -242,8 +246,8 @@ func holdsAny(dir string, paths []string) bool {
 	return false
 }
 
-// dropInheritableCaps empties the calling thread's bounding and ambient
-// capability sets, and its inheritable set unless forExec. For root,
+// dropInheritableCaps empties the calling thread's bounding (capabilities
+// 0 to last) and ambient capability sets, and its inheritable set unless forExec. For root,
 // execve grants exactly the inheritable set plus the bounding set, so the
 // command starts with no capability at all, and can gain none later. With
 // forExec the inheritable set is first filled with the thread's permitted
@@ -252,7 +256,7 @@ func holdsAny(dir string, paths []string) bool {
 // CAP_SETPCAP (the service is not root) cannot shrink its bounding set,
 // but has nothing to hand on either: no_new_privs keeps set-user-ID and
 // file capabilities from adding any.
-func dropInheritableCaps(forExec bool) error {
+func dropInheritableCaps(forExec bool, last int) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
@@ -274,7 +278,7 @@ func dropInheritableCaps(forExec bool) error {
 		}
 	}
 	if setpcap {
-		for c := 0; c <= lastCap(); c++ {
+		for c := 0; c <= last; c++ {
 			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 				return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 			}
@@ -290,7 +294,8 @@ func dropInheritableCaps(forExec bool) error {
 	return nil
 }
 
-// lastCap is the highest capability number the kernel knows.
+// lastCap is the highest capability number the kernel knows. The
+// sandbox reads it once: every command's launching thread needs it.
 func lastCap() int {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
@@ -316,6 +321,12 @@ func (c *Child) Pid() int { return c.cmd.Process.Pid }
 func (c *Child) Kill() { c.kill() }
 
 func (c *Child) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		// Reaped, and its group may be another command's by now.
+		return
+	}
 	_ = procgroup.Kill(c.cmd.Process.Pid)
 	if c.mark != "" {
 		// Killing, not waiting: Wait does that.
@@ -334,7 +345,14 @@ func (c *Child) kill() {
 // control group seen empty; false where only the process group could be
 // killed.
 func (c *Child) Wait() (err error, contained bool) {
-	err = procgroup.Wait(c.cmd)
+	if c.group != nil || (c.pidns && c.s.mode != Bwrap) {
+		// The group's kill below waits until no process is left in it;
+		// the command's own PID namespace ended with its first process
+		// (bubblewrap's ends with its inner process, after bubblewrap).
+		err = procgroup.WaitLeader(c.cmd)
+	} else {
+		err = procgroup.Wait(c.cmd)
+	}
 	c.s.leaders.Delete(c.cmd.Process.Pid)
 	switch {
 	case c.group != nil:
@@ -351,14 +369,17 @@ func (c *Child) Wait() (err error, contained bool) {
 	return err, contained
 }
 
-// cleanup lets the launching thread end and removes the control group.
+// cleanup lets the launching thread end and hands the control group back
+// for another command (or to be removed, when its kill failed).
 func (c *Child) cleanup() {
-	select {
-	case <-c.release:
-	default:
-		close(c.release)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
 	}
+	c.done = true
+	close(c.release)
 	if c.group != nil {
-		c.group.Remove()
+		c.group.Release()
 	}
 }

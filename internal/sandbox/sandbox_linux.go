@@ -28,6 +28,7 @@ type Sandbox struct {
 	private  []string
 	user     *User
 
+	lastCap   int              // highest capability number the kernel knows
 	seccomp   *filter          // nil where the kernel has no seccomp
 	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
 	pidns     bool             // each command is the first process of its own PID namespace
@@ -63,7 +64,7 @@ func New(opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
 	}
 	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
-		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}}
+		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	for _, p := range opts.Private {
 		if resolved, err := realPath(p); err == nil {
 			s.private = append(s.private, resolved)

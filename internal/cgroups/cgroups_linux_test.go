@@ -1,0 +1,218 @@
+package cgroups
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var testLimits = Limits{MaxProcs: 64, MaxMemory: 256 << 20}
+
+// newManager returns a manager, or skips where the service could not make
+// groups (not root, no writable hierarchy).
+func newManager(t *testing.T) *Manager {
+	t.Helper()
+	m, err := New(testLimits)
+	if err != nil {
+		t.Skipf("no control groups here: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// startIn starts argv inside g the way the sandbox does: cloned into the
+// v2 folder, forked from a thread that entered the v1 folders and ends
+// when the process has started.
+func startIn(t *testing.T, g *Group, argv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	g.Prepare(cmd.SysProcAttr)
+	errc := make(chan error, 1)
+	start := func() {
+		// Never unlocked: the thread ends with its goroutine.
+		if err := g.EnterThread(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			start()
+			return
+		}
+		// The main thread cannot end, so it is never confined: while
+		// this goroutine holds it, another starts on a different thread.
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			start()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// waitState waits until the idle group g is in state want (the launching
+// thread of a v1 group ends on its own, moments after its goroutine).
+func waitState(t *testing.T, g *Group, want int) {
+	t.Helper()
+	for i := 0; g.state() != want; i++ {
+		if i > 10000 {
+			t.Fatalf("group state %d, want %d", g.state(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func readLimit(t *testing.T, dir, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestPoolReusesEmptiedGroup runs a command in a group, releases it and
+// checks that the next Get hands out the same group with its limits
+// written again, even after something changed them in between.
+func TestPoolReusesEmptiedGroup(t *testing.T) {
+	m := newManager(t)
+	g, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startIn(t, g, "/bin/true")
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !g.Kill(time.Second) {
+		t.Fatal("an ended command's group is not empty")
+	}
+	g.Release()
+	waitState(t, g, stateEmpty)
+	// Limits changed while idle (a command with write access to the
+	// folders could do that) are put back.
+	if d, ok := g.v1["pids"]; ok {
+		if err := os.WriteFile(filepath.Join(d, "pids.max"), []byte("3"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.v2procs {
+		if err := os.WriteFile(filepath.Join(g.v2, "pids.max"), []byte("3"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != g {
+		t.Fatalf("an emptied group was not reused: got %+v, want %+v", again, g)
+	}
+	if d, ok := g.v1["pids"]; ok {
+		if got := readLimit(t, d, "pids.max"); got != "65" {
+			t.Errorf("v1 pids.max of the reused group = %s, want 65", got)
+		}
+	}
+	if m.v2procs {
+		if got := readLimit(t, g.v2, "pids.max"); got != "64" {
+			t.Errorf("v2 pids.max of the reused group = %s, want 64", got)
+		}
+	}
+	// The reused group still works: a command starts and ends in it.
+	if err := startIn(t, again, "/bin/true").Wait(); err != nil {
+		t.Fatalf("a command in a reused group: %v", err)
+	}
+	if !again.Kill(time.Second) {
+		t.Fatal("not empty")
+	}
+	again.Release()
+}
+
+// TestPoolNeverHandsOutGroupWithProcess releases a group with a process
+// still in it: Get must not hand it out, and the process is killed.
+func TestPoolNeverHandsOutGroupWithProcess(t *testing.T) {
+	m := newManager(t)
+	g, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startIn(t, g, "/bin/sleep", "1000")
+	g.Release() // without Kill: the process is still there
+	waitState(t, g, stateForeign)
+	other, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == g {
+		t.Fatal("a group with a process in it was handed out again")
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the process left in the group was not killed: %v", err)
+	}
+	other.Release()
+}
+
+// TestPoolDropsKilledGroups checks that a group killed with processes in
+// it is not reused when cgroup.kill did it, nor when the kill failed, and
+// that commands still start in the groups handed out afterwards.
+func TestPoolDropsKilledGroups(t *testing.T) {
+	m := newManager(t)
+	g, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startIn(t, g, "/bin/sleep", "1000")
+	if !g.Kill(5 * time.Second) {
+		t.Fatal("the group was not emptied")
+	}
+	_ = cmd.Wait()
+	g.Release()
+	for i := 0; i < 3; i++ {
+		next, err := m.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next == g && g.v2 != "" {
+			t.Fatal("a group killed through cgroup.kill was reused")
+		}
+		if err := startIn(t, next, "/bin/true").Wait(); err != nil {
+			t.Fatalf("command %d after a kill: %v", i, err)
+		}
+		next.Kill(time.Second)
+		next.Release()
+	}
+
+	spoiled, err := m.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoiled.spoiled.Store(true) // as after a kill that did not empty it
+	spoiled.Release()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, idle := range m.idle {
+		if idle == spoiled {
+			t.Fatal("a group whose kill failed went back to the pool")
+		}
+	}
+}
