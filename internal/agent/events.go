@@ -136,7 +136,7 @@ func (m *Manager) subscribeLocal(id string) (*Subscription, bool) {
 func (m *Manager) publishLocked(e *entry, ev Event) {
 	e.events++
 	if m.shared != nil {
-		e.pending = append(e.pending, numberedEvent{e.events, ev})
+		e.pending = append(e.pending, NumberedEvent{e.events, ev})
 	}
 	if e.hook != nil {
 		e.hook(ev)

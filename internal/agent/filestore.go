@@ -66,7 +66,7 @@ func (s *FileTaskStore) Load(ctx context.Context) ([]Task, error) {
 	for i := range all {
 		if all[i].Status == StatusRunning {
 			markInterrupted(&all[i], s.now().UTC(), "the service stopped while the task was running; its work so far is in the tool calls. Next: spawn it again if it is still needed.")
-			if err := s.Save(ctx, all[i]); err != nil {
+			if err := s.Save(ctx, all[i], nil); err != nil {
 				return nil, err
 			}
 		}
@@ -81,8 +81,10 @@ func markInterrupted(t *Task, now time.Time, why string) {
 }
 
 // Save writes the task's file atomically: a temporary file in the same
-// folder, synced, then renamed over the old one.
-func (s *FileTaskStore) Save(_ context.Context, t Task) error {
+// folder, synced, then renamed over the old one. Events are not kept:
+// they are followed live on one machine, and the file has the state they
+// lead to.
+func (s *FileTaskStore) Save(_ context.Context, t Task, _ []NumberedEvent) error {
 	data, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return err
@@ -91,9 +93,5 @@ func (s *FileTaskStore) Save(_ context.Context, t Task) error {
 	defer s.mu.Unlock()
 	return writeAtomic(s.dir, t.ID+".json", data)
 }
-
-// AddEvent keeps nothing: a task's events are followed live on one
-// machine, and its file has the state they lead to.
-func (s *FileTaskStore) AddEvent(context.Context, int, Event) error { return nil }
 
 var _ TaskStore = (*FileTaskStore)(nil)

@@ -148,12 +148,7 @@ type entry struct {
 
 	saveMu  sync.Mutex      // orders snapshots and their writes
 	events  int             // events numbered so far
-	pending []numberedEvent // events a SharedStore has not taken yet
-}
-
-type numberedEvent struct {
-	n  int
-	ev Event
+	pending []NumberedEvent // events a SharedStore has not taken yet
 }
 
 var (
@@ -576,20 +571,18 @@ func (m *Manager) snapshotLocked(e *entry) Task {
 	return t
 }
 
-// save hands the task as it is now to the store, then the events the
-// store has not taken yet, in order, so that a follower that reads an
-// event finds the state it leads to. A task another replica took over is
-// stopped.
+// save hands the task as it is now to the store, with the events the
+// store has not taken yet. A task another replica took over is stopped.
 func (m *Manager) save(e *entry) error {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
 	m.mu.Lock()
 	t := m.snapshotLocked(e)
-	evs := append([]numberedEvent(nil), e.pending...)
+	evs := append([]NumberedEvent(nil), e.pending...)
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	err := m.store.Save(ctx, t)
+	err := m.store.Save(ctx, t, evs)
 	if errors.Is(err, ErrLost) {
 		m.mu.Lock()
 		if e.cancel != nil {
@@ -601,14 +594,6 @@ func (m *Manager) save(e *entry) error {
 	}
 	if err != nil {
 		return err
-	}
-	for i, p := range evs {
-		if err := m.store.AddEvent(ctx, p.n, p.ev); err != nil {
-			m.mu.Lock()
-			e.pending = e.pending[i:]
-			m.mu.Unlock()
-			return err
-		}
 	}
 	m.mu.Lock()
 	e.pending = e.pending[len(evs):]

@@ -23,11 +23,17 @@ type TaskStore interface {
 	// start, those it left running marked interrupted. A shared store
 	// returns none: its tasks are asked for when needed.
 	Load(ctx context.Context) ([]Task, error)
-	// Save records the task as it is now, creating it the first time.
-	Save(ctx context.Context, t Task) error
-	// AddEvent records ev as the task's event number n (from 1); adding
-	// the same number again changes nothing.
-	AddEvent(ctx context.Context, n int, ev Event) error
+	// Save records the task as it is now, creating it the first time,
+	// and appends evs to its events, at once: a follower that reads an
+	// event finds the state it leads to. An event whose number the task
+	// has already is skipped (a retry after a lost reply).
+	Save(ctx context.Context, t Task, evs []NumberedEvent) error
+}
+
+// NumberedEvent is a task's event with its number, from 1.
+type NumberedEvent struct {
+	N     int
+	Event Event
 }
 
 // SharedStore is a TaskStore that several replicas use at once.

@@ -144,15 +144,22 @@ func (s *Store) Cancellations() <-chan string { return s.cancels }
 // Load returns nothing: every replica asks the database for tasks.
 func (s *Store) Load(context.Context) ([]agent.Task, error) { return nil, nil }
 
-// Save creates the task or replaces its state, and renews its lease. Only
-// the replica running it may replace it, and only while it is running:
-// once another replica marked it interrupted, Save returns agent.ErrLost.
-func (s *Store) Save(ctx context.Context, t agent.Task) error {
+// Save creates the task or replaces its state, renews its lease and adds
+// its new events, in one transaction (one commit). Only the replica
+// running it may replace it, and only while it is running: once another
+// replica marked it interrupted, Save returns agent.ErrLost and adds
+// nothing.
+func (s *Store) Save(ctx context.Context, t agent.Task, evs []agent.NumberedEvent) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO agent_tasks (id, owner, status, replica, created_at, heartbeat, data)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	tag, err := tx.Exec(ctx, `INSERT INTO agent_tasks (id, owner, status, replica, created_at, heartbeat, data)
 		VALUES ($1, $2, $3, $4, $5, now(), $6)
 		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, data = EXCLUDED.data, heartbeat = now()
 		WHERE agent_tasks.replica = EXCLUDED.replica AND agent_tasks.status = 'running'`,
@@ -163,21 +170,20 @@ func (s *Store) Save(ctx context.Context, t agent.Task) error {
 	if tag.RowsAffected() == 0 {
 		return agent.ErrLost
 	}
-	return nil
-}
-
-// AddEvent records event n of a task this replica runs, unless the task
-// already has its end (another replica marked it interrupted).
-func (s *Store) AddEvent(ctx context.Context, n int, ev agent.Event) error {
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return err
+	if len(evs) > 0 {
+		var batch pgx.Batch
+		for _, ev := range evs {
+			data, err := json.Marshal(ev.Event)
+			if err != nil {
+				return err
+			}
+			batch.Queue("INSERT INTO agent_events (task_id, n, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", t.ID, ev.N, data)
+		}
+		if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+			return err
+		}
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO agent_events (task_id, n, data)
-		SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM agent_tasks WHERE id = $1 AND replica = $4)
-		AND NOT EXISTS (SELECT 1 FROM agent_events WHERE task_id = $1 AND data->>'type' = 'end')
-		ON CONFLICT DO NOTHING`, ev.Agent, n, data, s.replica)
-	return err
+	return tx.Commit(ctx)
 }
 
 // Get returns a task.

@@ -75,15 +75,16 @@ func TestTasksAcrossReplicas(t *testing.T) {
 	a, b := open(t, url, "a"), open(t, url, "b")
 	ctx := context.Background()
 	task := running("sa-000000000001")
-	if err := a.Save(ctx, task); err != nil {
+	if err := a.Save(ctx, task, nil); err != nil {
 		t.Fatal(err)
 	}
 	for n, typ := range []string{agent.EventTurn, agent.EventTurn, agent.EventTurn} {
 		ev := agent.Event{Type: typ, Agent: task.ID, Time: time.Now().UTC(), Turn: n + 1}
-		if err := a.AddEvent(ctx, n+1, ev); err != nil {
+		evs := []agent.NumberedEvent{{N: n + 1, Event: ev}}
+		if err := a.Save(ctx, task, evs); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.AddEvent(ctx, n+1, ev); err != nil { // a retry after a lost reply
+		if err := a.Save(ctx, task, evs); err != nil { // a retry after a lost reply
 			t.Fatal(err)
 		}
 	}
@@ -96,15 +97,15 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		t.Fatalf("events after 1: %+v, last %d, %v", evs, last, err)
 	}
 	// Another replica may not overwrite it.
-	if err := b.Save(ctx, task); !errors.Is(err, agent.ErrLost) {
+	if err := b.Save(ctx, task, nil); !errors.Is(err, agent.ErrLost) {
 		t.Fatalf("b overwrote a's task: %v", err)
 	}
 	task.Status, task.Answer = agent.StatusCompleted, "done"
-	if err := a.Save(ctx, task); err != nil {
+	if err := a.Save(ctx, task, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Nor a itself once it ended.
-	if err := a.Save(ctx, running(task.ID)); !errors.Is(err, agent.ErrLost) {
+	if err := a.Save(ctx, running(task.ID), nil); !errors.Is(err, agent.ErrLost) {
 		t.Fatalf("an ended task went back to running: %v", err)
 	}
 	list, err := b.List(ctx)
@@ -128,7 +129,7 @@ func TestExpireOnce(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, id := range []string{"sa-000000000001", "sa-000000000002"} {
-		if err := a.Save(ctx, running(id)); err != nil {
+		if err := a.Save(ctx, running(id), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,10 +168,10 @@ func TestExpireOnce(t *testing.T) {
 	if len(evs) != 1 || evs[0].Type != agent.EventEnd || evs[0].Status != agent.StatusInterrupted {
 		t.Fatalf("events %+v", evs)
 	}
-	if err := a.Save(ctx, running("sa-000000000001")); !errors.Is(err, agent.ErrLost) {
+	late := []agent.NumberedEvent{{N: 7, Event: agent.Event{Type: agent.EventTurn, Agent: "sa-000000000001"}}}
+	if err := a.Save(ctx, running("sa-000000000001"), late); !errors.Is(err, agent.ErrLost) {
 		t.Fatalf("the old replica still writes: %v", err)
 	}
-	_ = a.AddEvent(ctx, 7, agent.Event{Type: agent.EventTurn, Agent: "sa-000000000001"})
 	if evs, _, _ := others[2].EventsAfter(ctx, "sa-000000000001", 0); len(evs) != 1 {
 		t.Fatalf("an event after the end: %+v", evs)
 	}
@@ -186,7 +187,7 @@ func TestCancelReachesTheRunningReplica(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a, b := open(t, url, "a"), open(t, url, "b")
 	ctx := context.Background()
-	if err := a.Save(ctx, running("sa-000000000001")); err != nil {
+	if err := a.Save(ctx, running("sa-000000000001"), nil); err != nil {
 		t.Fatal(err)
 	}
 	// The listener may connect after Open returns: ask until it hears.
