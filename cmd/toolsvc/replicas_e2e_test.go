@@ -41,7 +41,7 @@ type replica struct {
 	logs    *syncBuffer
 	server  *testServer // for the request helpers, pointed at addr
 	dataDir string
-	owner   *testing.T // the test whose end stops the process
+	owner   testing.TB // the test whose end stops the process
 }
 
 // cluster is three replicas sharing one PostgreSQL database and one
@@ -64,19 +64,28 @@ func freePort(t testing.TB) string {
 	return l.Addr().String()
 }
 
-func startCluster(t *testing.T, llmURL string) *cluster {
+func startCluster(t testing.TB, llmURL string, n int) *cluster {
+	return startClusterWith(t, llmURL, n, true)
+}
+
+// startClusterWith starts n replicas, sharing a database unless shared is
+// false (one replica then keeps its tasks in its data folder).
+func startClusterWith(t testing.TB, llmURL string, n int, shared bool) *cluster {
 	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Fatal("haproxy is not installed; scripts/test.sh installs it (Debian's haproxy package)")
 	}
 	c := &cluster{db: pgtest.NewDatabase(t), ws: filepath.Join(t.TempDir(), "ws")}
-	for i := range 3 {
+	for i := range n {
 		r := &replica{name: fmt.Sprintf("r%d", i+1), addr: freePort(t), dataDir: filepath.Join(t.TempDir(), "data"), owner: t}
 		r.vars = map[string]string{
 			"ADDR": r.addr, "WORKSPACE": c.ws, "DATA_DIR": r.dataDir, "LOG_LEVEL": "info",
 			"DATABASE_URL": c.db, "REPLICA_ID": r.name, "AGENT_LEASE": replicaLease.String(),
 			"LLM_BASE_URL": llmURL, "LLM_MODEL": "fake-model", "XIAOZHI_CONVERSATION": "true",
-			"AGENT_MAX_CONCURRENT": "16", "MAX_CONCURRENT_CALLS": "64",
+			"AGENT_MAX_CONCURRENT": "64", "MAX_CONCURRENT_CALLS": "64",
+		}
+		if !shared {
+			delete(r.vars, "DATABASE_URL")
 		}
 		r.server = &testServer{URL: "http://" + r.addr}
 		c.replicas = append(c.replicas, r)
@@ -87,7 +96,7 @@ func startCluster(t *testing.T, llmURL string) *cluster {
 }
 
 // start runs the replica's process and waits for it to listen.
-func (r *replica) start(t *testing.T) {
+func (r *replica) start(t testing.TB) {
 	t.Helper()
 	if err := r.startErr(); err != nil {
 		t.Fatal(err)
@@ -122,7 +131,7 @@ func (r *replica) kill(t *testing.T) {
 // a connection refused by a dead replica is retried on another (a call
 // that reached one is never sent twice). It returns the balancer's
 // address.
-func startHAProxy(t *testing.T, rs []*replica) string {
+func startHAProxy(t testing.TB, rs []*replica) string {
 	t.Helper()
 	addr := freePort(t)
 	var b strings.Builder
@@ -210,7 +219,7 @@ func (c *cluster) query(t *testing.T, f func(*pgx.Conn) error) {
 // scriptedModel hangs on tasks that say "hang" (until the task is
 // canceled), and otherwise answers at once, a conversation's message with
 // "reply to" and its last words.
-func scriptedModel(t *testing.T) *agenttest.Server {
+func scriptedModel(t testing.TB) *agenttest.Server {
 	return agenttest.New(t, func(req agenttest.Request) agenttest.Response {
 		last := string(req.Messages[len(req.Messages)-1])
 		switch {
@@ -231,7 +240,7 @@ func scriptedModel(t *testing.T) *agenttest.Server {
 // kills a replica for good.
 func TestReplicas(t *testing.T) {
 	llm := scriptedModel(t)
-	c := startCluster(t, llm.URL)
+	c := startCluster(t, llm.URL, 3)
 	t.Run("ShareTasks", func(t *testing.T) { replicasShareTasks(t, c, llm) })
 	t.Run("RestartUnderLoad", func(t *testing.T) { replicaRestartUnderLoad(t, c) })
 	t.Run("Killed", func(t *testing.T) { replicaKilled(t, c) })
@@ -568,4 +577,60 @@ func auditRecords(t *testing.T, dataDir string) []audit.Record {
 		out = append(out, rec)
 	}
 	return out
+}
+
+// BenchmarkReplicasSpawnStatus measures the throughput of spawn plus one
+// GET /agents/{id} through HAProxy, over one replica keeping its tasks in
+// its data folder, and over one and three sharing one PostgreSQL database,
+// with 16 clients at once; each task is
+// one reply of a scripted model. Compare ops/s across the two; on a
+// machine with few cores the replicas share them, and the database's
+// commits bound both.
+func BenchmarkReplicasSpawnStatus(b *testing.B) {
+	for _, v := range []struct {
+		name   string
+		n      int
+		shared bool
+	}{{"files,replicas=1", 1, false}, {"postgres,replicas=1", 1, true}, {"postgres,replicas=3", 3, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			c := startClusterWith(b, scriptedModel(b).URL, v.n, v.shared)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			b.SetParallelism(8) // 8 per core
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := spawnAndStatus(client, c.lb.URL); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+		})
+	}
+}
+
+func spawnAndStatus(client *http.Client, base string) error {
+	resp, err := client.Post(base+"/tools/spawn/invoke", "application/json", strings.NewReader(`{"task":"quick"}`))
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var res registry.Result
+	if err := json.Unmarshal(body, &res); err != nil || res.Status != registry.StatusSuccess {
+		return fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
+	}
+	id := agentID.FindString(res.Result)
+	resp, err = client.Get(base + "/agents/" + id)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET /agents/%s: %d", id, resp.StatusCode)
+	}
+	return nil
 }
