@@ -67,18 +67,10 @@ type App struct {
 // New builds the service from cfg, which Load or LoadFrom has validated.
 // On an error, what was built so far is released.
 func New(cfg config.Config, opts Options) (a *App, err error) {
-	out := opts.Out
-	if out == nil {
-		out = io.Discard
-	}
-	level, _ := zerolog.ParseLevel(cfg.LogLevel)
 	// Every secret the service holds is cut from log lines, results,
 	// progress events and audit records.
 	red := redact.New(cfg.SecretValues()...)
-	// Log lines and audit records (TOOLSVC_AUDIT_STDOUT) share the output
-	// a line at a time.
-	out = &lineWriter{w: out}
-	a = &App{cfg: cfg, out: out, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
+	a = newApp(cfg, opts.Out, red)
 	// Stopping is canceled when shutdown starts: running calls end then.
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	defer func() {
@@ -150,6 +142,18 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg, sk, agents, opts.Version)
 	return a, nil
+}
+
+// newApp is the App before anything is built: its configuration, its
+// replica's name and its log, written to out. Log lines and audit records
+// (TOOLSVC_AUDIT_STDOUT) share out a line at a time.
+func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
+	if out == nil {
+		out = io.Discard
+	}
+	out = &lineWriter{w: out}
+	level, _ := zerolog.ParseLevel(cfg.LogLevel)
+	return &App{cfg: cfg, out: out, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
 }
 
 // openFolders opens the workspace and creates the data folder.
