@@ -3,7 +3,8 @@
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
 # for exec's sandbox, python3 for the example agent, nodejs and npm for the
 # MCP servers the mcpmount tests and the mock model server the agent
-# tests install from npm), downloads the Go
+# tests install from npm, PostgreSQL for the shared store and HAProxy for
+# the replicas test), downloads the Go
 # modules, then vets, runs staticcheck and deadcode, checks the size of
 # functions (scripts/funclen, gocyclo), and runs every test
 # with the race detector.
@@ -14,7 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3)
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 haproxy)
+# PostgreSQL by what answers: a server of another origin on 5432 will do.
+command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432 || packages+=(postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,6 +33,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The shared store's tests need PostgreSQL at 127.0.0.1:5432 with trust
+# authentication for local connections (Debian's cluster: user postgres).
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+  cluster=$(ls /etc/postgresql | sort -V | tail -1)
+  hba="/etc/postgresql/$cluster/main/pg_hba.conf"
+  if ! grep -q "^host all all 127.0.0.1/32 trust" "$hba"; then
+    sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
+  fi
+  pg_ctlcluster --skip-systemctl-redirect "$cluster" main start
+  for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
 
 go mod download

@@ -40,7 +40,9 @@ Then reply without any tool call: briefly, in plain spoken sentences without Mar
 
 // ConversationOptions configure Conversations.
 type ConversationOptions struct {
-	Dir   string // where the sessions' histories are kept; created if missing
+	// Store keeps the histories; nil: a file store in Dir.
+	Store ConversationStore
+	Dir   string // where the sessions' histories are kept without a Store; created if missing
 	Model Chatter
 	Tools Tools
 	// Allowed names the tools of Tools the conversation agent may use;
@@ -60,8 +62,37 @@ type ConversationOptions struct {
 // and returns its reply, keeping each session's recent history on disk so a
 // follow-up question has its context.
 type Conversations struct {
-	opts ConversationOptions
-	sem  chan struct{}
+	opts  ConversationOptions
+	store ConversationStore
+	sem   chan struct{}
+}
+
+// ConversationStore keeps send_message's histories, one per owner and
+// session, and hands each to one message at a time, across every
+// replica that shares it.
+type ConversationStore interface {
+	// Hold waits, until ctx is done, for owner's conversation in session
+	// to be free, and takes it.
+	Hold(ctx context.Context, owner, session string) (SessionHold, error)
+}
+
+// SessionHold is a conversation taken for one message.
+type SessionHold interface {
+	// Messages is the history so far.
+	Messages() []Message
+	// Save replaces the history.
+	Save(ctx context.Context, msgs []Message) error
+	// Release frees the conversation for the next message.
+	Release()
+}
+
+// FileConversations keeps each conversation in a file of its folder and
+// serialises the messages of one within this process.
+type FileConversations struct {
+	dir    string
+	log    zerolog.Logger
+	redact func(string) string
+	now    func() time.Time
 
 	mu    sync.Mutex
 	locks map[string]*sessionLock
@@ -100,10 +131,25 @@ func NewConversations(o ConversationOptions) (*Conversations, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = ConversationTimeout
 	}
-	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
+	c := &Conversations{opts: o, store: o.Store, sem: make(chan struct{}, o.MaxConcurrent)}
+	if c.store == nil {
+		fc, err := NewFileConversations(o.Dir, o.Log, o.Redact, o.Now)
+		if err != nil {
+			return nil, err
+		}
+		c.store = fc
+	}
+	return c, nil
+}
+
+// NewFileConversations prepares the history folder, removing the least
+// recently used histories beyond maxConversations. redact cleans the
+// session ID kept in each file.
+func NewFileConversations(dir string, log zerolog.Logger, redact func(string) string, now func() time.Time) (*FileConversations, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("conversations folder: %w", err)
 	}
-	files, _ := filepath.Glob(filepath.Join(o.Dir, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) > maxConversations {
 		type aged struct {
 			path string
@@ -120,7 +166,7 @@ func NewConversations(o ConversationOptions) (*Conversations, error) {
 			_ = os.Remove(a.path)
 		}
 	}
-	return &Conversations{opts: o, sem: make(chan struct{}, o.MaxConcurrent), locks: map[string]*sessionLock{}}, nil
+	return &FileConversations{dir: dir, log: log, redact: redact, now: now, locks: map[string]*sessionLock{}}, nil
 }
 
 // Tools returns the names of the tools the conversation agent may use now.
@@ -153,17 +199,18 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 	defer func() { <-c.sem }()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	file := conversationFile(owner, session)
+	var hold SessionHold
+	var past []Message
 	if session != "" {
-		unlock, err := c.lock(ctx, file)
-		if err != nil {
-			return Outcome{}, ErrConversationTimeout
+		var err error
+		if hold, err = c.store.Hold(ctx, owner, session); err != nil {
+			if ctx.Err() != nil {
+				return Outcome{}, ErrConversationTimeout
+			}
+			return Outcome{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		defer unlock()
-	}
-	var h history
-	if session != "" {
-		h = c.load(file, owner)
+		defer hold.Release()
+		past = trimHistory(repairHistory(hold.Messages()))
 	}
 	loop := &Loop{Model: c.opts.Model, Tools: c.opts.Tools, Allowed: c.Tools(), MaxTurns: c.opts.MaxTurns,
 		System: ConversationPrompt(c.opts.MaxTurns), Source: "send_message", Key: owner}
@@ -171,7 +218,7 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 	if id == "" {
 		id = "send_message"
 	}
-	out := loop.Continue(ctx, id, h.Messages, text, eventObserver{id: id, fn: onEvent})
+	out := loop.Continue(ctx, id, past, text, eventObserver{id: id, fn: onEvent})
 	out.Answer = c.opts.Redact(out.Answer)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -184,12 +231,14 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 	// An empty answer is not kept: an assistant message without content
 	// or tool calls is refused by Mistral ("must have either content or
 	// tool_calls, but not none"), so it would break every later turn.
-	if session != "" && strings.TrimSpace(out.Answer) != "" {
-		h.SessionID, h.Owner = c.opts.Redact(session), owner
-		h.Messages = append(h.Messages, Message{Role: "user", Content: c.opts.Redact(text)}, Message{Role: "assistant", Content: out.Answer})
-		h.Messages = trimHistory(h.Messages)
-		h.UpdatedAt = c.opts.Now().UTC()
-		if err := c.save(file, h); err != nil {
+	if hold != nil && strings.TrimSpace(out.Answer) != "" {
+		msgs := append(past, Message{Role: "user", Content: c.opts.Redact(text)}, Message{Role: "assistant", Content: out.Answer})
+		// The reply stands even if it cannot be kept; the next message
+		// then lacks this exchange.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := hold.Save(sctx, trimHistory(msgs))
+		cancel()
+		if err != nil {
 			c.opts.Log.Error().Err(err).Msg("send_message: saving the conversation")
 		}
 	}
@@ -233,8 +282,37 @@ func trimHistory(msgs []Message) []Message {
 	return append([]Message(nil), msgs[start:]...)
 }
 
+// fileHold is a conversation of FileConversations, taken.
+type fileHold struct {
+	c       *FileConversations
+	file    string
+	owner   string
+	session string
+	h       history
+	unlock  func()
+}
+
+// Hold takes owner's conversation in session within this process.
+func (c *FileConversations) Hold(ctx context.Context, owner, session string) (SessionHold, error) {
+	file := conversationFile(owner, session)
+	unlock, err := c.lock(ctx, file)
+	if err != nil {
+		return nil, err
+	}
+	return &fileHold{c: c, file: file, owner: owner, session: session, h: c.load(file, owner), unlock: unlock}, nil
+}
+
+func (h *fileHold) Messages() []Message { return h.h.Messages }
+
+func (h *fileHold) Save(_ context.Context, msgs []Message) error {
+	hist := history{SessionID: h.c.redact(h.session), Owner: h.owner, UpdatedAt: h.c.now().UTC(), Messages: msgs}
+	return h.c.save(h.file, hist)
+}
+
+func (h *fileHold) Release() { h.unlock() }
+
 // lock takes the conversation kept in file, for one message at a time.
-func (c *Conversations) lock(ctx context.Context, file string) (func(), error) {
+func (c *FileConversations) lock(ctx context.Context, file string) (func(), error) {
 	c.mu.Lock()
 	l := c.locks[file]
 	if l == nil {
@@ -293,14 +371,14 @@ func conversationFile(owner, session string) string {
 }
 
 // load reads the history kept in file, if it is owner's.
-func (c *Conversations) load(file, owner string) history {
+func (c *FileConversations) load(file, owner string) history {
 	var h history
-	data, err := os.ReadFile(filepath.Join(c.opts.Dir, file))
+	data, err := os.ReadFile(filepath.Join(c.dir, file))
 	if err != nil {
 		return h
 	}
 	if err := json.Unmarshal(data, &h); err != nil {
-		c.opts.Log.Warn().Str("file", file).Msg("send_message: a conversation file cannot be read; starting afresh")
+		c.log.Warn().Str("file", file).Msg("send_message: a conversation file cannot be read; starting afresh")
 		return history{}
 	}
 	if h.Owner != owner {
@@ -313,12 +391,12 @@ func (c *Conversations) load(file, owner string) history {
 }
 
 // save writes the history atomically: a temporary file, synced, renamed.
-func (c *Conversations) save(file string, h history) error {
+func (c *FileConversations) save(file string, h history) error {
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeAtomic(c.opts.Dir, file, data)
+	return writeAtomic(c.dir, file, data)
 }
 
 func writeAtomic(dir, name string, data []byte) error {
@@ -365,3 +443,5 @@ func (o eventObserver) Called(name, args string, res registry.Result) {
 	}
 	o.fn(Event{Type: EventToolCall, Agent: o.id, Time: time.Now().UTC(), Call: &rec})
 }
+
+var _ ConversationStore = (*FileConversations)(nil)

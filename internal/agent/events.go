@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -81,8 +82,32 @@ func (s *Subscription) Dropped() int64 { return s.dropped.Swap(0) }
 func (s *Subscription) Close() { s.once.Do(s.stop) }
 
 // Subscribe follows a task. For a task that has ended, Done is closed at
-// once and no event comes: Get has the final state.
-func (m *Manager) Subscribe(id string) (*Subscription, bool) {
+// once and no event comes: Get has the final state. Another replica's
+// running task is followed through the shared store until ctx is done or
+// Close: its events so far come first.
+func (m *Manager) Subscribe(ctx context.Context, id string) (*Subscription, bool, error) {
+	s, ok := m.subscribeLocal(id)
+	if ok || m.shared == nil {
+		return s, ok, nil
+	}
+	t, ok, err := m.Find(ctx, id)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	done := make(chan struct{})
+	s = &Subscription{ch: make(chan Event, subQueue), done: done}
+	if t.Status != StatusRunning {
+		close(done)
+		s.stop = func() {}
+		return s, true, nil
+	}
+	fctx, stop := context.WithCancel(ctx)
+	s.stop = stop
+	go m.followRemote(fctx, id, s, done)
+	return s, true, nil
+}
+
+func (m *Manager) subscribeLocal(id string) (*Subscription, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.tasks[id]
@@ -109,6 +134,10 @@ func (m *Manager) Subscribe(id string) (*Subscription, bool) {
 // publishLocked hands ev to the task's hook and followers without waiting
 // for any of them. m.mu is held.
 func (m *Manager) publishLocked(e *entry, ev Event) {
+	e.events++
+	if m.shared != nil {
+		e.pending = append(e.pending, NumberedEvent{e.events, ev})
+	}
 	if e.hook != nil {
 		e.hook(ev)
 	}

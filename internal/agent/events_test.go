@@ -35,7 +35,7 @@ func TestSubscriptionNeverBlocksTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stuck, ok := m.Subscribe(task.ID)
+	stuck, ok, _ := m.Subscribe(context.Background(), task.ID)
 	if !ok {
 		t.Fatal("no subscription")
 	}
@@ -57,7 +57,7 @@ func TestSubscriptionNeverBlocksTheTask(t *testing.T) {
 		t.Errorf("%d events, want a turn per reply, a call per tool call and the end", len(hooked))
 	}
 	// A finished task: Done at once, no event.
-	late, _ := m.Subscribe(task.ID)
+	late, _, _ := m.Subscribe(context.Background(), task.ID)
 	select {
 	case <-late.Done():
 	default:

@@ -272,7 +272,7 @@ func TestManagerBounds(t *testing.T) {
 		if got := readTask(t, dir, task.ID); got.Status != agent.StatusRunning || got.Label != "one" {
 			t.Errorf("on disk while running: %+v", got)
 		}
-		done, ok := m.Cancel(context.Background(), task.ID)
+		done, ok, _ := m.Cancel(context.Background(), task.ID)
 		if !ok || done.Status != agent.StatusCanceled || done.Error.Code != agent.FailCanceled {
 			t.Fatalf("canceled task %+v", done)
 		}
@@ -285,7 +285,7 @@ func TestManagerBounds(t *testing.T) {
 			t.Fatalf("start after cancel: %v", err)
 		}
 		m.Cancel(context.Background(), next.ID)
-		if l := m.List(); len(l) != 2 {
+		if l := mustList(t, m); len(l) != 2 {
 			t.Errorf("list %+v", l)
 		}
 	})
@@ -327,7 +327,7 @@ func TestManagerRestart(t *testing.T) {
 	if readTask(t, dir, crashed.ID).Status != agent.StatusInterrupted {
 		t.Errorf("the crashed task's file still says running")
 	}
-	if l := m2.List(); len(l) != 2 {
+	if l := mustList(t, m2); len(l) != 2 {
 		t.Errorf("list %+v", l)
 	}
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
@@ -89,8 +86,16 @@ var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	// Base, when set, stops every running task when it is done (shutdown).
-	Base          context.Context
-	Dir           string // where task files live; created if missing
+	Base context.Context
+	// Store keeps the tasks; nil: a FileTaskStore in Dir. A SharedStore
+	// (PostgreSQL) lets every replica answer for every task.
+	Store TaskStore
+	Dir   string // where task files live without a Store; created if missing
+	// Replica names this process in logs (TOOLSVC_REPLICA_ID).
+	Replica string
+	// Lease is how long a running task of a replica that stopped renewing
+	// it stays running in a SharedStore (default 30s).
+	Lease         time.Duration
 	Model         Chatter
 	ModelName     string // recorded in each task
 	Tools         Tools
@@ -113,18 +118,23 @@ type ManagerOptions struct {
 	MoreAllowed func() []string
 }
 
-// Manager starts sub-agents, keeps their tasks on disk and answers for them.
+// Manager starts sub-agents, keeps their tasks in its store and answers
+// for them: for its own from memory, and, with a SharedStore, for every
+// other replica's from the store.
 type Manager struct {
-	opts ManagerOptions
-	sem  chan struct{}
-	base context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	opts   ManagerOptions
+	store  TaskStore
+	shared SharedStore // nil with a store of one process
+	sem    chan struct{}
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	loop   chan struct{} // closed when the lease loop has stopped; nil without one
 
-	saveMu sync.Mutex // orders snapshots and their writes
-	mu     sync.Mutex
-	tasks  map[string]*entry
-	closed bool
+	mu       sync.Mutex
+	tasks    map[string]*entry
+	unsynced map[*entry]struct{} // ended tasks whose final state the store has not taken yet
+	closed   bool
 }
 
 type entry struct {
@@ -135,12 +145,20 @@ type entry struct {
 	// own listener); subs are the followers (GET /agents/{id}/events).
 	hook func(Event)
 	subs map[*Subscription]struct{}
+
+	saveMu  sync.Mutex      // orders snapshots and their writes
+	events  int             // events numbered so far
+	pending []NumberedEvent // events a SharedStore has not taken yet
 }
 
 var (
 	errCanceledByRequest = errors.New("canceled by request")
 	errWorkflowEnded     = errors.New("the workflow call ended")
+	errLeaseLost         = errors.New("another replica took the task over")
 )
+
+// storeTimeout bounds one exchange with the store.
+const storeTimeout = 10 * time.Second
 
 // NewManager loads the tasks kept in opts.Dir. A task still marked running
 // there was cut short by a stop or a crash: it is marked interrupted.
@@ -160,57 +178,47 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Minute
 	}
-	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
-		return nil, fmt.Errorf("agents folder: %w", err)
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	store := opts.Store
+	if store == nil {
+		fs, err := NewFileTaskStore(opts.Dir, opts.Log, opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		store = fs
 	}
 	parent := opts.Base
 	if parent == nil {
 		parent = context.Background()
 	}
 	base, stop := context.WithCancel(parent)
-	m := &Manager{opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), base: base, stop: stop, tasks: map[string]*entry{}}
+	m := &Manager{opts: opts, store: store, sem: make(chan struct{}, opts.MaxConcurrent), base: base, stop: stop,
+		tasks: map[string]*entry{}, unsynced: map[*entry]struct{}{}}
+	m.shared, _ = store.(SharedStore)
 	if err := m.load(); err != nil {
 		stop()
 		return nil, err
+	}
+	if m.shared != nil {
+		m.loop = make(chan struct{})
+		go m.leaseLoop()
 	}
 	return m, nil
 }
 
 func (m *Manager) load() error {
-	files, err := filepath.Glob(filepath.Join(m.opts.Dir, "sa-*.json"))
+	ctx, cancel := context.WithTimeout(m.base, storeTimeout)
+	defer cancel()
+	tasks, err := m.store.Load(ctx)
 	if err != nil {
 		return err
 	}
-	var all []*entry
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("agents folder: %w", err)
-		}
-		var t Task
-		if err := json.Unmarshal(data, &t); err != nil || !idPattern().MatchString(t.ID) || filepath.Base(f) != t.ID+".json" {
-			m.opts.Log.Warn().Str("file", f).Msg("agents: skipping a task file that cannot be read")
-			continue
-		}
+	for _, t := range tasks {
 		e := &entry{t: t, done: make(chan struct{})}
 		close(e.done)
-		all = append(all, e)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].t.CreatedAt.After(all[j].t.CreatedAt) })
-	for i, e := range all {
-		if i >= maxKeptTasks {
-			_ = os.Remove(filepath.Join(m.opts.Dir, e.t.ID+".json"))
-			continue
-		}
-		m.tasks[e.t.ID] = e
-		if e.t.Status == StatusRunning {
-			now := m.opts.Now().UTC()
-			e.t.Status, e.t.FinishedAt, e.t.UpdatedAt = StatusInterrupted, &now, now
-			e.t.Error = &Failure{Code: FailInterrupted, Message: "the service stopped while the task was running; its work so far is in the tool calls. Next: spawn it again if it is still needed."}
-			if err := m.save(e); err != nil {
-				return err
-			}
-		}
+		m.tasks[t.ID] = e
 	}
 	return nil
 }
@@ -279,6 +287,18 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 	m.mu.Unlock()
 	if err := m.save(e); err != nil {
 		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
+		if m.shared != nil {
+			// Another replica could not answer for a task the store does
+			// not have: it is not started.
+			m.mu.Lock()
+			delete(m.tasks, e.t.ID)
+			m.mu.Unlock()
+			cancel(nil)
+			close(e.done)
+			m.wg.Done()
+			<-m.sem
+			return Task{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
 	}
 	snap := m.snapshot(e)
 	go m.run(tctx, e, task)
@@ -314,6 +334,8 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	switch {
 	case errors.Is(context.Cause(ctx), errCanceledByRequest):
 		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "canceled by request (DELETE /agents/" + t.ID + ")"}
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		t.Status, t.Error = StatusInterrupted, &Failure{Code: FailInterrupted, Message: "this replica lost its hold on the task (it could not reach the database for longer than TOOLSVC_AGENT_LEASE) and another marked it interrupted; its work so far is in the tool calls"}
 	case errors.Is(context.Cause(ctx), errWorkflowEnded):
 		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "stopped because the workflow call ended first (its deadline, or its client went away)"}
 	case ctx.Err() != nil:
@@ -337,6 +359,12 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	m.mu.Unlock()
 	if err := m.save(e); err != nil {
 		m.opts.Log.Error().Err(err).Str("agent", e.t.ID).Msg("agents: saving a task")
+		if m.shared != nil {
+			// Kept until the store takes it: the lease loop tries again.
+			m.mu.Lock()
+			m.unsynced[e] = struct{}{}
+			m.mu.Unlock()
+		}
 	}
 	ev := m.opts.Log.Info()
 	if t.Status != StatusCompleted {
@@ -368,19 +396,27 @@ func (o observer) Called(name, args string, res registry.Result) {
 		rec.ErrorCode = res.Error.Code
 	}
 	o.m.mu.Lock()
-	defer o.m.mu.Unlock()
 	o.e.t.CallCount++
 	if len(o.e.t.ToolCalls) < maxCallRecords {
 		o.e.t.ToolCalls = append(o.e.t.ToolCalls, rec)
 	}
 	o.e.t.UpdatedAt = o.m.opts.Now().UTC()
 	o.m.publishLocked(o.e, Event{Type: EventToolCall, Agent: o.e.t.ID, Time: o.e.t.UpdatedAt, Turn: o.e.t.Turns, Call: &rec})
+	o.m.mu.Unlock()
+	// Other replicas see the call at once; one process's file is
+	// rewritten at the next turn.
+	if o.m.shared != nil {
+		if err := o.m.save(o.e); err != nil {
+			o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
+		}
+	}
 }
 
 // Model returns the model the sub-agents use.
 func (m *Manager) Model() Chatter { return m.opts.Model }
 
-// Get returns a task.
+// Get returns a task this process knows: one it started or, with a store
+// of one process, loaded. Find asks a shared store for the others.
 func (m *Manager) Get(id string) (Task, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -391,22 +427,61 @@ func (m *Manager) Get(id string) (Task, bool) {
 	return m.snapshotLocked(e), true
 }
 
-// List returns every task, newest first.
-func (m *Manager) List() []Summary {
+// Find returns a task, whichever replica runs it. The error says the
+// shared store cannot be reached.
+func (m *Manager) Find(ctx context.Context, id string) (Task, bool, error) {
+	if t, ok := m.Get(id); ok || m.shared == nil {
+		return t, ok, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	t, ok, err := m.shared.Get(ctx, id)
+	if err != nil {
+		return Task{}, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return t, ok, nil
+}
+
+// List returns every task, newest first: with a shared store, every
+// replica's, this process's own as it knows them (fresher than the store).
+func (m *Manager) List(ctx context.Context) ([]Summary, error) {
+	var out []Summary
+	if m.shared != nil {
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		var err error
+		if out, err = m.shared.List(sctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
 	m.mu.Lock()
-	out := make([]Summary, 0, len(m.tasks))
+	local := make(map[string]Summary, len(m.tasks))
 	for _, e := range m.tasks {
 		t := e.t
-		out = append(out, Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns, Owner: t.Owner})
+		local[t.ID] = Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns, Owner: t.Owner}
 	}
 	m.mu.Unlock()
+	for i, s := range out {
+		if l, ok := local[s.ID]; ok {
+			out[i] = l
+			delete(local, s.ID)
+		}
+	}
+	if m.shared == nil {
+		for _, l := range local {
+			out = append(out, l)
+		}
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.After(out[j].CreatedAt)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out
+	if out == nil {
+		out = []Summary{}
+	}
+	return out, nil
 }
 
 // Wait blocks until the task ends or ctx is done, and returns it as it is.
@@ -415,7 +490,10 @@ func (m *Manager) Wait(ctx context.Context, id string) (Task, bool) {
 	e, ok := m.tasks[id]
 	m.mu.Unlock()
 	if !ok {
-		return Task{}, false
+		if m.shared == nil {
+			return Task{}, false
+		}
+		return m.waitRemote(ctx, id)
 	}
 	select {
 	case <-e.done:
@@ -425,18 +503,30 @@ func (m *Manager) Wait(ctx context.Context, id string) (Task, bool) {
 }
 
 // Cancel stops a running task and waits for it to record its end. A task
-// that already ended is returned as it is.
-func (m *Manager) Cancel(ctx context.Context, id string) (Task, bool) {
+// that already ended is returned as it is. Another replica's task is
+// stopped by that replica, asked through the shared store.
+func (m *Manager) Cancel(ctx context.Context, id string) (Task, bool, error) {
 	m.mu.Lock()
 	e, ok := m.tasks[id]
 	if ok && e.cancel != nil {
 		e.cancel(errCanceledByRequest)
 	}
 	m.mu.Unlock()
-	if !ok {
-		return Task{}, false
+	if ok {
+		t, ok := m.Wait(ctx, id)
+		return t, ok, nil
 	}
-	return m.Wait(ctx, id)
+	if m.shared == nil {
+		return Task{}, false, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	_, err := m.shared.RequestCancel(sctx, id)
+	cancel()
+	if err != nil {
+		return Task{}, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	t, ok := m.waitRemote(ctx, id)
+	return t, ok, nil
 }
 
 // Close stops every running task (they are recorded as interrupted) and
@@ -447,7 +537,13 @@ func (m *Manager) Close(ctx context.Context) {
 	m.mu.Unlock()
 	m.stop()
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
+	go func() {
+		m.wg.Wait()
+		if m.loop != nil {
+			<-m.loop
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -475,35 +571,34 @@ func (m *Manager) snapshotLocked(e *entry) Task {
 	return t
 }
 
-// save writes the task's file atomically: a temporary file in the same
-// folder, synced, then renamed over the old one.
+// save hands the task as it is now to the store, with the events the
+// store has not taken yet. A task another replica took over is stopped.
 func (m *Manager) save(e *entry) error {
-	m.saveMu.Lock()
-	defer m.saveMu.Unlock()
-	t := m.snapshot(e)
-	data, err := json.MarshalIndent(t, "", "  ")
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	m.mu.Lock()
+	t := m.snapshotLocked(e)
+	evs := append([]NumberedEvent(nil), e.pending...)
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	err := m.store.Save(ctx, t, evs)
+	if errors.Is(err, ErrLost) {
+		m.mu.Lock()
+		if e.cancel != nil {
+			e.cancel(errLeaseLost)
+		}
+		m.mu.Unlock()
+		m.opts.Log.Warn().Str("agent", t.ID).Msg("agents: another replica marked this task interrupted; stopping it")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(m.opts.Dir, ".tmp-"+t.ID+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(m.opts.Dir, t.ID+".json"))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	m.mu.Lock()
+	e.pending = e.pending[len(evs):]
+	m.mu.Unlock()
+	return nil
 }
 
 // ValidID reports whether id has the form of a task ID.

@@ -40,7 +40,7 @@ func TestTaskOwner(t *testing.T) {
 		t.Errorf("the sub-agent's tool call was audited as %+v", al.recs)
 	}
 	al.mu.Unlock()
-	if l := m.List(); len(l) != 1 || l[0].Owner != "alice" {
+	if l := mustList(t, m); len(l) != 1 || l[0].Owner != "alice" {
 		t.Errorf("list %+v", l)
 	}
 
@@ -65,4 +65,14 @@ func TestTaskOwner(t *testing.T) {
 	if bare.Owner != "" {
 		t.Errorf("task started outside a call has owner %q", bare.Owner)
 	}
+}
+
+// mustList is m.List, which cannot fail with the file store.
+func mustList(t *testing.T, m *agent.Manager) []agent.Summary {
+	t.Helper()
+	l, err := m.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

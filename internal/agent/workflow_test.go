@@ -126,7 +126,7 @@ func TestWorkflowPipeline(t *testing.T) {
 		t.Errorf("progress lines %q", lines)
 	}
 	// Each stage is a sub-agent task of its own, listed like spawn's.
-	if l := m.List(); len(l) != 3 || !strings.HasPrefix(l[0].Label, "workflow: ") {
+	if l := mustList(t, m); len(l) != 3 || !strings.HasPrefix(l[0].Label, "workflow: ") {
 		t.Errorf("tasks %+v", l)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // stop when stopping is done; wait waits for them to record it, at most
 // shutdownTimeout.
 // moreAllowed names the tools from the file sub-agents may use.
-func newAgents(stopping context.Context, cfg config.Agents, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
+func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -30,6 +30,9 @@ func newAgents(stopping context.Context, cfg config.Agents, shutdownTimeout time
 	})
 	m, err = agent.NewManager(agent.ManagerOptions{
 		Base:          stopping,
+		Store:         st.tasks,
+		Replica:       st.replica,
+		Lease:         st.lease,
 		Dir:           filepath.Join(dataDir, "agents"),
 		Model:         client,
 		ModelName:     cfg.LLMModel,
@@ -59,11 +62,12 @@ func newAgents(stopping context.Context, cfg config.Agents, shutdownTimeout time
 // voice-device conversation mode is on (TOOLSVC_XIAOZHI_CONVERSATION, which
 // needs a model), and nil otherwise. Histories are kept in
 // DATA_DIR/conversations/.
-func newConversations(cfg config.Agents, m *agent.Manager, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (*agent.Conversations, error) {
+func newConversations(cfg config.Agents, st stores, m *agent.Manager, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string) (*agent.Conversations, error) {
 	if !cfg.XiaozhiConversation || m == nil {
 		return nil, nil
 	}
 	return agent.NewConversations(agent.ConversationOptions{
+		Store:         st.conversations,
 		Dir:           filepath.Join(dataDir, "conversations"),
 		Model:         m.Model(),
 		Tools:         reg,

@@ -8,6 +8,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	toolhttp "github.com/countbot/toolsvc/internal/http"
 	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/metrics"
+	"github.com/countbot/toolsvc/internal/pgstore"
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -51,7 +53,10 @@ type App struct {
 	reg      *registry.Registry
 	metrics  *metrics.Metrics
 	tools    *Tools
-	custom   *custom // the tools file's tools; nil without one
+	replica  string         // TOOLSVC_REPLICA_ID, or the host name and a random suffix
+	shared   *pgstore.Store // TOOLSVC_DATABASE_URL's store; nil without one
+	out      io.Writer      // the log's output, which audit records may share
+	custom   *custom        // the tools file's tools; nil without one
 	handler  http.Handler
 	stopping context.Context
 	stop     context.CancelFunc
@@ -62,15 +67,10 @@ type App struct {
 // New builds the service from cfg, which Load or LoadFrom has validated.
 // On an error, what was built so far is released.
 func New(cfg config.Config, opts Options) (a *App, err error) {
-	out := opts.Out
-	if out == nil {
-		out = io.Discard
-	}
-	level, _ := zerolog.ParseLevel(cfg.LogLevel)
 	// Every secret the service holds is cut from log lines, results,
 	// progress events and audit records.
 	red := redact.New(cfg.SecretValues()...)
-	a = &App{cfg: cfg, log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
+	a = newApp(cfg, opts.Out, red)
 	// Stopping is canceled when shutdown starts: running calls end then.
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	defer func() {
@@ -99,6 +99,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	if err := a.openFolders(cfg.Server); err != nil {
+		return a, err
+	}
+	if err := a.openShared(cfg.Replicas); err != nil {
 		return a, err
 	}
 	if err := a.newRegistry(cfg, red); err != nil {
@@ -141,6 +144,18 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	return a, nil
 }
 
+// newApp is the App before anything is built: its configuration, its
+// replica's name and its log, written to out. Log lines and audit records
+// (TOOLSVC_AUDIT_STDOUT) share out a line at a time.
+func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
+	if out == nil {
+		out = io.Discard
+	}
+	out = &lineWriter{w: out}
+	level, _ := zerolog.ParseLevel(cfg.LogLevel)
+	return &App{cfg: cfg, out: out, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
+}
+
 // openFolders opens the workspace and creates the data folder.
 func (a *App) openFolders(cfg config.Server) (err error) {
 	log := a.log
@@ -169,12 +184,17 @@ func (a *App) newRegistry(cfg config.Config, red *redact.Redactor) error {
 	a.metrics = metrics.New()
 	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
 	if cfg.AuditEnabled {
-		al, err := audit.New(audit.Options{
+		opts := audit.Options{
 			Dir:            filepath.Join(a.dataDir, "audit_logs"),
 			MaxResultChars: cfg.AuditMaxResultChars,
 			RetentionDays:  cfg.AuditRetentionDays,
+			Replica:        a.replica,
 			Log:            a.log,
-		})
+		}
+		if cfg.AuditStdout {
+			opts.Stdout = a.out
+		}
+		al, err := audit.New(opts)
 		if err != nil {
 			return err
 		}
@@ -198,12 +218,12 @@ func (a *App) newAgents(cfg config.Config, sel Selection, red *redact.Redactor) 
 	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if !messageOff {
-		if conv, err = newConversations(cfg.Agents, agents, a.reg, a.dataDir, a.log, red.String); err != nil {
+		if conv, err = newConversations(cfg.Agents, a.agentStores(red.String), agents, a.reg, a.dataDir, a.log, red.String); err != nil {
 			closeAgents()
 			return nil, nil, nil, err
 		}
@@ -269,6 +289,16 @@ func (a *App) Ready() (bool, map[string]string) {
 	checks := []ready.Check{
 		{Name: "workspace", Run: a.ws.Probe},
 		{Name: "data_dir", Run: func() error { return ready.Writable(a.dataDir) }},
+	}
+	if a.shared != nil {
+		checks = append(checks, ready.Check{Name: "database", Run: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := a.shared.Ping(ctx); err != nil {
+				return errors.New("the database (TOOLSVC_DATABASE_URL) cannot be reached")
+			}
+			return nil
+		}})
 	}
 	if minFree := a.cfg.MinFreeBytes; minFree > 0 {
 		checks = append(checks, ready.Check{Name: "free_space", Run: func() error {

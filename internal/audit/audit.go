@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,7 +57,11 @@ type Record struct {
 	Source             string `json:"source,omitempty"`
 	// Key is the name of the API key the call came with, never the key;
 	// absent when the service has no keys.
-	Key             string    `json:"key,omitempty"`
+	Key string `json:"key,omitempty"`
+	// Replica names the toolsvc process that ran the call
+	// (TOOLSVC_REPLICA_ID), so records of several replicas sharing one
+	// log shipper or volume can be told apart.
+	Replica         string    `json:"replica,omitempty"`
 	Timestamp       time.Time `json:"timestamp"` // when the call started, UTC
 	Status          string    `json:"status"`    // success, error, interrupted
 	DurationMS      int64     `json:"duration_ms"`
@@ -75,8 +80,13 @@ type Options struct {
 	// JournalMaxBytes starts a new journal segment when the current one
 	// would grow past it (default 4 MiB). A new day starts one too.
 	JournalMaxBytes int64
-	Now             func() time.Time
-	Log             zerolog.Logger
+	// Replica is written into every record (Record.Replica).
+	Replica string
+	// Stdout, when set, also receives each final record as one JSON line,
+	// for log shippers that read a container's output.
+	Stdout io.Writer
+	Now    func() time.Time
+	Log    zerolog.Logger
 }
 
 // Stats counts the faults of a Log since it was made.
@@ -102,6 +112,7 @@ type Log struct {
 	closed  bool
 
 	startFaults, recordFaults atomic.Int64
+	stdoutMu                  sync.Mutex // one record line at a time on Options.Stdout
 
 	// inject, set by tests, fails the named write ("journal", "record")
 	// with the error it returns.
@@ -209,6 +220,7 @@ func (l *Log) Finish(st Started, rec Record) error {
 	}
 	seg := st.seg
 	if err == nil {
+		l.toStdout(data)
 		if seg != nil {
 			seg.release()
 		}
@@ -240,6 +252,19 @@ func (l *Log) Finish(st Started, rec Record) error {
 	return fmt.Errorf("audit: record %s: %w", rec.CallID, err)
 }
 
+// toStdout writes a final record to Options.Stdout, one line per record
+// (data ends with its newline); lines from concurrent calls never mix.
+func (l *Log) toStdout(data []byte) {
+	if l.opts.Stdout == nil {
+		return
+	}
+	l.stdoutMu.Lock()
+	defer l.stdoutMu.Unlock()
+	if _, err := l.opts.Stdout.Write(data); err != nil {
+		l.opts.Log.Warn().Err(err).Msg("audit: cannot write a record to stdout")
+	}
+}
+
 func (l *Log) fault(op string) error {
 	if l.inject != nil {
 		return l.inject(op)
@@ -252,6 +277,9 @@ func (l *Log) fault(op string) error {
 // were cleaned for the journal when st has them.
 func (l *Log) prepare(rec Record, st *Started) Record {
 	rec.Timestamp = rec.Timestamp.UTC()
+	if rec.Replica == "" {
+		rec.Replica = l.opts.Replica
+	}
 	// A record read back from the journal is cut already and keeps the
 	// length of its full result.
 	n := utf8.RuneCountInString(rec.Result)

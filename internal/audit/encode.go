@@ -55,6 +55,10 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 		b = append(b, `,"key":`...)
 		b = appendString(b, rec.Key)
 	}
+	if rec.Replica != "" {
+		b = append(b, `,"replica":`...)
+		b = appendString(b, rec.Replica)
+	}
 	b = append(b, `,"timestamp":"`...)
 	b = rec.Timestamp.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","status":`...)

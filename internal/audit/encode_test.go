@@ -16,7 +16,7 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 	cases := []Record{
 		{},
 		{CallID: "c1", ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`), Timestamp: ts, Status: "success", Result: "hello\n", ResultLength: 6},
-		{CallID: "c2", ToolName: "exec", Arguments: json.RawMessage("{\n  \"command\": \"ls\",\n  \"n\": [1, 2.5e3, null, true]\n}"), SessionID: weird, Source: "feishu", Key: "alice",
+		{CallID: "c2", ToolName: "exec", Arguments: json.RawMessage("{\n  \"command\": \"ls\",\n  \"n\": [1, 2.5e3, null, true]\n}"), SessionID: weird, Source: "feishu", Key: "alice", Replica: "toolsvc-0",
 			Timestamp: ts.Add(-123456789), Status: "error", DurationMS: 1234, Result: weird, ResultTruncated: true, ResultLength: 99999, ErrorCode: "timeout", ArgumentsTruncated: true},
 		{CallID: "c3", Arguments: `{"path": "trunc` + weird, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Status: StatusStarted},
 		{CallID: "c4", Arguments: map[string]any{"k": []any{"v", 1.5}}, Timestamp: ts.Add(500 * time.Millisecond), Status: StatusInterrupted, ErrorCode: CodeInterrupted},

@@ -287,6 +287,7 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 		if err := l.files.place(name, data, true); err != nil {
 			return interrupted, err
 		}
+		l.toStdout(data)
 	}
 	if interrupted > 0 {
 		l.opts.Log.Warn().Str("journal", filepath.Base(path)).Int("interrupted", interrupted).

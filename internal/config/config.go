@@ -42,6 +42,7 @@ type Config struct {
 	Screenshot `section:"screenshot" doc:"The headless browser behind screenshot type=web."`
 	Exec       `section:"exec" doc:"Shell commands: the command guard judges every script, the sandbox confines what passes."`
 	Agents     `section:"Sub-agents" doc:"spawn, workflow_run and send_message, offered only when LLM_BASE_URL and LLM_MODEL are set."`
+	Replicas   `section:"Replicas" doc:"Several toolsvc processes behind one load balancer: the shared PostgreSQL database for sub-agent tasks and conversations, and how replicas name themselves and take over each other's dead tasks. See docs/replicas.md."`
 	Channels   `section:"Chat channels" doc:"send_media, offered when at least one channel is configured. Each account variable holds one value (the account \"default\") or name=value pairs separated by commas, one per account; the other variables of an account name it the same way."`
 }
 
@@ -352,6 +353,11 @@ func (c Config) secretValues(environ []string) []string {
 		switch fv.Kind() {
 		case reflect.String:
 			add(fv.String())
+			// A database URL's password is cut on its own too: a driver's
+			// error may quote it without the rest of the URL.
+			for _, part := range urlSecrets(fv.String()) {
+				add(part)
+			}
 		case reflect.Slice:
 			if fv.Type().Elem().Kind() == reflect.String {
 				for j := 0; j < fv.Len(); j++ {

@@ -146,6 +146,7 @@ type Audit struct {
 	AuditEnabled        bool `env:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
 	AuditRetentionDays  int  `env:"AUDIT_RETENTION_DAYS" default:"30" desc:"delete audit day folders older than this (0 keeps all)"`
 	AuditMaxResultChars int  `env:"AUDIT_MAX_RESULT_CHARS" default:"2000" desc:"results are cut to this many characters in the audit log"`
+	AuditStdout         bool `env:"AUDIT_STDOUT" default:"false" desc:"also write each final audit record as one JSON line to standard output beside the service's own log lines (an audit line has call_id and tool_name, a log line level and message), for log shippers that collect a container's output"`
 	AuditRequired       bool `env:"AUDIT_REQUIRED" default:"true" desc:"refuse a call whose start the audit log cannot record (disk full, read-only) and report a call whose final record it cannot write as an audit_failed error carrying the result; false runs and answers them anyway and only logs the fault"`
 }
 
@@ -439,5 +440,27 @@ func (s Channels) validateAccounts(bad report) {
 		if _, ok := s.DiscordBotToken.Lookup(a.Name); ok {
 			bad("DISCORD_WEBHOOK_URL", "account %q is also a Discord bot (TOOLSVC_DISCORD_BOT_TOKEN); give the webhook another name", a.Name)
 		}
+	}
+}
+
+// Replicas is how several toolsvc processes share sub-agent tasks and
+// conversations.
+type Replicas struct {
+	DatabaseURL Secret        `env:"DATABASE_URL" desc:"PostgreSQL URL (postgres://user:password@host:5432/db?sslmode=require) where sub-agent tasks, their events and send_message conversations are kept, so that every replica answers for every task; empty: they stay in DATA_DIR as on one machine. Start-up fails when the database cannot be reached; migrations run at start"`
+	ReplicaID   string        `env:"REPLICA_ID" desc:"this process's name among the replicas, in audit records, task rows and logs; empty: the host name and a random suffix"`
+	AgentLease  time.Duration `env:"AGENT_LEASE" default:"30s" desc:"with DATABASE_URL: a running task whose replica has not renewed it for this long (it died or lost the database) is marked interrupted by another replica; renewed every third of it"`
+}
+
+func (s Replicas) validate(bad report) {
+	if s.DatabaseURL != "" {
+		if u, err := url.Parse(string(s.DatabaseURL)); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad("DATABASE_URL", "is not a postgres:// URL such as postgres://toolsvc@db:5432/toolsvc")
+		}
+	}
+	if len(s.ReplicaID) > 100 {
+		bad("REPLICA_ID", "must be at most 100 characters")
+	}
+	if s.AgentLease < time.Second {
+		bad("AGENT_LEASE", "must be at least 1s")
 	}
 }

@@ -26,7 +26,12 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		r.Get("/agents", func(w http.ResponseWriter, r *http.Request) {
 			c := callerOf(r)
 			out := []agent.Summary{}
-			for _, t := range m.List() {
+			all, err := m.List(r.Context())
+			if err != nil {
+				writeError(w, kindUnavailable, storeDown)
+				return
+			}
+			for _, t := range all {
 				if c.Sees(t.Owner) {
 					out = append(out, t)
 				}
@@ -37,7 +42,11 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		})
 		r.Get("/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
-			t, ok := visibleTask(r, m, id)
+			t, ok, err := visibleTask(r, m, id)
+			if err != nil {
+				writeError(w, kindUnavailable, storeDown)
+				return
+			}
 			if !ok {
 				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
 				return
@@ -47,9 +56,13 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		r.Get("/agents/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
 			var sub *agent.Subscription
-			_, ok := visibleTask(r, m, id)
+			_, ok, err := visibleTask(r, m, id)
 			if ok {
-				sub, ok = m.Subscribe(id)
+				sub, ok, err = m.Subscribe(r.Context(), id)
+			}
+			if err != nil {
+				writeError(w, kindUnavailable, storeDown)
+				return
 			}
 			if !ok {
 				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
@@ -61,9 +74,13 @@ func AgentsRoutes(m *agent.Manager) func(chi.Router) {
 		r.Delete("/agents/{id}", func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "id")
 			var t agent.Task
-			_, ok := visibleTask(r, m, id)
+			_, ok, err := visibleTask(r, m, id)
 			if ok {
-				t, ok = m.Cancel(r.Context(), id)
+				t, ok, err = m.Cancel(r.Context(), id)
+			}
+			if err != nil {
+				writeError(w, kindUnavailable, storeDown)
+				return
 			}
 			if !ok {
 				writeError(w, kindNotFound, "no sub-agent "+strconv.Quote(runes.Shorten(id, 40)))
@@ -85,16 +102,19 @@ func callerOf(r *http.Request) Caller {
 // visibleTask returns the task id names when the caller may see it. A task
 // of another key is answered as one that does not exist, so that its ID
 // tells another key nothing, not even that it exists.
-func visibleTask(r *http.Request, m *agent.Manager, id string) (agent.Task, bool) {
+func visibleTask(r *http.Request, m *agent.Manager, id string) (agent.Task, bool, error) {
 	if !agent.ValidID(id) {
-		return agent.Task{}, false
+		return agent.Task{}, false, nil
 	}
-	t, ok := m.Get(id)
-	if !ok || !callerOf(r).Sees(t.Owner) {
-		return agent.Task{}, false
+	t, ok, err := m.Find(r.Context(), id)
+	if err != nil || !ok || !callerOf(r).Sees(t.Owner) {
+		return agent.Task{}, false, err
 	}
-	return t, true
+	return t, true, nil
 }
+
+// storeDown is the message of a 503 while the shared database is away.
+const storeDown = "the task database (TOOLSVC_DATABASE_URL) cannot be reached; try again shortly"
 
 // JoinRoutes returns one Options.Routes function adding every non-nil one.
 func JoinRoutes(fns ...func(chi.Router)) func(chi.Router) {
@@ -139,7 +159,7 @@ func streamAgent(w http.ResponseWriter, r *http.Request, m *agent.Manager, id st
 		return write(eventFrame(event, data))
 	}
 	end := func() {
-		t, _ := m.Get(id)
+		t, _, _ := m.Find(r.Context(), id)
 		send("end", t)
 	}
 	w.WriteHeader(http.StatusOK)

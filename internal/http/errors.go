@@ -23,6 +23,9 @@ const (
 	kindShuttingDown     = "shutting_down"
 	kindNotReady         = "not_ready"
 	kindInternal         = "internal_error"
+	// kindUnavailable: a dependency (the shared database) cannot be
+	// reached.
+	kindUnavailable = "unavailable"
 )
 
 // statusOf is the one table from error kind to HTTP status.
@@ -40,6 +43,7 @@ var statusOf = map[string]int{
 	kindShuttingDown:     http.StatusServiceUnavailable,
 	kindNotReady:         http.StatusServiceUnavailable,
 	kindInternal:         http.StatusInternalServerError,
+	kindUnavailable:      http.StatusServiceUnavailable,
 }
 
 type errorBody struct {

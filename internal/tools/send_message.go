@@ -59,6 +59,8 @@ func (t *SendMessage) Execute(ctx context.Context, raw json.RawMessage) (string,
 		return "", toolerr.Errorf(toolerr.Busy, "%d messages are already being answered. Next: try again in a moment.", t.maxConcurrent)
 	case errors.Is(err, agent.ErrConversationTimeout):
 		return "", toolerr.Errorf(toolerr.Timeout, "the agent did not reply within %s. Next: tell the user it is taking too long, or ask something smaller.", agent.ConversationTimeout)
+	case errors.Is(err, agent.ErrUnavailable):
+		return "", toolerr.Errorf(toolerr.Unavailable, "the conversation database cannot be reached, so this session's history cannot be read. Next: try again in a minute, or tell the user the assistant is briefly unavailable.")
 	case errors.Is(err, context.Canceled):
 		return "", toolerr.Errorf(toolerr.Canceled, "the message was canceled before the agent replied (the client went away or the service is shutting down).")
 	case err != nil:

@@ -68,6 +68,8 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 	switch {
 	case errors.Is(err, agent.ErrBusy):
 		return "", toolerr.Errorf(toolerr.Busy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
+	case errors.Is(err, agent.ErrUnavailable):
+		return "", toolerr.Errorf(toolerr.Unavailable, "the task database cannot be reached, so no sub-agent was started. Next: try again in a minute, or do the work yourself.")
 	case errors.Is(err, agent.ErrStopping):
 		return "", toolerr.Errorf(toolerr.Unavailable, "the service is shutting down and starts no sub-agent. Next: try again later.")
 	case err != nil:
