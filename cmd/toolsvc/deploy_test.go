@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/countbot/toolsvc/internal/config"
@@ -25,6 +26,37 @@ func TestEnvExampleNamesSettings(t *testing.T) {
 	}
 	if len(env) < 20 {
 		t.Fatalf("only %d TOOLSVC_* lines in deploy/.env.example", len(env))
+	}
+	if err := config.CheckNames(env); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestKubernetesNamesSettings keeps the TOOLSVC_* names of the Kubernetes
+// manifests and the Secret's example to settings the service knows: one it
+// does not know stops every replica's start-up. (deploy/k8s's own module
+// tests the manifests against the Kubernetes API types.)
+func TestKubernetesNamesSettings(t *testing.T) {
+	t.Parallel()
+	var env []string
+	err := filepath.WalkDir(filepath.Join("..", "..", "deploy", "k8s"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".env.example")) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`\b(TOOLSVC_[A-Z0-9_]+)\b`).FindAllStringSubmatch(string(b), -1) {
+			env = append(env, m[1]+"=x")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) < 8 {
+		t.Fatalf("only %d TOOLSVC_* names in deploy/k8s", len(env))
 	}
 	if err := config.CheckNames(env); err != nil {
 		t.Error(err)

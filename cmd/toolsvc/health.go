@@ -44,7 +44,7 @@ func health(ctx context.Context, args []string, getenv func(string) string, stdo
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	url, err := healthURL(addr)
+	url, err := localURL(addr, "/healthz")
 	if err != nil {
 		return fmt.Errorf("health: TOOLSVC_ADDR: %w", err)
 	}
@@ -73,8 +73,9 @@ func health(ctx context.Context, args []string, getenv func(string) string, stdo
 	return err
 }
 
-// healthURL is the /healthz URL of a service listening on addr.
-func healthURL(addr string) (string, error) {
+// localURL is the URL of path on a service listening on addr, asked on
+// this machine.
+func localURL(addr, path string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
@@ -85,5 +86,5 @@ func healthURL(addr string) (string, error) {
 			host = "::1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/healthz", nil
+	return "http://" + net.JoinHostPort(host, port) + path, nil
 }

@@ -101,8 +101,8 @@ func TestHealthURL(t *testing.T) {
 		"[::1]:8080":     "http://[::1]:8080/healthz",
 		"tools.lan:80":   "http://tools.lan:80/healthz",
 	} {
-		if got, err := healthURL(addr); err != nil || got != want {
-			t.Errorf("healthURL(%q) = %q, %v; want %q", addr, got, err, want)
+		if got, err := localURL(addr, "/healthz"); err != nil || got != want {
+			t.Errorf("localURL(%q) = %q, %v; want %q", addr, got, err, want)
 		}
 	}
 }

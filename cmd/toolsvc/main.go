@@ -67,6 +67,9 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	if len(args) > 0 && args[0] == "health" {
 		return health(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "drain" {
+		return drain(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // written below: to stdout when asked for, else to stderr

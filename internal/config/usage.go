@@ -14,10 +14,14 @@ const usageHeader = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 
 Usage: toolsvc [-h] [-version]
        toolsvc health [-timeout 5s]
+       toolsvc drain [-settle 5s] [-timeout 50s]
 
 -h prints this text; -version prints the version. "toolsvc health" asks the
 service at TOOLSVC_ADDR for GET /healthz and exits 0 when it answers ok, 1
-otherwise (a container's health check).
+otherwise (a container's health check). "toolsvc drain" waits -settle, then
+until that service runs no tool call (GET /readyz's in_flight), and exits 0,
+or 1 after -timeout (a pre-stop hook: the SIGTERM that follows cancels the
+calls still running).
 
 It is configured through the environment only. A TOOLSVC_* variable that is
 not listed here stops start-up, with the nearest name (TOOLSVC_TEST_* is

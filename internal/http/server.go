@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -194,28 +195,45 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindShuttingDown, "the service is shutting down")
 		return
 	}
+	inFlight := s.inFlight(r)
 	if s.opts.Ready == nil {
-		writeRaw(w, http.StatusOK, []byte(`{"status":"ready"}`))
+		writeJSON(w, http.StatusOK, readyBody{Status: "ready", InFlight: inFlight})
 		return
 	}
 	ok, checks := s.opts.Ready()
 	if ok {
-		writeJSON(w, http.StatusOK, readyBody{Status: "ready", Checks: checks})
+		writeJSON(w, http.StatusOK, readyBody{Status: "ready", Checks: checks, InFlight: inFlight})
 		return
 	}
 	// The error envelope is kept beside the checks for clients that read
 	// only error.code.
-	b := readyBody{Status: "not_ready", Checks: checks,
+	b := readyBody{Status: "not_ready", Checks: checks, InFlight: inFlight,
 		Error: &readyError{Code: kindNotReady, Message: "not ready: " + failedChecks(checks)}}
 	s.opts.Log.Warn().Interface("checks", checks).Msg("not ready")
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, statusOf[kindNotReady], b)
 }
 
+// inFlight is the number of tool calls running, for a caller on the
+// service's own machine (the drain command a container's pre-stop hook
+// runs), and nil for anyone else: /readyz needs no key, and how busy the
+// service is is no business of the network's.
+func (s *server) inFlight(r *http.Request) *int {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return nil
+	}
+	n := len(s.gate.sem)
+	return &n
+}
+
 // readyBody is the body of GET /readyz.
 type readyBody struct {
 	Status string            `json:"status"`
 	Checks map[string]string `json:"checks,omitempty"`
+	// InFlight counts the tool calls running; given to loopback callers
+	// only.
+	InFlight *int `json:"in_flight,omitempty"`
 	Error  *readyError       `json:"error,omitempty"`
 }
 
