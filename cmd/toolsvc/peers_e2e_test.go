@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/countbot/toolsvc/internal/npmtest"
+)
+
+// Peers from npm that check the doors as clients nobody here wrote do, at
+// pinned versions.
+const (
+	prismPackage     = "@stoplight/prism-cli@5.16.0"
+	mcpAdaptersPkgs  = "@langchain/mcp-adapters@1.1.4"
+	langchainCorePkg = "@langchain/core@1.1.4"
+)
+
+// freePort is a loopback port nobody listens on (for a peer that takes
+// its port as a flag).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startPrism runs Prism as a validating proxy for the service: it checks
+// every request and response against doc (a file) and reports each
+// violation in an sl-violations header. It returns Prism's address once
+// it says it listens.
+func startPrism(t *testing.T, nm, doc, upstream string) string {
+	t.Helper()
+	port := strconv.Itoa(freePort(t))
+	cmd := exec.Command("node", filepath.Join(nm, "@stoplight", "prism-cli", "dist", "index.js"),
+		"proxy", doc, upstream, "--port", port, "--host", "127.0.0.1", "--errors=false")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var log strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "Prism is listening") {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return "http://127.0.0.1:" + port
+		}
+	}
+	t.Fatalf("prism did not start:\n%s", log.String())
+	return ""
+}
+
+// TestPrismValidatesDoors puts Prism, a proxy that validates traffic
+// against an OpenAPI document, in front of the service with the service's
+// own /openapi.json: streamed calls, calls with the metadata headers and
+// calls with an empty body must all be what the document says.
+func TestPrismValidatesDoors(t *testing.T) {
+	t.Parallel()
+	nm := npmtest.Install(t, prismPackage)
+	s := startServer(t, map[string]string{"TOOLS_ENABLED": "files,shell"})
+	s.writeWS(t, "notes.txt", "alpha\nbeta\n")
+	_, spec := s.do(t, "GET", "/openapi.json", nil, nil)
+	doc := filepath.Join(t.TempDir(), "openapi.json")
+	if err := os.WriteFile(doc, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prism := startPrism(t, nm, doc, s.URL)
+
+	headers := map[string]string{"Content-Type": "application/json", "X-Session-ID": "prism", "X-Source": "web"}
+	stream := map[string]string{"Accept": "text/event-stream"}
+	for _, c := range []struct {
+		name, tool, body string
+		header           map[string]string
+		want             string
+		badRequest       bool // sent against the schema on purpose
+	}{
+		{"streamed exec", "exec", `{"command":"echo one; echo two"}`, stream, "event: result", false},
+		{"streamed failing exec", "exec", `{"command":"exit 3"}`, stream, "event: result", false},
+		{"streamed read_file", "read_file", `{"path":"notes.txt"}`, stream, "event: result", false},
+		{"plain read_file", "read_file", `{"path":"notes.txt"}`, nil, `"status":"success"`, false},
+		{"empty body", "list_dir", ``, nil, `"status":"success"`, false},
+		{"bad arguments", "read_file", `{"path":5}`, nil, `"status":"error"`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(context.Background(), "POST", prism+"/tools/"+c.tool+"/invoke", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			if c.body == "" {
+				req.Header.Del("Content-Type")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			// A request sent against the schema on purpose may be
+			// reported; the responses must break no rule.
+			if v := resp.Header.Get("sl-violations"); v != "" {
+				var vs []struct{ Location []string }
+				if err := json.Unmarshal([]byte(v), &vs); err != nil {
+					t.Fatalf("sl-violations: %v: %s", err, v)
+				}
+				for _, x := range vs {
+					if len(x.Location) == 0 || x.Location[0] != "request" || !c.badRequest {
+						t.Errorf("prism found violations: %s", v)
+						break
+					}
+				}
+			}
+			if resp.StatusCode != 200 || !strings.Contains(string(body), c.want) {
+				t.Errorf("%d %s, want %q", resp.StatusCode, body, c.want)
+			}
+		})
+	}
+}
