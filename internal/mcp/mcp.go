@@ -57,7 +57,7 @@ func NewHandler(opts Options) http.Handler {
 		return srv
 	}
 	current(nil) // built now, so that the first request does not wait
-	return sdk.NewStreamableHTTPHandler(current, &sdk.StreamableHTTPOptions{
+	return fixErrors(sdk.NewStreamableHTTPHandler(current, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
@@ -67,26 +67,42 @@ func NewHandler(opts Options) http.Handler {
 		// this one included, with the operator's allowed hosts; the SDK's
 		// own check, which knows none, would refuse them.
 		DisableLocalhostProtection: true,
-	})
+	}))
 }
 
 // newServer is an MCP server offering defs.
 func newServer(opts Options, defs []registry.Definition) *sdk.Server {
+	// Tools, without listChanged: a stateless server holds no stream to
+	// send that notification on, so it must not promise it.
 	srv := sdk.NewServer(&sdk.Implementation{Name: "toolsvc", Version: opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{}})
+		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	for _, def := range defs {
+		a := def.Annotations
 		srv.AddTool(&sdk.Tool{
 			Name:        def.Function.Name,
+			Title:       a.Title,
 			Description: def.Function.Description,
 			InputSchema: def.Function.Parameters,
+			Annotations: &sdk.ToolAnnotations{
+				Title:           a.Title,
+				ReadOnlyHint:    a.ReadOnly,
+				DestructiveHint: &a.Destructive,
+				IdempotentHint:  a.Idempotent,
+				OpenWorldHint:   &a.OpenWorld,
+			},
 		}, handler(opts.Invoke))
 	}
 	return srv
 }
 
 // handler turns a registry Result into an MCP result: the text a model
-// reads, isError for every failed call, and the call's ID, status and
-// error code in _meta for the client.
+// reads, and isError for every call the tool could not carry out (a
+// command that ran and exited non-zero is no error: its exit_code says
+// how it ended). The call's bookkeeping (ID, status, error code,
+// duration, exit code) is the _meta of the text block, not of the
+// result: clients hand a result's own _meta and structuredContent to
+// their model beside the text (LangChain's MCP adapter makes them one
+// JSON object), while a content block's _meta stays with the client.
 func handler(invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		res, refused := invoke(ctx, req.Params.Name, req.Params.Arguments)
@@ -97,10 +113,12 @@ func handler(invoke Invoker) sdk.ToolHandler {
 		if res.Error != nil {
 			meta["error_code"] = res.Error.Code
 		}
+		if res.ExitCode != nil {
+			meta["exit_code"] = *res.ExitCode
+		}
 		return &sdk.CallToolResult{
-			Meta:    meta,
 			IsError: res.Status != registry.StatusSuccess,
-			Content: []sdk.Content{&sdk.TextContent{Text: res.Result}},
+			Content: []sdk.Content{&sdk.TextContent{Text: res.Result, Meta: meta}},
 		}, nil
 	}
 }
