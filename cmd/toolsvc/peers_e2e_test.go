@@ -19,11 +19,10 @@ import (
 
 // Peers from npm that check the doors as clients nobody here wrote do, at
 // pinned versions.
-const (
-	prismPackage     = "@stoplight/prism-cli@5.16.0"
-	mcpAdaptersPkgs  = "@langchain/mcp-adapters@1.1.4"
-	langchainCorePkg = "@langchain/core@1.1.4"
-)
+const prismPackage = "@stoplight/prism-cli@5.16.0"
+
+// langchainPackages are LangChain.js's MCP adapter and its peers.
+var langchainPackages = []string{"@langchain/mcp-adapters@1.1.4", "@langchain/core@1.4.0", "@langchain/langgraph@1.7.3"}
 
 // freePort is a loopback port nobody listens on (for a peer that takes
 // its port as a flag).
@@ -137,5 +136,55 @@ func TestPrismValidatesDoors(t *testing.T) {
 				t.Errorf("%d %s, want %q", resp.StatusCode, body, c.want)
 			}
 		})
+	}
+}
+
+// TestLangChainMCPAdapter runs LangChain.js's MCP adapter from npm
+// against /mcp: the content of the ToolMessage it builds from a call,
+// which is what its model reads, must be the tool's text alone, without
+// the call's bookkeeping (call ID, duration, status) around it.
+func TestLangChainMCPAdapter(t *testing.T) {
+	t.Parallel()
+	nm := npmtest.Install(t, langchainPackages...)
+	s := startServer(t, map[string]string{"TOOLS_ENABLED": "files,shell"})
+	s.writeWS(t, "notes.txt", "alpha \"quoted\"\nbeta\n")
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "langchain_mcp.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	calls := `[["read_file",{"path":"notes.txt"}],["exec",{"command":"echo hi; exit 3"}],["read_file",{"path":"nope.txt"}]]`
+	out, err := exec.Command("node", filepath.Join(dir, "run.mjs"), s.URL+"/mcp", calls).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []struct {
+		Name    string
+		Content json.RawMessage
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 3 {
+		t.Fatalf("output: %v\n%s", err, out)
+	}
+	var text string
+	if err := json.Unmarshal(got[0].Content, &text); err != nil || !strings.HasPrefix(text, "[File: notes.txt") || !strings.HasSuffix(text, "2| beta") {
+		t.Errorf("read_file: the model gets %s, want the file's text alone", got[0].Content)
+	}
+	// A command that exits non-zero ran: its text is a tool result, not an
+	// error LangChain throws.
+	if err := json.Unmarshal(got[1].Content, &text); err != nil || !strings.HasPrefix(text, "COMMAND FAILED (exit code 3)") {
+		t.Errorf("exec: the model gets %s", got[1].Content)
+	}
+	for _, g := range got {
+		for _, leak := range []string{"call_id", "duration_ms", "structuredContent"} {
+			if strings.Contains(string(g.Content), leak) {
+				t.Errorf("%s: the model gets the bookkeeping %q: %s", g.Name, leak, g.Content)
+			}
+		}
 	}
 }

@@ -155,7 +155,7 @@ func TestMCPDoor(t *testing.T) {
 	}
 	// The bookkeeping is the text block's _meta; the result carries none
 	// that a client would hand its model.
-	if m := metaOf(res); m["status"] != "success" || m["call_id"] == "" || res.Meta != nil || res.StructuredContent != nil {
+	if m := metaOf(res); m["status"] != "success" || m["call_id"] == "" || res.Meta["call_id"] != nil || res.StructuredContent != nil {
 		t.Errorf("_meta = %v, result _meta = %v", m, res.Meta)
 	}
 
