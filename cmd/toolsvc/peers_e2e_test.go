@@ -188,3 +188,42 @@ func TestLangChainMCPAdapter(t *testing.T) {
 		}
 	}
 }
+
+// openaiPackage is the openai SDK, whose strict-schema helper checks the
+// strict definitions.
+const openaiPackage = "openai@7.60.0"
+
+// TestOpenAIStrictDefinitions checks GET /tools?strict=true in both
+// OpenAI formats with the openai SDK's own strict-schema helper: every
+// tool is marked strict, and the helper, which refuses what strict mode
+// refuses and makes strict what is not yet, finds nothing to change.
+func TestOpenAIStrictDefinitions(t *testing.T) {
+	t.Parallel()
+	nm := npmtest.Install(t, openaiPackage)
+	s := startServer(t, map[string]string{"TOOLS_ENABLED": "files,shell,web,memory"})
+	for _, f := range []string{"openai", "responses"} {
+		resp, defs := s.do(t, "GET", "/tools?format="+f+"&strict=true", nil, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", f, resp.StatusCode, defs)
+		}
+		cmd := exec.Command("node", filepath.Join("testdata", "openai_strict.cjs"))
+		cmd.Env = append(os.Environ(), "NODE_PATH="+nm)
+		cmd.Stdin = strings.NewReader(string(defs))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: node: %v\n%s", f, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) < 8 {
+			t.Errorf("%s: %d tools checked, want every one: %s", f, len(lines), out)
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "ok ") {
+				t.Errorf("%s: %s", f, l)
+			}
+		}
+	}
+	if resp, body := s.do(t, "GET", "/tools?format=anthropic&strict=true", nil, nil); resp.StatusCode != 400 {
+		t.Errorf("strict anthropic: %d %s", resp.StatusCode, body)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -241,19 +242,34 @@ func failedChecks(checks map[string]string) string {
 // listTools serves the definitions in the format the query asks for
 // (openai by default).
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
-	format := r.URL.Query().Get("format")
-	if format == "" || format == toolfmt.OpenAI {
-		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
-		return
+	q := r.URL.Query()
+	format, strict := q.Get("format"), q.Get("strict")
+	if format == "" {
+		format = toolfmt.OpenAI
 	}
 	if !toolfmt.Known(format) {
 		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", runes.Shorten(format, 40), strings.Join(toolfmt.Formats(), ", ")))
+		return
+	}
+	switch {
+	case strict != "" && strict != "true" && strict != "false":
+		writeError(w, kindBadRequest, fmt.Sprintf("strict is true or false, not %q", runes.Shorten(strict, 40)))
+		return
+	case strict == "true" && !slices.Contains(toolfmt.StrictFormats(), format):
+		writeError(w, kindBadRequest, fmt.Sprintf("strict=true applies to the formats %s, not %s", strings.Join(toolfmt.StrictFormats(), " and "), format))
+		return
+	case strict != "true" && format == toolfmt.OpenAI:
+		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
 		return
 	}
 	rd := s.rendered.get()
 	if rd.formatErr != nil {
 		s.opts.Log.Error().Err(rd.formatErr).Msg("tool definitions")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
+		return
+	}
+	if strict == "true" {
+		writeRaw(w, http.StatusOK, rd.strict[format])
 		return
 	}
 	writeRaw(w, http.StatusOK, rd.formats[format])

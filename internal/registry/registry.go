@@ -160,6 +160,8 @@ type entry struct {
 	def    Definition
 	defJS  []byte
 	rules  []Rule
+	// nulls are where a null stands for a parameter left out.
+	nulls *nulls
 	// example is a short arguments object, for the advice given when the
 	// arguments are not an object at all.
 	example string
@@ -275,7 +277,7 @@ func newEntry(t Tool, set string) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
-	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules, example: exampleArgs(params, rules)}, nil
+	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules, nulls: newNulls(params), example: exampleArgs(params, rules)}, nil
 }
 
 // Names returns the registered tool names, sorted.
