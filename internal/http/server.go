@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/docspage"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -139,10 +140,25 @@ func NewHandler(opts Options) http.Handler {
 	// returns, so every request sees it.
 	var idx *index
 	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
+	// GET /docs is the interactive page for a browser, and needs no key: a
+	// browser cannot send one with a link, the page holds nothing but the
+	// embedded Swagger UI and the version (which /healthz gives too), and
+	// everything it shows comes from doors that need the key, which the
+	// page asks for. Other clients get the index, behind the keys.
+	docs := docspage.New(opts.Version, DocsURL)
+	authIndex := s.gate.authenticate(http.HandlerFunc(serveIndex))
+	r.Get("/docs", func(w http.ResponseWriter, req *http.Request) {
+		if !wantsHTML(req) {
+			authIndex.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Add("Vary", "Accept")
+		docs.ServePage(w, req)
+	})
+	r.Get("/docs/assets/{file}", docs.ServeAsset)
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
 		r.Get("/", serveIndex)
-		r.Get("/docs", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
