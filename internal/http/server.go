@@ -140,22 +140,7 @@ func NewHandler(opts Options) http.Handler {
 	// returns, so every request sees it.
 	var idx *index
 	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
-	// GET /docs is the interactive page for a browser, and needs no key: a
-	// browser cannot send one with a link, the page holds nothing but the
-	// embedded Swagger UI and the version (which /healthz gives too), and
-	// everything it shows comes from doors that need the key, which the
-	// page asks for. Other clients get the index, behind the keys.
-	docs := docspage.New(opts.Version, DocsURL)
-	authIndex := s.gate.authenticate(http.HandlerFunc(serveIndex))
-	r.Get("/docs", func(w http.ResponseWriter, req *http.Request) {
-		if !wantsHTML(req) {
-			authIndex.ServeHTTP(w, req)
-			return
-		}
-		w.Header().Add("Vary", "Accept")
-		docs.ServePage(w, req)
-	})
-	r.Get("/docs/assets/{file}", docs.ServeAsset)
+	s.docsRoutes(r, serveIndex)
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
 		r.Get("/", serveIndex)
@@ -177,6 +162,25 @@ func NewHandler(opts Options) http.Handler {
 	})
 	idx = newIndex(r, opts.Version)
 	return r
+}
+
+// docsRoutes adds GET /docs, the interactive page for a browser, which
+// needs no key: a browser cannot send one with a link, the page holds
+// nothing but the embedded Swagger UI and the version (which /healthz
+// gives too), and everything it shows comes from doors that need the key,
+// which the page asks for. Other clients get the index, behind the keys.
+func (s *server) docsRoutes(r chi.Router, serveIndex http.HandlerFunc) {
+	docs := docspage.New(s.opts.Version, DocsURL)
+	authIndex := s.gate.authenticate(serveIndex)
+	r.Get("/docs", func(w http.ResponseWriter, req *http.Request) {
+		if !wantsHTML(req) {
+			authIndex.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Add("Vary", "Accept")
+		docs.ServePage(w, req)
+	})
+	r.Get("/docs/assets/{file}", docs.ServeAsset)
 }
 
 // allowedMethods lists the methods routes has for the request's path, as
