@@ -68,6 +68,18 @@ func mcpConnect(ctx context.Context, url string, h http.Header) (*mcp.ClientSess
 	}, nil)
 }
 
+// metaOf is the _meta of a result's text block: the call's bookkeeping.
+func metaOf(res *mcp.CallToolResult) mcp.Meta {
+	if len(res.Content) == 0 {
+		return nil
+	}
+	tc, _ := res.Content[0].(*mcp.TextContent)
+	if tc == nil {
+		return nil
+	}
+	return tc.Meta
+}
+
 func textOf(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
 	var b strings.Builder
@@ -141,8 +153,10 @@ func TestMCPDoor(t *testing.T) {
 	if got := textOf(t, res); !strings.Contains(got, "hello from mcp") || strings.Contains(got, testKey) {
 		t.Errorf("read_file over MCP = %q: want the text without the key", got)
 	}
-	if res.Meta["status"] != "success" || res.Meta["call_id"] == "" {
-		t.Errorf("_meta = %v", res.Meta)
+	// The bookkeeping is the text block's _meta; the result carries none
+	// that a client would hand its model.
+	if m := metaOf(res); m["status"] != "success" || m["call_id"] == "" || res.Meta["call_id"] != nil || res.StructuredContent != nil {
+		t.Errorf("_meta = %v, result _meta = %v", m, res.Meta)
 	}
 
 	// Arguments that break the schema: an error result, not a protocol
@@ -151,8 +165,8 @@ func TestMCPDoor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("invalid arguments were a protocol error: %v", err)
 	}
-	if got := textOf(t, res); !res.IsError || !strings.HasPrefix(got, "Error: ") || res.Meta["error_code"] != "invalid_arguments" {
-		t.Errorf("invalid arguments: isError=%v meta=%v text=%q", res.IsError, res.Meta, got)
+	if got := textOf(t, res); !res.IsError || !strings.HasPrefix(got, "Error: ") || metaOf(res)["error_code"] != "invalid_arguments" {
+		t.Errorf("invalid arguments: isError=%v meta=%v text=%q", res.IsError, metaOf(res), got)
 	}
 	// A tool's own failure (a path outside the workspace) too.
 	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "../../etc/passwd"}})

@@ -377,3 +377,16 @@ func sample(schema map[string]any) any {
 	}
 	return nil
 }
+
+// TestRowsHaveHints: every built-in tool states a title and hints that
+// agree with one another (a read-only tool destroys nothing).
+func TestRowsHaveHints(t *testing.T) {
+	for _, set := range toolsets() {
+		for _, row := range set.tools {
+			h := row.hints
+			if h.Title == "" || (h.ReadOnly && h.Destructive) {
+				t.Errorf("%s: hints %+v", row.name, h)
+			}
+		}
+	}
+}

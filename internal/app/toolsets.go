@@ -35,6 +35,26 @@ type toolDef struct {
 	name   string
 	build  func(b *builder) (t registry.Tool, note string, err error)
 	agents agentUse
+	// hints are the tool's title and what a call does to its environment,
+	// for the clients that show them or ask before a call (MCP).
+	hints registry.Annotations
+}
+
+// The kinds of hints the rows use; each row names its title.
+var (
+	// reads: changes nothing, and reads only what is here.
+	reads = registry.Annotations{ReadOnly: true, Idempotent: true}
+	// fetches: changes nothing here, but reaches the outside world.
+	fetches = registry.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true}
+	// agentHints: an agent asks a model and may call tools that change
+	// and delete files and run commands.
+	agentHints = registry.Annotations{Destructive: true, OpenWorld: true}
+)
+
+// titled returns a with its Title set.
+func titled(title string, a registry.Annotations) registry.Annotations {
+	a.Title = title
+	return a
 }
 
 // agentUse says which of the service's own agents may call a tool, besides
@@ -69,24 +89,39 @@ type toolsetDef struct {
 func toolsets() []toolsetDef {
 	return []toolsetDef{
 		{Files, []toolDef{
-			{"read_file", (*builder).readFile, allAgents},
-			{"write_file", (*builder).writeFile, allAgents},
-			{"edit_file", (*builder).editFile, allAgents},
-			{"list_dir", (*builder).listDir, allAgents},
-			{"file_search", (*builder).fileSearch, allAgents},
+			{"read_file", (*builder).readFile, allAgents,
+				titled("Read file", reads)},
+			{"write_file", (*builder).writeFile, allAgents,
+				titled("Write file", registry.Annotations{Destructive: true, Idempotent: true})},
+			{"edit_file", (*builder).editFile, allAgents,
+				titled("Edit file", registry.Annotations{Destructive: true})},
+			{"list_dir", (*builder).listDir, allAgents,
+				titled("List folder", reads)},
+			{"file_search", (*builder).fileSearch, allAgents,
+				titled("Search files", reads)},
 		}},
-		{Shell, []toolDef{{"exec", (*builder).exec, allAgents}}},
+		{Shell, []toolDef{{"exec", (*builder).exec, allAgents,
+			titled("Run command", registry.Annotations{Destructive: true, OpenWorld: true})}}},
 		{Web, []toolDef{
-			{"web_fetch", (*builder).webFetch, allAgents},
-			{"screenshot", (*builder).screenshot, conversationAgent},
+			{"web_fetch", (*builder).webFetch, allAgents,
+				titled("Fetch web page", fetches)},
+			{"screenshot", (*builder).screenshot, conversationAgent,
+				// It saves the picture in the workspace, over the file
+				// output_path names if there is one.
+				titled("Take screenshot", registry.Annotations{Destructive: true, OpenWorld: true})},
 		}},
-		{Memory, []toolDef{{"memory", (*builder).memory, allAgents}}},
+		{Memory, []toolDef{{"memory", (*builder).memory, allAgents,
+			titled("Long-term memory", registry.Annotations{})}}},
 		{Agents, []toolDef{
-			{"spawn", (*builder).spawn, callersOnly},
-			{"workflow_run", (*builder).workflowRun, callersOnly},
-			{"send_message", (*builder).sendMessage, callersOnly},
+			{"spawn", (*builder).spawn, callersOnly,
+				titled("Start sub-agent", agentHints)},
+			{"workflow_run", (*builder).workflowRun, callersOnly,
+				titled("Run workflow", agentHints)},
+			{"send_message", (*builder).sendMessage, callersOnly,
+				titled("Message the assistant", agentHints)},
 		}},
-		{Channels, []toolDef{{"send_media", (*builder).sendMedia, callersOnly}}},
+		{Channels, []toolDef{{"send_media", (*builder).sendMedia, callersOnly,
+			titled("Send file to chat", registry.Annotations{OpenWorld: true})}}},
 	}
 }
 

@@ -64,6 +64,9 @@ func NewCommand(s Spec, d CommandDeps) (*Command, error) {
 // Name implements registry.Tool.
 func (c *Command) Name() string { return c.spec.Name }
 
+// Annotations implements registry.Annotated: what the entry states.
+func (c *Command) Annotations() registry.Annotations { return c.spec.Hints }
+
 // Description implements registry.Tool.
 func (c *Command) Description() string { return c.spec.Description }
 

@@ -172,3 +172,32 @@ func TestHTTPBounds(t *testing.T) {
 		t.Errorf("loopback without allow_private: %v", err)
 	}
 }
+
+// TestParseHints: an entry's title and annotations reach its Spec; what
+// it leaves out takes MCP's defaults, and an unknown hint is an error.
+func TestParseHints(t *testing.T) {
+	f, err := Parse("t.yaml", []byte(`tools:
+  - name: weather
+    description: The weather.
+    title: Weather
+    annotations: {readOnlyHint: true, idempotentHint: true, destructiveHint: false}
+    shell: "echo sunny"
+  - name: plain
+    description: A plain tool.
+    shell: "true"
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, p := f.Tools[0].Hints, f.Tools[1].Hints
+	if w.Title != "Weather" || !w.ReadOnly || !w.Idempotent || w.Destructive || !w.OpenWorld {
+		t.Errorf("weather: %+v", w)
+	}
+	if p.Title != "plain" || p.ReadOnly || !p.Destructive || !p.OpenWorld || p.Idempotent {
+		t.Errorf("plain: %+v", p)
+	}
+	_, err = Parse("t.yaml", []byte("tools:\n  - name: x\n    description: d.\n    shell: \"true\"\n    annotations: {readOnly: true}\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "readOnlyHint") {
+		t.Errorf("unknown hint: %v", err)
+	}
+}

@@ -61,6 +61,10 @@ type Spec struct {
 	MaxOutput int
 	Subagents bool   // sub-agents may call it
 	Toolset   string // for TOOLSVC_TOOLS_ENABLED / DISABLED; default DefaultToolset
+	// Hints are the title and annotations the entry states (title,
+	// annotations), for MCP clients; what it leaves out takes MCP's
+	// defaults, and the title defaults to the name.
+	Hints registry.Annotations
 	// Entry names the entry in errors: `tools file x.yaml, tool "name" (entry 2)`.
 	Entry string
 }
@@ -99,7 +103,43 @@ type entry struct {
 	MaxOutput   int            `yaml:"max_output"`
 	Subagents   bool           `yaml:"subagents"`
 	Toolset     string         `yaml:"toolset"`
+	Title       string         `yaml:"title"`
+	Annotations *hintsEntry    `yaml:"annotations"`
 	Extra       map[string]any `yaml:",inline"`
+}
+
+// hintsEntry are MCP's tool annotations as an entry states them.
+type hintsEntry struct {
+	ReadOnly    *bool          `yaml:"readOnlyHint"`
+	Destructive *bool          `yaml:"destructiveHint"`
+	Idempotent  *bool          `yaml:"idempotentHint"`
+	OpenWorld   *bool          `yaml:"openWorldHint"`
+	Extra       map[string]any `yaml:",inline"`
+}
+
+// hints are the title and annotations of e: what it states, else MCP's
+// defaults (not read-only, destructive, not idempotent, open world).
+func hints(e *entry) (registry.Annotations, error) {
+	a := registry.Annotations{Title: strings.TrimSpace(e.Title), Destructive: true, OpenWorld: true}
+	if a.Title == "" {
+		a.Title = e.Name
+	}
+	h := e.Annotations
+	if h == nil {
+		return a, nil
+	}
+	if len(h.Extra) > 0 {
+		return a, fmt.Errorf("unknown key %s in annotations (known: readOnlyHint, destructiveHint, idempotentHint, openWorldHint)", keysOf(h.Extra))
+	}
+	for _, f := range []struct {
+		v   *bool
+		out *bool
+	}{{h.ReadOnly, &a.ReadOnly}, {h.Destructive, &a.Destructive}, {h.Idempotent, &a.Idempotent}, {h.OpenWorld, &a.OpenWorld}} {
+		if f.v != nil {
+			*f.out = *f.v
+		}
+	}
+	return a, nil
 }
 
 type httpEntry struct {
@@ -225,7 +265,7 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 		return Spec{}, fmt.Errorf("%s: %s", label, fmt.Sprintf(format, args...))
 	}
 	if len(e.Extra) > 0 {
-		return fail("unknown key %s (known: name, description, parameters, command, shell, http, network, timeout, max_output, subagents, toolset)", keysOf(e.Extra))
+		return fail("unknown key %s (known: name, title, description, parameters, command, shell, http, network, timeout, max_output, subagents, toolset, annotations)", keysOf(e.Extra))
 	}
 	s := Spec{Name: e.Name, Description: strings.TrimSpace(e.Description), Network: e.Network, MaxOutput: e.MaxOutput,
 		Subagents: e.Subagents, Toolset: e.Toolset, Entry: label}
@@ -245,6 +285,9 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 		return fail("toolset must match %s", registry.NamePattern)
 	}
 	var err error
+	if s.Hints, err = hints(&e); err != nil {
+		return fail("%v", err)
+	}
 	if s.Timeout, err = parseTimeout(e.Timeout); err != nil {
 		return fail("%v", err)
 	}

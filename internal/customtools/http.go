@@ -84,6 +84,9 @@ func NewHTTP(s Spec, d HTTPDeps) (*HTTP, error) {
 // Name implements registry.Tool.
 func (h *HTTP) Name() string { return h.spec.Name }
 
+// Annotations implements registry.Annotated: what the entry states.
+func (h *HTTP) Annotations() registry.Annotations { return h.spec.Hints }
+
 // Description implements registry.Tool.
 func (h *HTTP) Description() string { return h.spec.Description }
 

@@ -88,7 +88,7 @@ func TestMCPStopping(t *testing.T) {
 	}()
 	<-bt.started
 	stop()
-	if res := <-done; res == nil || !res.IsError || res.Meta["error_code"] != toolerr.Canceled {
+	if res := <-done; res == nil || !res.IsError || res.Content[0].(*mcp.TextContent).Meta["error_code"] != toolerr.Canceled {
 		t.Errorf("running MCP call after stop: %+v", res)
 	}
 	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "block"})

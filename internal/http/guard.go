@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -25,7 +26,7 @@ import (
 //   - a request with an Origin header that TOOLSVC_CORS_ORIGINS does not
 //     list ("*" lists every origin but "null", the opaque origin of
 //     sandboxed frames and local files, which only an explicit "null"
-//     admits);
+//     admits), unless it is the service's own origin (see sameOrigin);
 //   - a request a browser marks Sec-Fetch-Site: cross-site that carries no
 //     Origin (navigations and <img> GETs from another site);
 //   - a request whose Host names neither this machine's loopback (localhost,
@@ -88,7 +89,7 @@ func (g *guard) check(r *http.Request) (kind, message string) {
 	case len(origins) == 1:
 		origin = origins[0]
 	}
-	if origin != "" && !g.originAllowed(origin) {
+	if origin != "" && !g.originAllowed(origin) && !g.sameOrigin(origin, r) {
 		return kindOriginNotAllowed, fmt.Sprintf("requests from web pages of origin %q are refused: the service runs tools, and only the origins in TOOLSVC_CORS_ORIGINS may call it from a browser. Clients that are no browser send no Origin header", runes.Shorten(origin, 40))
 	}
 	// A browser sends Origin with every request but GET and HEAD; a GET it
@@ -120,6 +121,25 @@ func (g *guard) originAllowed(origin string) bool {
 		return g.origins[o]
 	}
 	return g.anyOrigin || g.origins[o]
+}
+
+// sameOrigin reports whether origin is the service's own, the origin of a
+// page it served (the /docs page): the origin names the very host and
+// port the request was sent to, and that host is checked to be this
+// service's (the loopback, or TOOLSVC_ALLOWED_HOSTS), so that a page that
+// renamed the service's address (DNS rebinding) is not taken for it. On a
+// connection from outside the loopback with no allowed hosts set, the Host
+// proves nothing, and only TOOLSVC_CORS_ORIGINS admits an origin.
+func (g *guard) sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+		return false
+	}
+	local := localAddr(r)
+	if len(g.hosts) == 0 && len(g.suffixes) == 0 && !local.IsLoopback() {
+		return false
+	}
+	return g.hostAllowed(r.Host, local)
 }
 
 // hostAllowed reports whether the Host header names localhost, a loopback

@@ -33,6 +33,7 @@ var doors = []door{
 	{"invoke", "/tools/{name}/invoke", http.MethodPost, "/tools/x/invoke"},
 	{"mcp", "/mcp", http.MethodPost, "/mcp"},
 	{"openapi", "/openapi.json", http.MethodGet, "/openapi.json"},
+	{"docs", "/docs", http.MethodGet, "/docs"},
 	{"agents", "/agents", http.MethodGet, "/agents"},
 	{"skills", "/skills", http.MethodGet, "/skills"},
 	{"metrics", "/metrics", http.MethodGet, "/metrics"},
@@ -96,12 +97,16 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 </body></html>
 `))
 
+// wantsHTML reports whether the client asks for a page: a browser's
+// Accept names text/html.
+func wantsHTML(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/html") }
+
 // serve answers with HTML when the client asks for it (a browser's Accept
 // names text/html), else with JSON.
 func (idx *index) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Add("Vary", "Accept")
-	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+	if !wantsHTML(r) {
 		writeRaw(w, http.StatusOK, idx.json)
 		return
 	}

@@ -37,7 +37,7 @@ func getIndex(t *testing.T, url string, header map[string]string) (*http.Respons
 func TestIndexListsTheDoorsThatAnswer(t *testing.T) {
 	always := map[string]string{
 		"tools": "/tools", "tool": "/tools/{name}", "invoke": "/tools/{name}/invoke", "mcp": "/mcp",
-		"openapi": "/openapi.json", "health": "/healthz", "ready": "/readyz",
+		"openapi": "/openapi.json", "health": "/healthz", "ready": "/readyz", "docs": "/docs",
 	}
 	for _, tc := range []struct {
 		name  string
@@ -165,5 +165,30 @@ func TestIndexIsBehindKeysAndGuard(t *testing.T) {
 				t.Errorf("body %s, want code %s", body, tc.code)
 			}
 		})
+	}
+}
+
+// TestDocsPage: a browser gets the API page at /docs without a key, with
+// its files from the binary and a policy that keeps it to its own origin;
+// other clients get the index, behind the key.
+func TestDocsPage(t *testing.T) {
+	srv, _ := newTestServer(t, Options{Keys: []Key{{Name: "alice", Secret: "alice-secret-0123456789"}}})
+	resp, body := getIndex(t, srv.URL+"/docs", map[string]string{"Accept": "text/html"})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "swagger-ui-bundle.js") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "connect-src 'self'") {
+		t.Errorf("GET /docs as a browser: %d %s %s", resp.StatusCode, resp.Header, body)
+	}
+	for _, f := range []string{"swagger-ui-bundle.js", "swagger-ui.css", "docs.js", "docs.css"} {
+		if resp, _ := getIndex(t, srv.URL+"/docs/assets/"+f, nil); resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == "" {
+			t.Errorf("%s: %d", f, resp.StatusCode)
+		}
+	}
+	for _, f := range []string{"LICENSE", "VERSION", "../docspage.go", "nope.js"} {
+		if resp, _ := getIndex(t, srv.URL+"/docs/assets/"+f, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", f, resp.StatusCode)
+		}
+	}
+	if resp, _ := getIndex(t, srv.URL+"/docs", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /docs as JSON without the key: %d", resp.StatusCode)
 	}
 }

@@ -16,6 +16,7 @@ import (
 type rendered struct {
 	gen          uint64
 	formats      map[string][]byte
+	strict       map[string][]byte // ?strict=true, by format
 	formatErr    error
 	openapi      []byte
 	openapiTools []byte
@@ -49,10 +50,15 @@ func (r *renderings) get() *rendered {
 		return cur
 	}
 	gen, defs := r.reg.Snapshot()
-	out := &rendered{gen: gen, formats: map[string][]byte{}}
+	out := &rendered{gen: gen, formats: map[string][]byte{}, strict: map[string][]byte{}}
 	for _, f := range toolfmt.Formats()[1:] {
 		if out.formats[f], out.formatErr = toolfmt.Render(defs, f); out.formatErr != nil {
 			break
+		}
+	}
+	for _, f := range toolfmt.StrictFormats() {
+		if out.formatErr == nil {
+			out.strict[f], out.formatErr = toolfmt.RenderStrict(defs, f)
 		}
 	}
 	out.openapi, out.openapiErr = openapi.Build(api.OpenAPI(), defs, r.version, false)

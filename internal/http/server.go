@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/docspage"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -137,10 +139,10 @@ func NewHandler(opts Options) http.Handler {
 	// returns, so every request sees it.
 	var idx *index
 	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
+	s.docsRoutes(r, serveIndex)
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
 		r.Get("/", serveIndex)
-		r.Get("/docs", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
@@ -159,6 +161,25 @@ func NewHandler(opts Options) http.Handler {
 	})
 	idx = newIndex(r, opts.Version)
 	return r
+}
+
+// docsRoutes adds GET /docs, the interactive page for a browser, which
+// needs no key: a browser cannot send one with a link, the page holds
+// nothing but the embedded Swagger UI and the version (which /healthz
+// gives too), and everything it shows comes from doors that need the key,
+// which the page asks for. Other clients get the index, behind the keys.
+func (s *server) docsRoutes(r chi.Router, serveIndex http.HandlerFunc) {
+	docs := docspage.New(s.opts.Version, DocsURL)
+	authIndex := s.gate.authenticate(serveIndex)
+	r.Get("/docs", func(w http.ResponseWriter, req *http.Request) {
+		if !wantsHTML(req) {
+			authIndex.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Add("Vary", "Accept")
+		docs.ServePage(w, req)
+	})
+	r.Get("/docs/assets/{file}", docs.ServeAsset)
 }
 
 // allowedMethods lists the methods routes has for the request's path, as
@@ -257,19 +278,34 @@ func failedChecks(checks map[string]string) string {
 // listTools serves the definitions in the format the query asks for
 // (openai by default).
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
-	format := r.URL.Query().Get("format")
-	if format == "" || format == toolfmt.OpenAI {
-		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
-		return
+	q := r.URL.Query()
+	format, strict := q.Get("format"), q.Get("strict")
+	if format == "" {
+		format = toolfmt.OpenAI
 	}
 	if !toolfmt.Known(format) {
 		writeError(w, kindBadRequest, fmt.Sprintf("unknown format %q; use one of %s", runes.Shorten(format, 40), strings.Join(toolfmt.Formats(), ", ")))
+		return
+	}
+	switch {
+	case strict != "" && strict != "true" && strict != "false":
+		writeError(w, kindBadRequest, fmt.Sprintf("strict is true or false, not %q", runes.Shorten(strict, 40)))
+		return
+	case strict == "true" && !slices.Contains(toolfmt.StrictFormats(), format):
+		writeError(w, kindBadRequest, fmt.Sprintf("strict=true applies to the formats %s, not %s", strings.Join(toolfmt.StrictFormats(), " and "), format))
+		return
+	case strict != "true" && format == toolfmt.OpenAI:
+		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
 		return
 	}
 	rd := s.rendered.get()
 	if rd.formatErr != nil {
 		s.opts.Log.Error().Err(rd.formatErr).Msg("tool definitions")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
+		return
+	}
+	if strict == "true" {
+		writeRaw(w, http.StatusOK, rd.strict[format])
 		return
 	}
 	writeRaw(w, http.StatusOK, rd.formats[format])

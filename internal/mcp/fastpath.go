@@ -216,26 +216,34 @@ func tooDeep(body []byte) bool {
 	return false
 }
 
-// callResult is a call's result over MCP: the text a model reads, isError
-// for every failed call, and the call's ID, status and error code in _meta
-// for the client (no _meta for a call the gate refused).
+// callResult is a call's result over MCP: the text a model reads, and
+// isError for every call the tool could not carry out (a command that ran
+// and exited non-zero is no error: its exit_code says how it ended). The
+// call's bookkeeping (ID, status, error code, duration, exit code) is the
+// _meta of the text block, not of the result: clients hand a result's own
+// _meta and structuredContent to their model beside the text (LangChain's
+// MCP adapter makes them one JSON object), while a content block's _meta
+// stays with the client. A call the gate refused has no _meta.
 type callResult struct {
-	Meta    *callMeta     `json:"_meta,omitempty"`
 	Content []textContent `json:"content"`
 	IsError bool          `json:"isError,omitempty"`
 }
 
-// callMeta is _meta, its keys in the order the SDK writes a map's.
+// callMeta is the text block's _meta, its keys in the order the SDK writes
+// a map's.
 type callMeta struct {
 	CallID     string  `json:"call_id"`
 	DurationMS int64   `json:"duration_ms"`
 	ErrorCode  *string `json:"error_code,omitempty"`
+	ExitCode   *int    `json:"exit_code,omitempty"`
 	Status     string  `json:"status"`
 }
 
+// textContent is a text block as the SDK's TextContent writes it.
 type textContent struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type string    `json:"type"`
+	Text string    `json:"text"`
+	Meta *callMeta `json:"_meta,omitempty"`
 }
 
 // MarshalJSON escapes <, > and & in the text, as the SDK's TextContent
@@ -251,23 +259,26 @@ func result(res registry.Result, refused string) callResult {
 	if refused != "" {
 		return callResult{IsError: true, Content: []textContent{{Type: "text", Text: "Error: " + refused}}}
 	}
-	m := &callMeta{CallID: res.CallID, Status: res.Status, DurationMS: res.DurationMS}
+	m := &callMeta{CallID: res.CallID, Status: res.Status, DurationMS: res.DurationMS, ExitCode: res.ExitCode}
 	if res.Error != nil {
 		m.ErrorCode = &res.Error.Code
 	}
-	return callResult{Meta: m, IsError: res.Status != registry.StatusSuccess, Content: []textContent{{Type: "text", Text: res.Result}}}
+	return callResult{IsError: res.Status != registry.StatusSuccess, Content: []textContent{{Type: "text", Text: res.Result, Meta: m}}}
 }
 
 // sdk is the result as the SDK's tool handler returns it.
 func (c callResult) sdk() *sdk.CallToolResult {
-	out := &sdk.CallToolResult{IsError: c.IsError, Content: []sdk.Content{&sdk.TextContent{Text: c.Content[0].Text}}}
-	if c.Meta != nil {
-		out.Meta = sdk.Meta{"call_id": c.Meta.CallID, "status": c.Meta.Status, "duration_ms": c.Meta.DurationMS}
-		if c.Meta.ErrorCode != nil {
-			out.Meta["error_code"] = *c.Meta.ErrorCode
+	text := &sdk.TextContent{Text: c.Content[0].Text}
+	if m := c.Content[0].Meta; m != nil {
+		text.Meta = sdk.Meta{"call_id": m.CallID, "status": m.Status, "duration_ms": m.DurationMS}
+		if m.ErrorCode != nil {
+			text.Meta["error_code"] = *m.ErrorCode
+		}
+		if m.ExitCode != nil {
+			text.Meta["exit_code"] = *m.ExitCode
 		}
 	}
-	return out
+	return &sdk.CallToolResult{IsError: c.IsError, Content: []sdk.Content{text}}
 }
 
 // response is a JSON-RPC response carrying a call's result.

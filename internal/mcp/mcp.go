@@ -64,7 +64,7 @@ type Handler struct {
 func NewHandler(opts Options) *Handler {
 	h := &Handler{opts: opts}
 	h.current() // built now, so that the first request does not wait
-	h.sdk = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { s, _ := h.current(); return s },
+	h.sdk = fixErrors(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { s, _ := h.current(); return s },
 		&sdk.StreamableHTTPOptions{
 			Stateless:           true,
 			JSONResponse:        true,
@@ -75,7 +75,7 @@ func NewHandler(opts Options) *Handler {
 			// this one included, with the operator's allowed hosts; the SDK's
 			// own check, which knows none, would refuse them.
 			DisableLocalhostProtection: true,
-		})
+		}))
 	return h
 }
 
@@ -126,19 +126,31 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, c toolCall) {
 
 // newServer is an MCP server offering defs.
 func newServer(opts Options, defs []registry.Definition) *sdk.Server {
+	// Tools, without listChanged: a stateless server holds no stream to
+	// send that notification on, so it must not promise it.
 	srv := sdk.NewServer(&sdk.Implementation{Name: "toolsvc", Version: opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{}})
+		&sdk.ServerOptions{Instructions: instructions, Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	for _, def := range defs {
+		a := def.Annotations
 		srv.AddTool(&sdk.Tool{
 			Name:        def.Function.Name,
+			Title:       a.Title,
 			Description: def.Function.Description,
 			InputSchema: def.Function.Parameters,
+			Annotations: &sdk.ToolAnnotations{
+				Title:           a.Title,
+				ReadOnlyHint:    a.ReadOnly,
+				DestructiveHint: &a.Destructive,
+				IdempotentHint:  a.Idempotent,
+				OpenWorldHint:   &a.OpenWorld,
+			},
 		}, handler(opts.Invoke))
 	}
 	return srv
 }
 
-// handler is the SDK's tool handler: the same result as the fast path.
+// handler is the SDK's tool handler: the same result as the fast path
+// (see result).
 func handler(invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return result(invoke(ctx, req.Params.Name, req.Params.Arguments)).sdk(), nil

@@ -81,7 +81,7 @@ func (s *Server) mount(remote []*mcp.Tool) []registry.Tool {
 			s.log.Info().Str("tool", rt.Name).Str("name", name).Msg("mcp server: tool mounted under another name: model formats allow only [a-zA-Z0-9_-], at most 64 characters")
 		}
 		seen[name] = rt.Name
-		out = append(out, &Tool{s: s, name: name, remote: rt.Name, desc: s.describe(rt), params: params})
+		out = append(out, &Tool{s: s, name: name, remote: rt.Name, desc: s.describe(rt), params: params, ann: annotations(rt)})
 	}
 	return out
 }
@@ -188,7 +188,35 @@ type Tool struct {
 	remote string
 	desc   string
 	params json.RawMessage
+	ann    registry.Annotations
 }
+
+// annotations are what the server says of its tool rt, passed on as they
+// are; hints it leaves out take MCP's defaults (not read-only, destructive,
+// not idempotent, open world), and a tool without a title is shown by its
+// name on the server.
+func annotations(rt *mcp.Tool) registry.Annotations {
+	a := registry.Annotations{Title: rt.Title, Destructive: true, OpenWorld: true}
+	if h := rt.Annotations; h != nil {
+		a.ReadOnly, a.Idempotent = h.ReadOnlyHint, h.IdempotentHint
+		if h.DestructiveHint != nil {
+			a.Destructive = *h.DestructiveHint
+		}
+		if h.OpenWorldHint != nil {
+			a.OpenWorld = *h.OpenWorldHint
+		}
+		if a.Title == "" {
+			a.Title = h.Title
+		}
+	}
+	if a.Title == "" {
+		a.Title = rt.Name
+	}
+	return a
+}
+
+// Annotations implements registry.Annotated.
+func (t *Tool) Annotations() registry.Annotations { return t.ann }
 
 // Name implements registry.Tool.
 func (t *Tool) Name() string { return t.name }

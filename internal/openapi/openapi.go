@@ -43,6 +43,7 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 		info["version"] = version
 	}
 	taken := operationIDs(paths)
+	headers, stream := fromGeneric(paths)
 	if toolsOnly {
 		paths = map[string]any{}
 		doc["paths"] = paths
@@ -57,39 +58,76 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 		if err := json.Unmarshal(d.Function.Parameters, &schema); err != nil {
 			return nil, fmt.Errorf("openapi: tool %s: %w", name, err)
 		}
-		paths["/tools/"+name+"/invoke"] = map[string]any{
-			"post": map[string]any{
-				"operationId": name,
-				"tags":        []any{ToolTag},
-				"summary":     Summary(d.Function.Description),
-				"description": d.Function.Description,
-				"requestBody": map[string]any{
-					"required": true,
-					"content":  map[string]any{"application/json": map[string]any{"schema": schema}},
-				},
-				"responses": map[string]any{
-					"200": map[string]any{
-						"description": "The call ran; `status` says how it went and `result` is what the model reads.",
-						"content": map[string]any{"application/json": map[string]any{
-							"schema": map[string]any{"$ref": "#/components/schemas/Result"},
-						}},
-					},
-					"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
-					"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
-					"403": map[string]any{"$ref": "#/components/responses/Forbidden"},
-					"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
-					"413": map[string]any{
-						"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
-						"content": map[string]any{"application/json": map[string]any{
-							"schema": map[string]any{"$ref": "#/components/schemas/HTTPError"},
-						}},
-					},
-					"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
-				},
-			},
-		}
+		paths["/tools/"+name+"/invoke"] = map[string]any{"post": operation(d, schema, headers, stream)}
 	}
 	return jsonx.Marshal(doc)
+}
+
+// genericPath is the contract's operation that runs any tool; each tool's
+// own operation takes its metadata headers and its streamed response.
+const genericPath = "/tools/{name}/invoke"
+
+// fromGeneric returns the header parameters of the contract's generic
+// invoke operation and its 200 response's text/event-stream content, so
+// that every tool's operation states the same headers and streaming as
+// the operation it is an instance of (a validating proxy would otherwise
+// refuse every streamed call).
+func fromGeneric(paths map[string]any) (headers []any, stream any) {
+	item, _ := paths[genericPath].(map[string]any)
+	post, _ := item["post"].(map[string]any)
+	params, _ := post["parameters"].([]any)
+	for _, p := range params {
+		if m, ok := p.(map[string]any); ok && m["in"] == "header" {
+			headers = append(headers, m)
+		}
+	}
+	responses, _ := post["responses"].(map[string]any)
+	ok, _ := responses["200"].(map[string]any)
+	content, _ := ok["content"].(map[string]any)
+	return headers, content["text/event-stream"]
+}
+
+// operation is the operation of one tool: its schema as an optional body
+// (an empty body means {}), the generic operation's headers, and a result
+// as JSON or, with Accept: text/event-stream, as server-sent events.
+func operation(d registry.Definition, schema any, headers []any, stream any) map[string]any {
+	okContent := map[string]any{"application/json": map[string]any{
+		"schema": map[string]any{"$ref": "#/components/schemas/Result"},
+	}}
+	if stream != nil {
+		okContent["text/event-stream"] = stream
+	}
+	op := map[string]any{
+		"operationId": d.Function.Name,
+		"tags":        []any{ToolTag},
+		"summary":     Summary(d.Function.Description),
+		"description": d.Function.Description,
+		"requestBody": map[string]any{
+			"required": false,
+			"content":  map[string]any{"application/json": map[string]any{"schema": schema}},
+		},
+		"responses": map[string]any{
+			"200": map[string]any{
+				"description": "The call ran; `status` says how it went and `result` is what the model reads.",
+				"content":     okContent,
+			},
+			"400": map[string]any{"$ref": "#/components/responses/BadRequest"},
+			"401": map[string]any{"$ref": "#/components/responses/Unauthorized"},
+			"403": map[string]any{"$ref": "#/components/responses/Forbidden"},
+			"408": map[string]any{"$ref": "#/components/responses/RequestTimeout"},
+			"413": map[string]any{
+				"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
+				"content": map[string]any{"application/json": map[string]any{
+					"schema": map[string]any{"$ref": "#/components/schemas/HTTPError"},
+				}},
+			},
+			"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
+		},
+	}
+	if len(headers) > 0 {
+		op["parameters"] = headers
+	}
+	return op
 }
 
 // operationIDs returns every operationId in paths.

@@ -1,6 +1,9 @@
 package registry
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Call describes the call a tool is running in. Tools read it with CallFrom.
 type Call struct {
@@ -72,4 +75,19 @@ func Progress(ctx context.Context, event, data string) {
 func Streaming(ctx context.Context) bool {
 	_, ok := ctx.Value(progressKey{}).(func(event, data string))
 	return ok
+}
+
+// outcome holds what a tool reports of its call besides its text.
+type outcome struct {
+	exitCode atomic.Pointer[int]
+}
+
+type outcomeKey struct{}
+
+// ReportExitCode records the exit status of the command the running call
+// ran, for the Result's exit_code. It does nothing outside Invoke.
+func ReportExitCode(ctx context.Context, code int) {
+	if o, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
+		o.exitCode.Store(&code)
+	}
 }

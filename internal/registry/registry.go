@@ -120,12 +120,17 @@ const (
 
 // Result is the outcome of one call, as returned to the caller.
 type Result struct {
-	CallID     string     `json:"call_id"`
-	Tool       string     `json:"tool"`
-	Status     string     `json:"status"`
-	Result     string     `json:"result"`
-	Error      *ErrorBody `json:"error,omitempty"`
-	DurationMS int64      `json:"duration_ms"`
+	CallID string     `json:"call_id"`
+	Tool   string     `json:"tool"`
+	Status string     `json:"status"`
+	Result string     `json:"result"`
+	Error  *ErrorBody `json:"error,omitempty"`
+	// ExitCode is the exit status of the command a successful call ran
+	// (exec): a command that ran is a success whatever its status, which
+	// is here for the caller and in the text for the model. Absent for
+	// tools that run no command.
+	ExitCode   *int  `json:"exit_code,omitempty"`
+	DurationMS int64 `json:"duration_ms"`
 }
 
 // ErrorBody is the machine-readable part of an error result.
@@ -134,10 +139,12 @@ type ErrorBody struct {
 	Message string `json:"message"`
 }
 
-// Definition is a tool in OpenAI function-calling format.
+// Definition is a tool in OpenAI function-calling format, with its
+// annotations for the doors that carry them (MCP).
 type Definition struct {
-	Type     string         `json:"type"`
-	Function FunctionSchema `json:"function"`
+	Type        string         `json:"type"`
+	Function    FunctionSchema `json:"function"`
+	Annotations Annotations    `json:"-"`
 }
 
 // FunctionSchema is the "function" member of a Definition.
@@ -157,6 +164,8 @@ type entry struct {
 	// shortenAt is where the checks may cut long strings of big
 	// arguments (see checkValue); 0: never.
 	shortenAt int
+	// nulls are where a null stands for a parameter left out.
+	nulls *nulls
 	// example is a short arguments object, for the advice given when the
 	// arguments are not an object at all.
 	example string
@@ -213,6 +222,22 @@ func (r *Registry) Register(t Tool) error {
 	if err != nil {
 		return err
 	}
+	return r.add(e)
+}
+
+// RegisterAnnotated is Register with the tool's annotations given by its
+// caller (the row that declares a built-in tool).
+func (r *Registry) RegisterAnnotated(t Tool, a Annotations) error {
+	e, err := newEntry(t, "")
+	if err != nil {
+		return err
+	}
+	e.def.Annotations = a
+	return r.add(e)
+}
+
+func (r *Registry) add(e *entry) error {
+	t := e.tool
 	name := t.Name()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -249,12 +274,15 @@ func newEntry(t Tool, set string) (*entry, error) {
 	def := Definition{Type: "function", Function: FunctionSchema{
 		Name: name, Description: desc, Parameters: compact.Bytes(),
 	}}
+	if at, ok := t.(Annotated); ok {
+		def.Annotations = at.Annotations()
+	}
 	defJS, err := json.Marshal(def)
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
 	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules,
-		shortenAt: shortenAt(params, rules), example: exampleArgs(params, rules)}, nil
+		shortenAt: shortenAt(params, rules), nulls: newNulls(params), example: exampleArgs(params, rules)}, nil
 }
 
 // Names returns the registered tool names, sorted.
@@ -481,10 +509,13 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		flush()
 	}()
 	ctx = WithProgress(WithCall(ctx, call), progress)
+	facts := &outcome{}
+	ctx = context.WithValue(ctx, outcomeKey{}, facts)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
 		res.Result = r.opts.Redact(out)
+		res.ExitCode = facts.exitCode.Load()
 		return res
 	}
 	var ae *argumentsError

@@ -111,7 +111,8 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 	}
 
 	var nums problemList
-	changed := normalizeNumbers(obj, "", &nums)
+	changed := e.nulls.drop(obj)
+	changed = normalizeNumbers(obj, "", &nums) || changed
 	if len(nums.list) > 0 {
 		// Refused before the schema library sees the numbers.
 		return nil, toolerr.InvalidArguments, formatProblems(tool, nums.list, nums.dropped)

@@ -66,3 +66,26 @@ func TestRenderKeepsSchemaBytes(t *testing.T) {
 		t.Errorf("unknown format: %v", err)
 	}
 }
+
+func TestStrictSchema(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{`{"type":"object","properties":{"a":{"type":"string","enum":["x"]},"b":{"type":"integer"}},"required":["b"]}`,
+			`{"additionalProperties":false,"properties":{"a":{"enum":["x",null],"type":["string","null"]},"b":{"type":"integer"}},"required":["a","b"],"type":"object"}`, ""},
+		{`{"type":"object","properties":{"o":{"type":"object","properties":{"c":{"type":"boolean"}}}}}`,
+			`{"additionalProperties":false,"properties":{"o":{"additionalProperties":false,"properties":{"c":{"type":["boolean","null"]}},"required":["c"],"type":["object","null"]}},"required":["o"],"type":"object"}`, ""},
+		{`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}}}}`, "", "free-form"},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"}]}}}`, "", "oneOf"},
+		{`{"type":"object"}`, `{"additionalProperties":false,"properties":{},"required":[],"type":"object"}`, ""},
+	} {
+		got, err := StrictSchema(json.RawMessage(c.in))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s:\n got %s %v\nwant %s", c.in, got, err, c.want)
+		}
+	}
+}

@@ -201,6 +201,9 @@ func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.
 		}
 		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(o.contained), last, int(e.opts.MaxTimeout/time.Second))
 	}
+	// The command ran: the call succeeded whatever its status, which the
+	// caller reads from exit_code and the model from the text.
+	registry.ReportExitCode(ctx, o.code)
 	return e.format(o.stdout, o.stderr, o.code, true), nil
 }
 
