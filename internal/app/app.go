@@ -24,6 +24,7 @@ import (
 	"github.com/countbot/toolsvc/internal/customtools"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
 	"github.com/countbot/toolsvc/internal/mcpmount"
+	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
@@ -53,6 +54,7 @@ type App struct {
 	tools    *Tools
 	custom   *custom // the tools file's tools; nil without one
 	handler  http.Handler
+	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
 	stopping context.Context
 	stop     context.CancelFunc
 	closers  []func() // run last first by Close
@@ -104,6 +106,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err := a.newRegistry(cfg, red); err != nil {
 		return a, err
 	}
+	if cfg.PublicURL != "" {
+		// One secret per process: links die with it.
+		if a.links, err = medialink.New(a.ws, medialink.Options{PublicURL: cfg.PublicURL}); err != nil {
+			return a, err
+		}
+	}
 	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
 
 	agents, conv, closeAgents, err := a.newAgents(cfg, sel, red)
@@ -111,7 +119,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
-		Agents: agents, Conversations: conv}
+		Agents: agents, Conversations: conv, MediaLinks: a.links}
 	a.tools, err = Register(a.reg, deps, sel)
 	if err != nil {
 		closeAgents()
@@ -226,6 +234,7 @@ func (a *App) newHandler(cfg config.Config, sk *skills.Loader, agents *agent.Man
 		Metrics:       a.metrics.Handler(),
 		CORSOrigins:   cfg.CORSOrigins,
 		AllowedHosts:  cfg.AllowedHosts,
+		Media:         a.links,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,
