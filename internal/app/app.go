@@ -100,17 +100,11 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return a, err
 	}
-	if err := a.openFolders(cfg.Server); err != nil {
+	if err := a.openFolders(cfg.Server, cfg.PublicURL); err != nil {
 		return a, err
 	}
 	if err := a.newRegistry(cfg, red); err != nil {
 		return a, err
-	}
-	if cfg.PublicURL != "" {
-		// One secret per process: links die with it.
-		if a.links, err = medialink.New(a.ws, medialink.Options{PublicURL: cfg.PublicURL}); err != nil {
-			return a, err
-		}
 	}
 	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
 
@@ -149,8 +143,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	return a, nil
 }
 
-// openFolders opens the workspace and creates the data folder.
-func (a *App) openFolders(cfg config.Server) (err error) {
+// openFolders opens the workspace and creates the data folder; with a
+// public URL, the workspace's media links come with the workspace.
+func (a *App) openFolders(cfg config.Server, publicURL string) (err error) {
 	log := a.log
 	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
 		Restrict: cfg.RestrictWorkspace,
@@ -160,6 +155,12 @@ func (a *App) openFolders(cfg config.Server) (err error) {
 		return err
 	}
 	a.closers = append(a.closers, func() { a.ws.Close() })
+	if publicURL != "" {
+		// One secret per process: links die with it.
+		if a.links, err = medialink.New(a.ws, medialink.Options{PublicURL: publicURL}); err != nil {
+			return err
+		}
+	}
 	a.dataDir, err = filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
