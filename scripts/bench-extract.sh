@@ -21,7 +21,12 @@ trap 'rm -rf "$tmp"' EXIT
 git -C "$root" archive HEAD | tar -x -C "$tmp"
 mkdir -p "$tmp/internal/extractbase"
 for f in $(git -C "$root" ls-tree --name-only "$base_rev" internal/extract/ | grep '\.go$' | grep -v '_test\.go$'); do
-	git -C "$root" show "$base_rev:$f" | sed 's/^package extract$/package extractbase/' >"$tmp/internal/extractbase/$(basename "$f")"
+	# Revisions before go-trafilatura was copied in imported it from its
+	# module, which go.mod no longer requires: they get the copy instead
+	# (the same code, less the date option they set to Disabled).
+	git -C "$root" show "$base_rev:$f" | sed -e 's/^package extract$/package extractbase/' \
+		-e 's#trafilatura "github.com/markusmobius/go-trafilatura"#"github.com/countbot/toolsvc/internal/extract/trafilatura"#' \
+		-e '/HtmlDateMode: *trafilatura.Disabled,/d' >"$tmp/internal/extractbase/$(basename "$f")"
 done
 
 cat >"$tmp/internal/extract/ab_test.go" <<'EOF'

@@ -12,11 +12,11 @@
 #  - toolsvc's server CPU time per call under wrk, and with one call at a
 #    time from a Python client beside the bare handler and the reference MCP
 #    filesystem server's per read_text_file call (needs node; skipped when
-#    absent);
+#    absent), and toolsvc's read_file through MCP against REST;
 #  - the first 100 lines of a 1 GiB file against a small file, and peak RSS
 #    while reading ranges of it.
 # usage: scripts/bench-http.sh [seconds per wrk run, default 10]
-# AUDIT_ONLY=1 stops after the read_file comparison and the idle memory;
+# AUDIT_ONLY=1 stops after the read_file comparisons (tmpfs and disk);
 # ROUNDS=n runs each read_file comparison n times (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,8 +97,8 @@ measure() {
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 compare() {
   local p=$1 rounds=${ROUNDS:-3}
-  echo "calls/s, their ratios, then server CPU time per call in us:"
-  printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off"
+  echo "calls/s, their ratios, then server CPU time per call in us and its ratios (the goal: cpu on/b+f <= 1.3):"
+  printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off" "cpu on/b+f" "cpu off/bare"
   for c in 16 1; do
     : > "$W/r"
     for _ in $(seq "$rounds"); do
@@ -106,10 +106,10 @@ compare() {
       read -r s sc < <(measure $SVC http://127.0.0.1:$p/tools/read_file/invoke $c)
       read -r b bc < <(measure $BARE http://127.0.0.1:$((p + 1))/ $c)
       read -r o oc < <(measure $OFF http://127.0.0.1:$((p + 2))/tools/read_file/invoke $c)
-      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc" >> "$W/r"
-      printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "$c" $(tail -1 "$W/r")
+      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc $(ratio "$sc" "$fc") $(ratio "$oc" "$bc")" >> "$W/r"
+      printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' "$c" $(tail -1 "$W/r")
     done
-    printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n' "median" $(for k in $(seq 10); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
+    printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' "median" $(for k in $(seq 12); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
   done
 }
 
@@ -133,6 +133,7 @@ echo "idle, toolsvc audit off: $(uss $OFF)"
 echo
 echo "data on $(fstype "$W/disk") ($W/disk):"
 compare 18080
+[ "${AUDIT_ONLY:-}" = 1 ] && exit 0
 sleep 10
 echo
 echo "idle 10 s after the runs, toolsvc audit on:  $(uss $SVC)"
@@ -140,12 +141,12 @@ echo "idle 10 s after the runs, toolsvc audit off: $(uss $OFF)"
 sleep 50
 echo "idle 60 s after the runs, toolsvc audit on:  $(uss $SVC)"
 echo "idle 60 s after the runs, toolsvc audit off: $(uss $OFF)"
-[ "${AUDIT_ONLY:-}" = 1 ] && exit 0
 
 echo
 echo "one call at a time from a Python client, as the MCP server is driven below:"
 python3 scripts/bench-http-cpu.py "bare read small.txt" 127.0.0.1 18081 / "$SMALL" $BARE 2000
 python3 scripts/bench-http-cpu.py "toolsvc read_file small.txt" 127.0.0.1 18080 /tools/read_file/invoke "$SMALL" $SVC 2000
+python3 scripts/bench-mcp-rest-cpu.py 18080 $SVC 2000
 MCP=/tmp/peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if command -v node >/dev/null && { [ -f "$MCP" ] || bash ../shared/bench/setup-peers.sh >/dev/null 2>&1; } && [ -f "$MCP" ]; then
   mkdir -p "$W/mcp"

@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine: installs what the tests need
 # (Debian packages: Chromium and Xvfb for the screenshot tests, bubblewrap
 # for exec's sandbox, python3 for the example agent, nodejs and npm for the
-# MCP servers the mcpmount tests install from npm), downloads the Go
+# MCP servers the mcpmount tests and the mock model server the agent
+# tests install from npm), downloads the Go
 # modules, then vets, runs staticcheck and deadcode, checks the size of
 # functions (scripts/funclen, gocyclo), and runs every test
 # with the race detector.
@@ -81,10 +82,13 @@ fi
 # Function size: no function of the service (internal/, cmd/; tests
 # excepted) is over 80 lines or cyclomatic complexity 25, so that each can
 # be read and reviewed whole. A long data table belongs in a variable, not
-# in a function's body. Both checks list the offenders.
+# in a function's body. Both checks list the offenders. internal/extract/
+# trafilatura is go-trafilatura copied in (see its doc.go) and kept as its
+# authors wrote it, so that it can be compared with upstream; it is left out.
+vendored=internal/extract/trafilatura
 sizes_ok=1
-"$gocyclo" -over 25 -ignore '_test\.go$' internal cmd >&2 || sizes_ok=0
-go run ./scripts/funclen -over 80 internal cmd >&2 || sizes_ok=0
+"$gocyclo" -over 25 -ignore "_test\.go\$|^$vendored/" internal cmd >&2 || sizes_ok=0
+go run ./scripts/funclen -over 80 -skip "$vendored" internal cmd >&2 || sizes_ok=0
 if [ "$sizes_ok" -eq 0 ]; then
   echo "functions above are over 80 lines or complexity 25: split them into smaller ones" >&2
   exit 1

@@ -106,6 +106,10 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	// end-to-end tests, which run several services in one process, start
 	// a tuner each, and they all pace by the same heap.
 	gctune.Start(ctx, gctune.Options{})
+	// In a container with a memory limit, the collector works harder near
+	// it rather than the kernel killing the service (unless GOMEMLIMIT is
+	// set).
+	gctune.LimitMemory()
 	return serveWith(ctx, cfg, ver, stdout, reload)
 }
 
@@ -149,8 +153,8 @@ func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Wri
 	if err != nil {
 		return fmt.Errorf("TOOLSVC_ADDR: %w", err)
 	}
-	// Package initialisation (go-trafilatura's date parser compiles its
-	// locale tables) leaves garbage behind; return it to the OS before idling.
+	// Package initialisation and start-up leave garbage behind; return it
+	// to the OS before idling.
 	debug.FreeOSMemory()
 	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Func(a.Describe).Msg("listening")
 

@@ -248,3 +248,102 @@ func TestPythonAgentExampleCannotStart(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonAgentUnitTests runs the example agent's own tests
+// (examples/python/test_agent.py, standard library only): which failures
+// it sends again, and the replies it must survive.
+func TestPythonAgentUnitTests(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the example agent: ", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "test_agent.py")
+	cmd.Dir = "../../examples/python"
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest test_agent.py: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestPythonAgentSlowExecRunsOnce: a command that outlasts the agent's
+// client timeout (AGENT_TIMEOUT=1) runs once. The call is not sent again;
+// the model is told the call may still be running and to check its effect.
+func TestPythonAgentSlowExecRunsOnce(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the example agent: ", err)
+	}
+	s := startServer(t, nil)
+	target, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	execPosts := 0
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/tools/exec/invoke" {
+			mu.Lock()
+			execPosts++
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	var results []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		msg := map[string]any{"role": "assistant", "content": "Done."}
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			mu.Lock()
+			results = append(results, last.Content)
+			mu.Unlock()
+		} else {
+			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function",
+				"function": map[string]any{"name": "exec", "arguments": `{"command":"echo ran >> count.txt; sleep 4"}`}}}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}}})
+	}))
+	defer model.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	script, err := filepath.Abs("../../examples/python/agent.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, python, script, "Count.")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TOOLS_URL=" + front.URL, "LLM_BASE_URL=" + model.URL + "/v1",
+		"AGENT_SESSION=python-slow", "AGENT_TIMEOUT=1", "AGENT_MAX_WAIT=1"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("agent.py: %v\nstderr: %s", err, stderr.String())
+	}
+	// The call's final audit record: the command has ended, however.
+	waitForAudit(t, s, "python-slow")
+	mu.Lock()
+	defer mu.Unlock()
+	if execPosts != 1 {
+		t.Errorf("exec was sent %d times; want 1\nstderr: %s", execPosts, stderr.String())
+	}
+	data, err := os.ReadFile(filepath.Join(s.Workspace, "count.txt"))
+	if err != nil || string(data) != "ran\n" {
+		t.Errorf("count.txt = %q, %v; want the command to have run once", data, err)
+	}
+	if len(results) != 1 || !strings.Contains(results[0], "may still be running") || !strings.Contains(results[0], "Next:") {
+		t.Errorf("the model got %q; want one result saying the call may still be running", results)
+	}
+}

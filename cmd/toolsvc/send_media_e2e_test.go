@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -98,12 +100,12 @@ func TestSendMediaWebhook(t *testing.T) {
 	s.writeWS(t, "out/run.exe", "MZ")
 
 	res := s.invoke(t, "send_media", map[string]any{"file_paths": []string{"out/report.csv", "out/run.exe", "../escape.csv"}, "message": "Numbers"},
-		"X-Session-ID", "webhook:default:room-9:1712345678")
+		"X-Session-ID", "webhook:default:room-9:1712345678", "X-Reply-To", "msg-5")
 	out := mustSucceed(t, res)
 	assertContains(t, "result", out, "Sent 1 of 3 files to webhook (account default, chat room-9)", "- out/report.csv: sent",
 		"- out/run.exe: refused: its type", "- ../escape.csv: refused: path '../escape.csv' is outside the workspace")
 	rcv.mu.Lock()
-	if len(rcv.got) != 1 || rcv.got[0].Caption != "Numbers" || rcv.got[0].ChatID != "room-9" || rcv.files[0]["report.csv"] != "a,b\n1,2\n" {
+	if len(rcv.got) != 1 || rcv.got[0].Caption != "Numbers" || rcv.got[0].ChatID != "room-9" || rcv.got[0].ReplyTo != "msg-5" || rcv.files[0]["report.csv"] != "a,b\n1,2\n" {
 		t.Errorf("receiver got %+v %q", rcv.got, rcv.files)
 	}
 	rcv.mu.Unlock()
@@ -132,5 +134,68 @@ func TestSendMediaWebhook(t *testing.T) {
 				t.Errorf("%s holds a secret %q", what, secret)
 			}
 		}
+	}
+}
+
+// TestSendMediaTelegramThreadsAndFallsBack sends through the service to a
+// Telegram Bot API stand-in: a long full-page screenshot (300x12000, which
+// sendPhoto refuses as PHOTO_INVALID_DIMENSIONS,
+// https://core.telegram.org/bots/api#sendphoto) goes by sendDocument, a
+// small picture by sendPhoto, both as replies to the message X-Reply-To
+// names, with a User-Agent naming toolsvc and its version; an empty file
+// is refused before anything is uploaded.
+func TestSendMediaTelegramThreadsAndFallsBack(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var calls []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			http.Error(w, `{"ok":false,"error_code":400,"description":"Bad Request: not multipart"}`, 400)
+			return
+		}
+		method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		field := map[string]string{"sendPhoto": "photo", "sendDocument": "document"}[method]
+		fh := r.MultipartForm.File[field]
+		if len(fh) != 1 {
+			http.Error(w, `{"ok":false,"error_code":400,"description":"Bad Request: no file"}`, 400)
+			return
+		}
+		if method == "sendPhoto" {
+			f, _ := fh[0].Open()
+			c, err := png.DecodeConfig(f)
+			f.Close()
+			if err != nil || c.Width+c.Height > 10000 || max(c.Width, c.Height) > 20*min(c.Width, c.Height) {
+				http.Error(w, `{"ok":false,"error_code":400,"description":"Bad Request: PHOTO_INVALID_DIMENSIONS"}`, 400)
+				return
+			}
+		}
+		calls = append(calls, method+" "+fh[0].Filename+" "+r.FormValue("reply_parameters")+" "+r.Header.Get("User-Agent"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"result":{"message_id":7}}`)
+	}))
+	defer api.Close()
+	s := startServer(t, map[string]string{"TELEGRAM_BOT_TOKEN": "123:e2e-token", "TELEGRAM_BASE_URL": api.URL})
+	pngOf := func(w, h int) string {
+		var b bytes.Buffer
+		_ = png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h)))
+		return b.String()
+	}
+	s.writeWS(t, "shots/page.png", pngOf(300, 12000))
+	s.writeWS(t, "shots/chart.png", pngOf(200, 100))
+	s.writeWS(t, "shots/empty.pdf", "")
+
+	res := s.invoke(t, "send_media", map[string]any{"file_paths": []string{"shots/page.png", "shots/chart.png", "shots/empty.pdf"}},
+		"X-Session-ID", "telegram:default:-1001:1712345678", "X-Reply-To", "42")
+	assertContains(t, "result", mustSucceed(t, res), "Sent 2 of 3 files to telegram", "- shots/page.png: sent", "- shots/chart.png: sent",
+		"- shots/empty.pdf: refused: it is 0 B and chat platforms refuse empty files. Next:")
+	ua := "toolsvc/" + version() + " (+https://github.com/countbot/toolsvc)"
+	reply := `{"allow_sending_without_reply":true,"message_id":42}`
+	want := []string{"sendDocument page.png " + reply + " " + ua, "sendPhoto chart.png " + reply + " " + ua}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls:\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
 	}
 }

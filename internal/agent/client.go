@@ -23,32 +23,6 @@ import (
 	"github.com/countbot/toolsvc/internal/runes"
 )
 
-// Message is one chat message, in the shape the API takes and returns.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-	// ReasoningContent is DeepSeek's chain of thought. In its thinking mode
-	// with tools the API wants it back in the assistant message it came
-	// with; other servers ignore the field.
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string     `json:"tool_call_id,omitempty"`
-}
-
-// ToolCall is one call a model asks for. Arguments is always a JSON text
-// (possibly invalid, as the model wrote it), never empty.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall is the function member of a ToolCall.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
 // Reply is one normalised model reply.
 type Reply struct {
 	Message      Message
@@ -144,7 +118,8 @@ type chatRequest struct {
 
 // Chat sends the conversation and the tools and returns the model's reply,
 // normalised. 429 and 5xx replies and failed connections are retried up to
-// MaxRetries times, honouring Retry-After, as long as ctx leaves time.
+// MaxRetries times, honouring Retry-After, as long as ctx leaves time; a
+// 429 about a spent quota is not, as waiting does not refill it.
 func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Definition) (Reply, error) {
 	body, err := json.Marshal(chatRequest{Model: c.opts.Model, Messages: msgs, Tools: tools})
 	if err != nil {
@@ -158,11 +133,15 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 		if wait < 0 || attempt >= c.opts.MaxRetries || ctx.Err() != nil {
 			return Reply{}, err
 		}
-		if wait == 0 {
+		asked := wait > 0
+		if !asked {
 			wait = c.opts.Backoff(attempt + 1)
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return Reply{}, fmt.Errorf("%w (the server asked to retry after %s, past the task's deadline)", err, wait.Round(time.Second))
+			if asked {
+				return Reply{}, fmt.Errorf("%w (the server asked to retry after %s, past the task's deadline)", err, wait.Round(time.Second))
+			}
+			return Reply{}, fmt.Errorf("%w (not retried: the next attempt, after %s, would be past the task's deadline)", err, wait.Round(time.Second))
 		}
 		if err := c.opts.Sleep(ctx, wait); err != nil {
 			return Reply{}, err
@@ -204,6 +183,9 @@ func (c *Client) once(ctx context.Context, body []byte) (Reply, time.Duration, e
 	}
 	if resp.StatusCode != http.StatusOK {
 		se := &StatusError{Status: resp.StatusCode, Body: snippet(data)}
+		if resp.StatusCode == http.StatusTooManyRequests && quotaBody(data) {
+			return Reply{}, -1, se
+		}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 			return Reply{}, retryAfter(resp.Header.Get("Retry-After")), se
 		}
@@ -212,11 +194,26 @@ func (c *Client) once(ctx context.Context, body []byte) (Reply, time.Duration, e
 	if len(data) > maxReplyBytes {
 		return Reply{}, -1, fmt.Errorf("the model's reply is larger than %d bytes", maxReplyBytes)
 	}
-	reply, err := parseReply(data)
-	if err != nil {
-		return Reply{}, -1, err
+	return parseReply(data)
+}
+
+// quotaBody says whether an error body is about a spent quota (isQuota):
+// {"error":{...}} as OpenAI writes it, or [{"error":{...}}] as Gemini's
+// OpenAI compatibility does.
+func quotaBody(data []byte) bool {
+	var one struct{ Error *wireError }
+	if json.Unmarshal(data, &one) == nil && one.Error != nil {
+		return isQuota(one.Error)
 	}
-	return reply, 0, nil
+	var list []struct{ Error *wireError }
+	if json.Unmarshal(data, &list) == nil {
+		for _, e := range list {
+			if e.Error != nil && isQuota(e.Error) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unwrapURL drops the *url.Error wrapper, whose text repeats the endpoint.
@@ -252,59 +249,105 @@ func snippet(data []byte) string {
 	return runes.Shorten(strings.TrimSpace(string(data)), 500)
 }
 
+// wireError is the error member of a reply: OpenAI's
+// {"message","type","code"} (code a string), or OpenRouter's
+// {"code","message","metadata"} (code a number, the HTTP status the
+// error would have had).
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
 // wireReply is a chat-completions reply, loose where servers differ.
 type wireReply struct {
 	Choices []struct {
-		Message struct {
-			Role             string          `json:"role"`
-			Content          json.RawMessage `json:"content"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			ToolCalls        []struct {
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
+		Message      json.RawMessage `json:"message"`
+		FinishReason string          `json:"finish_reason"`
+		Error        json.RawMessage `json:"error"`
 	} `json:"choices"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Error json.RawMessage `json:"error"`
 }
 
-// parseReply normalises what servers differ in: content null, a string or
-// a list of text parts; tool calls without id or type; arguments as a JSON
-// text, as a JSON object, or "" (meaning {}).
-func parseReply(data []byte) (Reply, error) {
+// bodyError reads an error member: nil when absent, null or empty; a
+// string is taken as the message.
+func bodyError(raw json.RawMessage) *wireError {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "{}", `""`:
+		return nil
+	}
+	var e wireError
+	if json.Unmarshal(raw, &e) != nil {
+		if json.Unmarshal(raw, &e.Message) != nil {
+			e.Message = string(raw)
+		}
+	}
+	return &e
+}
+
+// parseReply normalises a reply (see Message.UnmarshalJSON). An error in
+// an HTTP 200 body is an error: OpenRouter answers 200 once a model has
+// started and puts a failure after that in the body, at the top or in the
+// choice (https://openrouter.ai/docs/api/reference/errors-and-debugging).
+// wait is as for once: such an error whose code is a status worth
+// retrying (408, 429 but not a quota, 5xx) may be retried.
+func parseReply(data []byte) (Reply, time.Duration, error) {
 	var w wireReply
 	if err := json.Unmarshal(data, &w); err != nil {
-		return Reply{}, fmt.Errorf("the model's reply is not chat-completions JSON: %w: %s", err, snippet(data))
+		return Reply{}, -1, fmt.Errorf("the model's reply is not chat-completions JSON: %w: %s", err, snippet(data))
 	}
-	if w.Error != nil && len(w.Choices) == 0 {
-		return Reply{}, fmt.Errorf("model API error: %s", w.Error.Message)
+	e := bodyError(w.Error)
+	if e == nil && len(w.Choices) > 0 {
+		e = bodyError(w.Choices[0].Error)
+	}
+	if e != nil {
+		return Reply{}, bodyErrorWait(e), fmt.Errorf("model API error in its reply: %s", snippet(data))
 	}
 	if len(w.Choices) == 0 {
-		return Reply{}, fmt.Errorf("the model's reply has no choices: %s", snippet(data))
+		return Reply{}, -1, fmt.Errorf("the model's reply has no choices: %s", snippet(data))
 	}
 	ch := w.Choices[0]
-	m := Message{Role: "assistant", Content: contentText(ch.Message.Content)}
-	if ch.Message.ReasoningContent != nil {
-		m.ReasoningContent = *ch.Message.ReasoningContent
+	if t := strings.TrimSpace(string(ch.Message)); t == "" || t == "null" {
+		return Reply{}, -1, fmt.Errorf("the model's reply has no message: %s", snippet(data))
 	}
-	for i, tc := range ch.Message.ToolCalls {
-		call := ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments)}}
-		if call.Type == "" {
-			call.Type = "function"
-		}
-		if call.ID == "" {
-			call.ID = newCallID(i)
-		}
-		m.ToolCalls = append(m.ToolCalls, call)
+	var m Message
+	if err := json.Unmarshal(ch.Message, &m); err != nil {
+		return Reply{}, -1, fmt.Errorf("the model's reply has a message of the wrong shape: %w: %s", err, snippet(data))
 	}
-	return Reply{Message: m, FinishReason: ch.FinishReason}, nil
+	m.Role = "assistant"
+	for i := range m.ToolCalls {
+		if m.ToolCalls[i].Type == "" {
+			m.ToolCalls[i].Type = "function"
+		}
+		if m.ToolCalls[i].ID == "" {
+			m.ToolCalls[i].ID = newCallID(i)
+		}
+	}
+	return Reply{Message: m, FinishReason: ch.FinishReason}, 0, nil
+}
+
+// bodyErrorWait is once's wait for an error in a 200 body: retried (with
+// the client's backoff) when its numeric code is 408, 429 or 5xx and it
+// is not about a quota; final otherwise.
+func bodyErrorWait(e *wireError) time.Duration {
+	code, err := strconv.Atoi(strings.Trim(string(e.Code), `"`))
+	if err != nil || isQuota(e) {
+		return -1
+	}
+	if code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 {
+		return 0
+	}
+	return -1
+}
+
+// isQuota says whether an error is about a spent quota or credit, which
+// waiting does not fix: OpenAI's insufficient_quota (code or type, with
+// "You exceeded your current quota" in a 429) and the same words from
+// the servers that copy it.
+func isQuota(e *wireError) bool {
+	code := strings.Trim(string(e.Code), `"`)
+	return code == "insufficient_quota" || e.Type == "insufficient_quota" ||
+		strings.Contains(strings.ToLower(e.Message), "exceeded your current quota")
 }
 
 // contentText turns content (null, a string, or [{"type":"text","text"}])

@@ -100,8 +100,8 @@ func TestClientNormalisesReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := reply.Message
-			if m.Role != "assistant" || m.Content != tt.content || m.ReasoningContent != tt.reasoning {
-				t.Errorf("message role %q content %q reasoning %q; want assistant %q %q", m.Role, m.Content, m.ReasoningContent, tt.content, tt.reasoning)
+			if m.Role != "assistant" || m.Content != tt.content || m.Reasoning() != tt.reasoning {
+				t.Errorf("message role %q content %q reasoning %q; want assistant %q %q", m.Role, m.Content, m.Reasoning(), tt.content, tt.reasoning)
 			}
 			if reply.FinishReason != tt.finish {
 				t.Errorf("finish_reason %q, want %q", reply.FinishReason, tt.finish)
@@ -119,7 +119,7 @@ func TestClientNormalisesReplies(t *testing.T) {
 					want.ID = got.ID
 				}
 				ids[got.ID] = true
-				if got != want {
+				if got.ID != want.ID || got.Type != want.Type || got.Function != want.Function || got.Extra != nil {
 					t.Errorf("call %d: %+v, want %+v", i, got, want)
 				}
 			}
@@ -152,6 +152,16 @@ func TestClientRetries(t *testing.T) {
 		{"401 is not retried", []agenttest.Response{{Status: 401, Body: `{"error":{"message":"bad key"}}`}, ok}, 0, "HTTP 401", nil, 1},
 		{"Retry-After past the deadline", []agenttest.Response{{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, ok}, time.Minute, "past the task's deadline", nil, 1},
 		{"not chat-completions JSON", []agenttest.Response{{Body: "<html>proxy</html>"}}, 0, "not chat-completions JSON", nil, 1},
+		// https://platform.openai.com/docs/guides/error-codes: a spent quota is a 429 that waiting does not fix.
+		{"OpenAI quota 429 is not retried", []agenttest.Response{{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`}, ok}, 0, "HTTP 429", nil, 1},
+		{"Gemini quota 429 (a list) is not retried", []agenttest.Response{{Status: 429, Body: `[{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED"}}]`}, ok}, 0, "HTTP 429", nil, 1},
+		{"rate-limit 429 is retried", []agenttest.Response{{Status: 429, Body: `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`}, ok}, 0, "", []time.Duration{time.Second}, 2},
+		// https://openrouter.ai/docs/api/reference/errors-and-debugging: after a model started, errors come in a 200 body.
+		{"OpenRouter 200 with a final error", []agenttest.Response{{Body: `{"error":{"code":402,"message":"Insufficient credits"}}`}, ok}, 0, "Insufficient credits", nil, 1},
+		{"OpenRouter 200 with a provider error in the choice is retried", []agenttest.Response{{Body: `{"id":"gen-1","choices":[{"index":0,"finish_reason":"error","message":{"role":"assistant","content":""},"error":{"code":502,"message":"Provider returned error"}}]}`}, ok}, 0, "", []time.Duration{time.Second}, 2},
+		{"a string error in a 200 body", []agenttest.Response{{Body: `{"error":"upstream overloaded","choices":[]}`}, ok}, 0, "upstream overloaded", nil, 1},
+		{"null error beside a reply", []agenttest.Response{{Body: `{"error":null,"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]}`}}, 0, "", nil, 1},
+		{"null message", []agenttest.Response{{Body: `{"choices":[{"index":0,"message":null,"finish_reason":"stop"}]}`}}, 0, "has no message", nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +229,7 @@ func TestClientSendsToolsAndMessages(t *testing.T) {
 	srv := agenttest.New(t, agenttest.Reply(agenttest.Final("ok")))
 	msgs := []agent.Message{
 		{Role: "user", Content: "go"},
-		{Role: "assistant", ReasoningContent: "think", ToolCalls: []agent.ToolCall{{ID: "c1", Type: "function", Function: agent.FunctionCall{Name: "list_dir", Arguments: `{}`}}}},
+		{Role: "assistant", Extra: map[string]json.RawMessage{"reasoning_content": json.RawMessage(`"think"`)}, ToolCalls: []agent.ToolCall{{ID: "c1", Type: "function", Function: agent.FunctionCall{Name: "list_dir", Arguments: `{}`}}}},
 		{Role: "tool", ToolCallID: "c1", Content: "a.txt"},
 	}
 	if _, err := newClient(srv, nil).Chat(context.Background(), msgs, nil); err != nil {
@@ -253,5 +263,19 @@ func TestClientSendsToolsAndMessages(t *testing.T) {
 	}
 	if body.Messages[2].ToolCallID != "c1" {
 		t.Errorf("tool message %+v", body.Messages[2])
+	}
+}
+
+// TestClientOwnBackoffPastDeadline: when the client's own backoff, not a
+// server's Retry-After, would end past the deadline, the error says so
+// and does not blame the server.
+func TestClientOwnBackoffPastDeadline(t *testing.T) {
+	srv := agenttest.New(t, agenttest.Reply(agenttest.Response{Status: 503, Body: "busy"}))
+	c := agent.NewClient(agent.ClientOptions{BaseURL: srv.URL, Model: "m", Backoff: func(int) time.Duration { return time.Hour }})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.Chat(ctx, []agent.Message{{Role: "user", Content: "go"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "not retried: the next attempt, after 1h0m0s, would be past the task's deadline") || strings.Contains(err.Error(), "server asked") {
+		t.Fatalf("error %v", err)
 	}
 }

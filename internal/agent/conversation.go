@@ -181,7 +181,10 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 	case out.Failure != nil:
 		return out, errors.New(c.opts.Redact(out.Failure.Message))
 	}
-	if session != "" {
+	// An empty answer is not kept: an assistant message without content
+	// or tool calls is refused by Mistral ("must have either content or
+	// tool_calls, but not none"), so it would break every later turn.
+	if session != "" && strings.TrimSpace(out.Answer) != "" {
 		h.SessionID, h.Owner = c.opts.Redact(session), owner
 		h.Messages = append(h.Messages, Message{Role: "user", Content: c.opts.Redact(text)}, Message{Role: "assistant", Content: out.Answer})
 		h.Messages = trimHistory(h.Messages)
@@ -191,6 +194,25 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 		}
 	}
 	return out, nil
+}
+
+// repairHistory keeps the exchanges of a history that every provider
+// accepts back: a user message with text followed by an assistant message
+// with text. Anything else (an empty answer kept by an older version, a
+// user message whose answer failed, a role out of place, a hand-edited
+// file) is dropped, so that a conversation that once went wrong is not
+// refused for good.
+func repairHistory(msgs []Message) []Message {
+	var out []Message
+	for i := 0; i+1 < len(msgs); i++ {
+		u, a := msgs[i], msgs[i+1]
+		if u.Role != "user" || a.Role != "assistant" || strings.TrimSpace(u.Content) == "" || strings.TrimSpace(a.Content) == "" {
+			continue
+		}
+		out = append(out, Message{Role: "user", Content: u.Content}, Message{Role: "assistant", Content: a.Content})
+		i++
+	}
+	return out
 }
 
 // trimHistory keeps the most recent messages within maxHistoryMessages and
@@ -286,7 +308,7 @@ func (c *Conversations) load(file, owner string) history {
 		// ever met.
 		return history{}
 	}
-	h.Messages = trimHistory(h.Messages)
+	h.Messages = trimHistory(repairHistory(h.Messages))
 	return h
 }
 

@@ -240,3 +240,70 @@ func TestConversationBelongsToKey(t *testing.T) {
 		t.Errorf("alice with bob's file in her place sent as %q", got)
 	}
 }
+
+// mistralRule answers as Mistral does a request with an assistant message
+// that has neither text nor tool calls, or both
+// (https://docs.mistral.ai/capabilities/function_calling/; the API's
+// 400 "Assistant message must have either content or tool_calls, but not
+// none."), and otherwise with next.
+func mistralRule(t *testing.T, next func(agenttest.Request) agenttest.Response) func(agenttest.Request) agenttest.Response {
+	return func(r agenttest.Request) agenttest.Response {
+		for _, m := range messagesOf(t, r) {
+			if m.Role == "assistant" && (m.Content != "") == (len(m.ToolCalls) > 0) {
+				return agenttest.Response{Status: 400, Body: `{"object":"error","message":"Assistant message must have either content or tool_calls, but not none.","type":"invalid_request_error","param":null,"code":null}`}
+			}
+		}
+		return next(r)
+	}
+}
+
+// TestConversationSurvivesEmptyAnswer: a Mistral session whose model once
+// answers with nothing goes on working, and so does a session whose file
+// an older version left with an empty answer in it.
+func TestConversationSurvivesEmptyAnswer(t *testing.T) {
+	var mu sync.Mutex
+	answers := []string{"", "It is sunny.", "Tomorrow too."}
+	srv := agenttest.New(t, mistralRule(t, func(agenttest.Request) agenttest.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		a := answers[0]
+		if len(answers) > 1 {
+			answers = answers[1:]
+		}
+		return agenttest.Final(a)
+	}))
+	dir := t.TempDir()
+	c := conversations(t, srv, dir, nil)
+	for _, m := range []struct{ text, want string }{
+		{"hello", ""},
+		{"what is the weather", "It is sunny."},
+		{"and tomorrow", "Tomorrow too."},
+	} {
+		out, err := c.Send(t.Context(), "", "dev-1", m.text, nil)
+		if err != nil || out.Answer != m.want {
+			t.Fatalf("Send(%q) = %q, %v; want %q", m.text, out.Answer, err, m.want)
+		}
+	}
+	reqs := srv.Requests()
+	if got := roles(t, reqs[2]); !slices.Equal(got, []string{"user: what is the weather", "assistant: It is sunny.", "user: and tomorrow"}) {
+		t.Errorf("third message sent as %q", got)
+	}
+
+	// A file with an empty answer, a lone user message and an unknown role.
+	broken := `{"session_id":"dev-2","updated_at":"2026-01-01T00:00:00Z","messages":[
+		{"role":"user","content":"hi"},{"role":"assistant","content":""},
+		{"role":"user","content":"lost"},
+		{"role":"user","content":"name?"},{"role":"assistant","content":"Ada."},
+		{"role":"tool","content":"x"}]}`
+	if err := os.WriteFile(filepath.Join(dir, agent.SessionFile("dev-2")), []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Send(t.Context(), "", "dev-2", "and again", nil)
+	if err != nil || out.Answer != "Tomorrow too." {
+		t.Fatalf("Send on a broken history = %q, %v", out.Answer, err)
+	}
+	reqs = srv.Requests()
+	if got := roles(t, reqs[len(reqs)-1]); !slices.Equal(got, []string{"user: name?", "assistant: Ada.", "user: and again"}) {
+		t.Errorf("repaired history sent as %q", got)
+	}
+}

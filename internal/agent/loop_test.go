@@ -140,7 +140,7 @@ func TestLoopMultiTurn(t *testing.T) {
 		t.Fatalf("second request's messages: %+v", msgs)
 	}
 	asst, tool := msgs[2], msgs[3]
-	if asst.ReasoningContent != "write it" || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].ID == "" {
+	if asst.Reasoning() != "write it" || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].ID == "" {
 		t.Errorf("assistant message sent back as %+v", asst)
 	}
 	if tool.Role != "tool" || tool.ToolCallID != asst.ToolCalls[0].ID || !strings.Contains(tool.Content, "result of write_file") {

@@ -84,7 +84,7 @@ var ErrBusy = errors.New("too many sub-agents running")
 // ErrStopping is returned by Start once Close has begun.
 var ErrStopping = errors.New("the service is shutting down")
 
-var idPattern = regexp.MustCompile(`^sa-[0-9a-f]{12}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sa-[0-9a-f]{12}$`) })
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
@@ -188,7 +188,7 @@ func (m *Manager) load() error {
 			return fmt.Errorf("agents folder: %w", err)
 		}
 		var t Task
-		if err := json.Unmarshal(data, &t); err != nil || !idPattern.MatchString(t.ID) || filepath.Base(f) != t.ID+".json" {
+		if err := json.Unmarshal(data, &t); err != nil || !idPattern().MatchString(t.ID) || filepath.Base(f) != t.ID+".json" {
 			m.opts.Log.Warn().Str("file", f).Msg("agents: skipping a task file that cannot be read")
 			continue
 		}
@@ -507,7 +507,7 @@ func (m *Manager) save(e *entry) error {
 }
 
 // ValidID reports whether id has the form of a task ID.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+func ValidID(id string) bool { return idPattern().MatchString(id) }
 
 func newTaskID() string {
 	var b [6]byte

@@ -59,7 +59,7 @@ func invalid(format string, a ...any) error {
 	return &ValidationError{Msg: fmt.Sprintf(format, a...)}
 }
 
-var slotIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+var slotIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`) })
 
 // Normalize fills defaults (IDs agent1..agentN, the role from the ID) and
 // checks the workflow before anything starts: the mode, the number of
@@ -90,7 +90,7 @@ func (w *Workflow) Normalize() error {
 		if s.ID == "" {
 			s.ID = fmt.Sprintf("agent%d", i+1)
 		}
-		if !slotIDPattern.MatchString(s.ID) {
+		if !slotIDPattern().MatchString(s.ID) {
 			return invalid("agent %d: id %q is not 1 to 40 letters, digits, '.', '_' or '-'. Next: give it a short id such as 'research'.", i+1, runes.Shorten(s.ID, 40))
 		}
 		if j, dup := index[s.ID]; dup {

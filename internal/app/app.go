@@ -113,7 +113,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
-		Agents: agents, Conversations: conv, MediaLinks: a.links}
+		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version}
 	a.tools, err = Register(a.reg, deps, sel)
 	if err != nil {
 		closeAgents()

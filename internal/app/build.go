@@ -55,6 +55,9 @@ type Deps struct {
 	// MediaLinks makes workspace files reachable at TOOLSVC_PUBLIC_URL for
 	// the chat platforms that fetch media by URL (QQ); nil without it.
 	MediaLinks *medialink.Links
+	// Version is the build's version, which the chat channels name in
+	// their User-Agent.
+	Version string
 }
 
 // Tools is what Register built: the tools on, the tools off with the
@@ -263,7 +266,7 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // model-facing network guard; the channel clients refuse redirects so
 // that tokens never reach another host.
 func (b *builder) sendMedia() (registry.Tool, string, error) {
-	var o channels.Options
+	o := channels.Options{Version: b.Version}
 	if b.MediaLinks != nil {
 		o.Links = b.MediaLinks
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/runes"
 )
@@ -287,6 +288,10 @@ func (l *Log) cleanArguments(args any) (any, bool) {
 	if len(raw) <= l.opts.MaxArgChars && !redact.MentionsSecretName(raw) {
 		return raw, false
 	}
+	// A string too long to be kept whole is cut, before decoding, to a
+	// prefix that still has more characters than are kept: the record is
+	// the same, and a 50 MB argument is not decoded to be cut to 4000.
+	raw, _ = jsonx.ShortenStrings(raw, jsonx.MaxEncodedRune*(l.opts.MaxArgChars+2))
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -553,3 +553,37 @@ func TestPrune(t *testing.T) {
 		t.Error("retention 0 deleted a day folder")
 	}
 }
+
+// TestLongArgumentsCutBeforeDecoding: arguments whose strings are cut
+// before they are decoded give the record the whole decoding gives.
+func TestLongArgumentsCutBeforeDecoding(t *testing.T) {
+	l := &Log{opts: Options{MaxArgChars: 50}}
+	whole := func(raw json.RawMessage) (json.RawMessage, bool) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		cut := false
+		v = l.clean(v, &cut)
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, cut
+	}
+	long := func(unit string, n int) string { return strings.Repeat(unit, n) }
+	for _, raw := range []string{
+		`{"path":"a","content":"` + long(`x\n\"\\\t`, 400) + `"}`,
+		`{"content":"` + long(`\ud83d\ude00é€`, 300) + `","api_key":"` + long("k", 2000) + `","n":1.50}`,
+		`{"list":["` + long(`<&>`, 600) + `",{"deep":"` + long(`\u00e9`, 700) + `"}],"` + long("K", 700) + `":"v"}`,
+		`{"edge":"` + long("a", 12*52) + `","edge2":"` + long("a", 12*52+1) + `","ok":"short"}`,
+	} {
+		got, gotCut := l.cleanArguments(json.RawMessage(raw))
+		want, wantCut := whole(json.RawMessage(raw))
+		if string(got.(json.RawMessage)) != string(want) || gotCut != wantCut {
+			t.Errorf("cleanArguments(%.60s...):\n%s %v\nwant\n%s %v", raw, got, gotCut, want, wantCut)
+		}
+	}
+}

@@ -1,11 +1,16 @@
 package channels
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -42,21 +47,60 @@ func NewDingTalk(acct DingTalkAccount, o Options) *DingTalk {
 	return d
 }
 
-// DingTalk's media limits: 20 MB for images, videos and files.
+// DingTalk's media (https://open.dingtalk.com/document/orgapp/upload-media-files):
+// images jpg, gif, png, bmp; videos mp4; files doc, docx, xls, xlsx, ppt,
+// pptx, zip, pdf, rar; each at most 20 MB. The robot sends them as
+// sampleImageMsg, sampleVideo and sampleFile
+// (https://open.dingtalk.com/document/development/robot-message-type).
 const dingtalkMax = 20 << 20
 
-// Check applies DingTalk's limits.
-func (d *DingTalk) Check(f *File) string {
-	return limitFor("dingtalk", f, dingtalkMax, "files")
+// dingtalkFiles are the types DingTalk takes as files, in its doc's order.
+var dingtalkFiles = []string{"doc", "docx", "xls", "xlsx", "ppt", "pptx", "zip", "pdf", "rar"}
+
+// dingtalkKind is the media/upload type of f ("image", "video", "file"),
+// or "" when DingTalk takes no file of f's type.
+func dingtalkKind(f *File) string {
+	switch {
+	case f.Ext == "png" || f.Ext == "jpg" || f.Ext == "jpeg" || f.Ext == "gif" || f.Ext == "bmp":
+		return "image"
+	case f.Ext == "mp4":
+		return "video"
+	case slices.Contains(dingtalkFiles, f.Ext):
+		return "file"
+	}
+	return ""
 }
 
-// DingTalk's error codes: an invalid or expired token (old API), over the
-// rate limit (old API, and the new API's 403 code).
+// Check applies DingTalk's limits: its types, 20 MB, and an mp4 whose
+// duration can be read (the video message needs it).
+func (d *DingTalk) Check(f *File) string {
+	if why := limitFor("dingtalk", f, dingtalkMax, "files"); why != "" {
+		return why
+	}
+	switch dingtalkKind(f) {
+	case "":
+		return "dingtalk sends only images (png, jpg, gif, bmp), mp4 videos and files of type " + strings.Join(dingtalkFiles, ", ") +
+			". Next: put it in a zip archive (or convert it to pdf) and send that"
+	case "video":
+		if _, err := mp4Duration(f.Content, f.Size); err != nil {
+			return "dingtalk's video message needs the video's duration, which cannot be read from it (" + err.Error() + "). Next: check that it is a complete mp4, or put it in a zip archive"
+		}
+	}
+	return ""
+}
+
+// DingTalk's error codes: an invalid or expired token (old API); over a
+// rate limit, in the old API's and the new API's form
+// (https://open.dingtalk.com/document/development/how-to-process-api-throttling-on-the-dingtalk-server):
+// an app's calls to one API a second, and everyone's calls to one API a
+// second. Both limits last a second.
 const (
 	dingtalkTokenInvalid = 40014
 	dingtalkTokenExpired = 42001
-	dingtalkRateLimited  = 90018
-	dingtalkQPSCode      = "Forbidden.AccessDenied.QpsLimitForApi"
+	dingtalkAppQPS       = 90018
+	dingtalkAPIQPS       = 90002
+	dingtalkAppQPSCode   = "Forbidden.AccessDenied.QpsLimitForAppkeyAndApi"
+	dingtalkAPIQPSCode   = "Forbidden.AccessDenied.QpsLimitForApi"
 )
 
 // dingtalkReply holds the fields of both APIs' answers.
@@ -78,7 +122,8 @@ func decodeDingTalk(r *reply) dingtalkReply {
 
 func (d *DingTalk) limited(r *reply) (time.Duration, bool) {
 	dr := decodeDingTalk(r)
-	if dr.ErrCode == dingtalkRateLimited || dr.Code == dingtalkQPSCode {
+	switch {
+	case dr.ErrCode == dingtalkAppQPS, dr.ErrCode == dingtalkAPIQPS, dr.Code == dingtalkAppQPSCode, dr.Code == dingtalkAPIQPSCode:
 		return hint(r.Header.Get("Retry-After"), d.api.o.Now()), true
 	}
 	return 0, false
@@ -161,30 +206,68 @@ func dingtalkChat(chat string) (group bool, id string) {
 	return strings.HasPrefix(chat, "cid"), chat
 }
 
-func (d *DingTalk) file(ctx context.Context, chat string, f *File) error {
-	typ := "file"
-	switch {
-	case f.Kind == Image && f.Ext != "webp":
-		typ = "image"
-	case f.Ext == "mp4":
-		typ = "video"
-	}
+// upload puts f into DingTalk's media store as typ and returns its
+// media_id.
+func (d *DingTalk) upload(ctx context.Context, f *File, typ string) (string, error) {
 	dr, err := d.call(ctx, func(ctx context.Context, tok string) (*http.Request, error) {
 		return newForm(part{Name: "media", File: f}).request(ctx, d.acct.OAPIURL+"/media/upload?access_token="+url.QueryEscape(tok)+"&type="+typ)
 	})
 	if err != nil {
-		return fmt.Errorf("upload: %w", err)
+		return "", fmt.Errorf("upload: %w", err)
 	}
 	if dr.MediaID == "" {
-		return d.api.errorf(0, "the upload returned no media_id")
+		return "", d.api.errorf(0, "the upload returned no media_id")
 	}
-	if typ == "image" {
-		return d.robot(ctx, chat, "sampleImageMsg", map[string]string{"photoURL": dr.MediaID})
-	}
-	return d.robot(ctx, chat, "sampleFile", map[string]string{"mediaId": dr.MediaID, "fileName": f.Name, "fileType": f.Ext})
+	return dr.MediaID, nil
 }
 
-// Send posts the caption as a text message, then each file.
+func (d *DingTalk) file(ctx context.Context, chat string, f *File) error {
+	typ := dingtalkKind(f)
+	id, err := d.upload(ctx, f, typ)
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "image":
+		return d.robot(ctx, chat, "sampleImageMsg", map[string]string{"photoURL": id})
+	case "video":
+		return d.video(ctx, chat, f, id)
+	}
+	return d.robot(ctx, chat, "sampleFile", map[string]string{"mediaId": id, "fileName": f.Name, "fileType": f.Ext})
+}
+
+// video sends an uploaded mp4 as sampleVideo, which wants its duration
+// (seconds, as a string), its type and a cover picture's media_id. toolsvc
+// does not decode video, so the cover is a plain dark picture, uploaded
+// with each video.
+func (d *DingTalk) video(ctx context.Context, chat string, f *File, id string) error {
+	dur, err := mp4Duration(f.Content, f.Size)
+	if err != nil {
+		return d.api.errorf(0, "the video's duration cannot be read: %v", err)
+	}
+	pic, err := d.upload(ctx, videoCover(), "image")
+	if err != nil {
+		return fmt.Errorf("cover picture: %w", err)
+	}
+	secs := max(int64((dur+time.Second-1)/time.Second), 1)
+	return d.robot(ctx, chat, "sampleVideo", map[string]string{
+		"duration": strconv.FormatInt(secs, 10), "videoMediaId": id, "videoType": "mp4", "picMediaId": pic,
+	})
+}
+
+// videoCover is the cover sent with a video: a 320x180 dark grey JPEG.
+func videoCover() *File {
+	img := image.NewGray(image.Rect(0, 0, 320, 180))
+	for i := range img.Pix {
+		img.Pix[i] = 0x30
+	}
+	var b bytes.Buffer
+	_ = jpeg.Encode(&b, img, &jpeg.Options{Quality: 60})
+	return &File{Name: "cover.jpg", Ext: "jpg", Kind: Image, Size: int64(b.Len()), Content: bytes.NewReader(b.Bytes())}
+}
+
+// Send posts the caption as a text message, then each file. The robot's
+// send APIs take no message to reply to, so m.ReplyTo is not used.
 func (d *DingTalk) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
 	return sendEach(ctx, m, func(ctx context.Context, s string) error {

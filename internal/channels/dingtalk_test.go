@@ -12,24 +12,65 @@ import (
 	"time"
 )
 
-// dingtalkFake checks requests as DingTalk would: the OAuth2 access token,
-// media/upload with ?access_token= and a "media" file field, and the robot
-// APIs with x-acs-dingtalk-access-token and msgParam as a JSON string.
+// dingtalkFake answers as DingTalk documents: the OAuth2 access token
+// (https://open.dingtalk.com/document/orgapp/obtain-the-access_token-of-an-internal-app);
+// media/upload with ?access_token=, a type and a "media" file field, whose
+// type must fit: image jpg, gif, png, bmp; video mp4; file doc, docx, xls,
+// xlsx, ppt, pptx, zip, pdf, rar; voice amr, mp3, wav; at most 20 MB
+// (https://open.dingtalk.com/document/orgapp/upload-media-files); the
+// robot APIs with x-acs-dingtalk-access-token, robotCode, a known msgKey
+// and msgParam as a JSON string with that key's fields: sampleText
+// content, sampleImageMsg photoURL, sampleFile mediaId, fileName and
+// fileType, sampleVideo duration, videoMediaId, videoType and picMediaId
+// (https://open.dingtalk.com/document/development/robot-message-type).
+// Its rate limits answer in the four documented forms
+// (https://open.dingtalk.com/document/development/how-to-process-api-throttling-on-the-dingtalk-server).
 type dingtalkFake struct {
 	t        *testing.T
 	mu       sync.Mutex
 	tokens   int
 	valid    []string
-	limitNxt int               // media uploads answered with errcode 90018
+	limits   []string          // the next robot sends' or uploads' rate-limit answers, by code
 	limit429 int               // robot sends answered with HTTP 429 and a Retry-After
 	uploads  map[string]string // media_id -> content
 	sends    []string          // path + body summary
+}
+
+// dingtalkUploadTypes are the extensions media/upload takes by type.
+var dingtalkUploadTypes = map[string][]string{
+	"image": {"jpg", "jpeg", "gif", "png", "bmp"}, "video": {"mp4"}, "voice": {"amr", "mp3", "wav"},
+	"file": {"doc", "docx", "xls", "xlsx", "ppt", "pptx", "zip", "pdf", "rar"},
+}
+
+// dingtalkParams are the msgParam fields each robot message needs.
+var dingtalkParams = map[string][]string{
+	"sampleText": {"content"}, "sampleImageMsg": {"photoURL"}, "sampleFile": {"mediaId", "fileName", "fileType"},
+	"sampleVideo": {"duration", "videoMediaId", "videoType", "picMediaId"},
+}
+
+// rateLimited answers the next queued rate-limit code, in its API's form:
+// the old API's errcode with HTTP 200, the new one's code with HTTP 403.
+func (f *dingtalkFake) rateLimited(w http.ResponseWriter, oldAPI bool) bool {
+	if len(f.limits) == 0 {
+		return false
+	}
+	code := f.limits[0]
+	f.limits = f.limits[1:]
+	if oldAPI {
+		n := map[string]int{"app": 90018, "api": 90002}[code]
+		writeJSON(w, 200, map[string]any{"errcode": n, "errmsg": "当前企业调用该接口的QPS已达到上限"})
+	} else {
+		c := map[string]string{"app": "Forbidden.AccessDenied.QpsLimitForAppkeyAndApi", "api": "Forbidden.AccessDenied.QpsLimitForApi"}[code]
+		writeJSON(w, 403, map[string]any{"code": c, "message": "qps limit"})
+	}
+	return true
 }
 
 func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
 	t := f.t
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	checkUA(t, r)
 	switch {
 	case r.URL.Path == "/v1.0/oauth2/accessToken":
 		var b map[string]string
@@ -47,15 +88,16 @@ func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, map[string]any{"errcode": 40014, "errmsg": "不合法的access_token"})
 			return
 		}
-		if f.limitNxt > 0 {
-			f.limitNxt--
-			writeJSON(w, 200, map[string]any{"errcode": 90018, "errmsg": "当前企业调用该接口的QPS已达到上限"})
+		if f.rateLimited(w, true) {
 			return
 		}
 		fd := readForm(t, r)
 		typ := r.URL.Query().Get("type")
-		if fd.Files["media"] == nil || !slices.Contains([]string{"image", "file", "video", "voice"}, typ) {
-			t.Errorf("upload: type %q, files %v", typ, fd.Filenames)
+		name := fd.Filenames["media"]
+		ext := strings.ToLower(name[strings.LastIndex(name, ".")+1:])
+		if fd.Files["media"] == nil || !slices.Contains(dingtalkUploadTypes[typ], ext) || len(fd.Files["media"]) > 20<<20 {
+			writeJSON(w, 200, map[string]any{"errcode": 40005, "errmsg": "不支持的文件格式"})
+			return
 		}
 		id := fmt.Sprintf("@%s-%d", typ, len(f.uploads))
 		f.uploads[id] = string(fd.Files["media"])
@@ -71,11 +113,24 @@ func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 429, map[string]any{"code": "Throttling", "message": "too many requests"})
 			return
 		}
+		if f.rateLimited(w, false) {
+			return
+		}
 		var b map[string]any
 		readJSON(t, r, &b)
 		var param map[string]string
 		if s, ok := b["msgParam"].(string); !ok || json.Unmarshal([]byte(s), &param) != nil {
 			t.Errorf("msgParam %v is not a JSON string", b["msgParam"])
+		}
+		need, known := dingtalkParams[fmt.Sprint(b["msgKey"])]
+		for _, k := range need {
+			if param[k] == "" {
+				known = false
+			}
+		}
+		if !known {
+			writeJSON(w, 400, map[string]any{"code": "param.invalid", "message": fmt.Sprintf("msgKey %v needs %v", b["msgKey"], need)})
+			return
 		}
 		if b["robotCode"] != "ding-app" {
 			t.Errorf("robotCode %v", b["robotCode"])
@@ -100,12 +155,14 @@ func TestDingTalk(t *testing.T) {
 	ctx := context.Background()
 	jpg := memFile(t, "p.jpg", []byte("jpg-data"))
 	xlsx := memFile(t, "sheet.xlsx", []byte("xlsx-data"))
+	mp4 := memFile(t, "clip.mp4", mp4Data(61))
 
-	mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "cidGROUP=="}, Caption: "numbers", Files: []*File{jpg, xlsx}}))
+	mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "cidGROUP=="}, Caption: "numbers", Files: []*File{jpg, xlsx, mp4}}))
 	want := []string{
 		"groupMessages/send cidGROUP== sampleText map[content:numbers]",
 		"groupMessages/send cidGROUP== sampleImageMsg map[photoURL:@image-0]",
 		"groupMessages/send cidGROUP== sampleFile map[fileName:sheet.xlsx fileType:xlsx mediaId:@file-1]",
+		"groupMessages/send cidGROUP== sampleVideo map[duration:61 picMediaId:@image-3 videoMediaId:@video-2 videoType:mp4]",
 	}
 	if !slices.Equal(df.sends, want) {
 		t.Errorf("sends:\n%s\nwant\n%s", strings.Join(df.sends, "\n"), strings.Join(want, "\n"))
@@ -136,13 +193,23 @@ func TestDingTalk(t *testing.T) {
 		}
 	})
 	t.Run("rate limit then success", func(t *testing.T) {
+		// The four documented codes, each waited out for a second: two
+		// on the upload (old API), two on the robot's send (new API).
 		df.mu.Lock()
-		df.limitNxt = 1
+		df.limits = []string{"app", "api"}
 		df.mu.Unlock()
 		n := len(clk.Sleeps())
 		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Files: []*File{xlsx}}))
-		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second}) {
-			t.Errorf("waits %v, want [1s]", s)
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second, time.Second}) {
+			t.Errorf("waits %v, want [1s 1s]", s)
+		}
+		df.mu.Lock()
+		df.limits = []string{"app", "api"}
+		df.mu.Unlock()
+		n = len(clk.Sleeps())
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "u1"}, Caption: "after the new API's limits"}))
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second, time.Second}) {
+			t.Errorf("waits %v, want [1s 1s]", s)
 		}
 		df.mu.Lock()
 		df.limit429 = 1
@@ -160,9 +227,23 @@ func TestDingTalk(t *testing.T) {
 			t.Errorf("got %v", out.Caption)
 		}
 	})
-	t.Run("limit", func(t *testing.T) {
+	t.Run("limits", func(t *testing.T) {
 		if r := dt.Check(&File{Name: "v.mp4", Ext: "mp4", Kind: Video, Size: 21 << 20}); !strings.Contains(r, "20 MB") {
 			t.Errorf("21 MB: %q", r)
+		}
+		for _, name := range []string{"notes.txt", "data.csv", "a.7z", "song.mp3", "m.mov", "p.webp", "x.json"} {
+			r := dt.Check(memFile(t, name, []byte("some data")))
+			if !strings.Contains(r, "doc, docx, xls, xlsx, ppt, pptx, zip, pdf, rar") || !strings.Contains(r, "Next: put it in a zip") {
+				t.Errorf("%s: %q", name, r)
+			}
+		}
+		for _, name := range []string{"a.pdf", "b.rar", "c.pptx", "d.bmp", "e.gif"} {
+			if r := dt.Check(memFile(t, name, []byte("some data"))); r != "" {
+				t.Errorf("%s: %q", name, r)
+			}
+		}
+		if r := dt.Check(memFile(t, "broken.mp4", []byte("not a movie"))); !strings.Contains(r, "duration") {
+			t.Errorf("broken mp4: %q", r)
 		}
 	})
 }

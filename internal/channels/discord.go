@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,13 +84,18 @@ func (d *Discord) check(r *reply) error {
 	return d.api.errorf(r.Status, "%d %s", e.Code, e.Message)
 }
 
-func (d *Discord) post(ctx context.Context, chat, content string, f *File) error {
+func (d *Discord) post(ctx context.Context, chat, content, replyTo string, f *File) error {
 	u, err := d.target(chat)
 	if err != nil {
 		return err
 	}
 	content = runes.Shorten(content, discordContentMax)
 	payload := map[string]any{"content": content, "allowed_mentions": map[string]any{"parse": []string{}}}
+	if replyTo != "" {
+		// A reply (https://discord.com/developers/docs/resources/message#message-reference-structure);
+		// one whose message is gone is sent anyway.
+		payload["message_reference"] = map[string]any{"message_id": replyTo, "fail_if_not_exists": false}
+	}
 	parts := []part{{}}
 	if f != nil {
 		payload["attachments"] = []map[string]any{{"id": 0, "filename": f.Name}}
@@ -107,11 +113,16 @@ func (d *Discord) post(ctx context.Context, chat, content string, f *File) error
 	return err
 }
 
-// Send posts each file, the caption as the first one's content.
+// Send posts each file, the caption as the first one's content, each a
+// reply to m.ReplyTo when it names a message (a snowflake).
 func (d *Discord) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
-	return sendCaptioned(ctx, m, func(ctx context.Context, s string) error { return d.post(ctx, chat, s, nil) },
-		func(ctx context.Context, f *File, c string) error { return d.post(ctx, chat, c, f) })
+	reply := ""
+	if _, err := strconv.ParseUint(m.ReplyTo, 10, 64); err == nil {
+		reply = m.ReplyTo
+	}
+	return sendCaptioned(ctx, m, func(ctx context.Context, s string) error { return d.post(ctx, chat, s, reply, nil) },
+		func(ctx context.Context, f *File, c string) error { return d.post(ctx, chat, c, reply, f) })
 }
 
 var _ Sender = (*Discord)(nil)

@@ -5,17 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
-// discordFake checks requests as Discord would: "Bot <token>" for a bot
-// (none for a webhook, whose token is in its path), multipart with
-// payload_json whose attachments name files[0], and a 429 with a
-// fractional retry_after.
+// discordFake answers as Discord documents: a User-Agent of the form
+// "DiscordBot ($url, $versionNumber)"
+// (https://discord.com/developers/docs/reference#user-agent), refused
+// otherwise; "Bot <token>" for a bot (none for a webhook, whose token is
+// in its path); multipart with payload_json whose attachments name
+// files[n] (https://discord.com/developers/docs/reference#uploading-files),
+// content at most 2000 characters, files at most 10 MB, a
+// message_reference whose message_id is a snowflake
+// (https://discord.com/developers/docs/resources/message#create-message);
+// and a 429 with a fractional retry_after
+// (https://discord.com/developers/docs/topics/rate-limits).
 type discordFake struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -23,9 +32,18 @@ type discordFake struct {
 	posts    []string
 }
 
+// discordUA is the documented User-Agent form.
+var discordUA = regexp.MustCompile(`^DiscordBot \((https?://[^,()]+), ([^,()]+)\)$`)
+
 func (f *discordFake) handler(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !discordUA.MatchString(r.Header.Get("User-Agent")) {
+		// Discord answers 400 or blocks clients without it; say why.
+		f.t.Errorf("User-Agent %q is not DiscordBot ($url, $version)", r.Header.Get("User-Agent"))
+		writeJSON(w, 400, map[string]any{"code": 0, "message": "invalid User-Agent"})
+		return
+	}
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/api/webhooks/"):
 		if r.URL.Path != "/api/webhooks/42/hook-token" || r.Header.Get("Authorization") != "" || r.URL.Query().Get("wait") != "true" {
@@ -49,6 +67,9 @@ func (f *discordFake) handler(w http.ResponseWriter, r *http.Request) {
 			ID       int    `json:"id"`
 			Filename string `json:"filename"`
 		} `json:"attachments"`
+		Reference *struct {
+			MessageID string `json:"message_id"`
+		} `json:"message_reference"`
 	}
 	if err := json.Unmarshal([]byte(fd.Values["payload_json"]), &p); err != nil {
 		f.t.Errorf("payload_json: %v", err)
@@ -56,7 +77,22 @@ func (f *discordFake) handler(w http.ResponseWriter, r *http.Request) {
 	if len(p.Attachments) != len(fd.Files) || (len(p.Attachments) == 1 && fd.Filenames["files[0]"] != p.Attachments[0].Filename) {
 		f.t.Errorf("attachments %+v vs files %v", p.Attachments, fd.Filenames)
 	}
-	f.posts = append(f.posts, fmt.Sprintf("%s content=%q files=%q", r.URL.Path, p.Content, fd.Files["files[0]"]))
+	reply := ""
+	if p.Reference != nil {
+		reply = p.Reference.MessageID
+	}
+	switch {
+	case utf8.RuneCountInString(p.Content) > 2000:
+		writeJSON(w, 400, map[string]any{"code": 50035, "message": "Invalid Form Body: content must be 2000 or fewer in length"})
+		return
+	case len(fd.Files["files[0]"]) > 10<<20:
+		writeJSON(w, 413, map[string]any{"code": 40005, "message": "Request entity too large"})
+		return
+	case p.Reference != nil && !regexp.MustCompile(`^[0-9]{1,20}$`).MatchString(reply):
+		writeJSON(w, 400, map[string]any{"code": 50035, "message": "Invalid Form Body: message_reference.message_id is not snowflake"})
+		return
+	}
+	f.posts = append(f.posts, fmt.Sprintf("%s content=%q files=%q reply=%s", r.URL.Path, p.Content, fd.Files["files[0]"], reply))
 	writeJSON(w, 200, map[string]any{"id": "1"})
 }
 
@@ -72,10 +108,14 @@ func TestDiscord(t *testing.T) {
 	mustSend(t, bot.Send(ctx, &Message{Target: Target{ChatID: "1234"}, Caption: "hi", Files: []*File{png, txt}}))
 	hook := NewDiscord(DiscordAccount{WebhookURL: srv.URL + "/api/webhooks/42/hook-token"}, testOptions(clk))
 	mustSend(t, hook.Send(ctx, &Message{Caption: "only text"}))
+	mustSend(t, bot.Send(ctx, &Message{Target: Target{ChatID: "1234"}, Caption: "re", Files: []*File{txt}, ReplyTo: "1198765432109876543"}))
+	mustSend(t, bot.Send(ctx, &Message{Target: Target{ChatID: "1234"}, Files: []*File{txt}, ReplyTo: "om_not_discord"}))
 	want := []string{
-		`/api/v10/channels/1234/messages content="hi" files="png"`,
-		`/api/v10/channels/1234/messages content="" files="notes"`,
-		`/api/webhooks/42/hook-token content="only text" files=""`,
+		`/api/v10/channels/1234/messages content="hi" files="png" reply=`,
+		`/api/v10/channels/1234/messages content="" files="notes" reply=`,
+		`/api/webhooks/42/hook-token content="only text" files="" reply=`,
+		`/api/v10/channels/1234/messages content="re" files="notes" reply=1198765432109876543`,
+		`/api/v10/channels/1234/messages content="" files="notes" reply=`,
 	}
 	if !slices.Equal(df.posts, want) {
 		t.Errorf("posts:\n%s", strings.Join(df.posts, "\n"))

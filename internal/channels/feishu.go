@@ -38,21 +38,42 @@ func NewFeishu(acct FeishuAccount, o Options) *Feishu {
 	return f
 }
 
-// Feishu's limits: images up to 10 MB, files up to 30 MB and not empty.
+// Feishu's limits: images up to 10 MB and not empty
+// (https://open.feishu.cn/document/server-docs/im-v1/image/create), a GIF
+// at most 2000x2000 pixels and other images at most 12000x12000; files up
+// to 30 MB and not empty
+// (https://open.feishu.cn/document/server-docs/im-v1/file/create).
 const (
-	feishuImageMax = 10 << 20
-	feishuFileMax  = 30 << 20
+	feishuImageMax  = 10 << 20
+	feishuFileMax   = 30 << 20
+	feishuGIFSide   = 2000
+	feishuImageSide = 12000
 )
 
-// Check applies Feishu's limits.
+// Check applies Feishu's limits, reading an image's dimensions from its
+// header, so that a picture Feishu would refuse is not uploaded at all.
 func (f *Feishu) Check(file *File) string {
 	if file.Size == 0 {
 		return "feishu refuses empty files"
 	}
-	if file.Kind == Image {
-		return limitFor("feishu", file, feishuImageMax, "images")
+	if file.Kind != Image {
+		return limitFor("feishu", file, min(feishuFileMax, MaxFileSize), "files")
 	}
-	return limitFor("feishu", file, min(feishuFileMax, MaxFileSize), "files")
+	if why := limitFor("feishu", file, feishuImageMax, "images"); why != "" {
+		return why
+	}
+	w, h, err := imageSize(file)
+	if err != nil {
+		return "it cannot be read as a " + file.Ext + " image (" + err.Error() + "). Next: check the file, or put it in a zip archive to send it as a file"
+	}
+	side := feishuImageSide
+	if file.Ext == "gif" {
+		side = feishuGIFSide
+	}
+	if w > side || h > side {
+		return fmt.Sprintf("it is %dx%d pixels and feishu takes %s images of at most %dx%d. Next: scale it down, or put it in a zip archive to send it as a file", w, h, file.Ext, side, side)
+	}
+	return ""
 }
 
 // feishuReply is the envelope of every Feishu answer.
@@ -156,10 +177,17 @@ func receiveIDType(id string) string {
 	return "chat_id"
 }
 
-func (f *Feishu) message(ctx context.Context, chat, msgType string, content any) error {
+// message sends one message to chat, or, with replyTo, as a reply to that
+// message in its chat
+// (https://open.feishu.cn/document/server-docs/im-v1/message/reply).
+func (f *Feishu) message(ctx context.Context, chat, replyTo, msgType string, content any) error {
 	c, _ := json.Marshal(content)
 	body, _ := json.Marshal(map[string]string{"receive_id": chat, "msg_type": msgType, "content": string(c)})
 	u := f.acct.BaseURL + "/open-apis/im/v1/messages?receive_id_type=" + url.QueryEscape(receiveIDType(chat))
+	if replyTo != "" {
+		body, _ = json.Marshal(map[string]string{"msg_type": msgType, "content": string(c)})
+		u = f.acct.BaseURL + "/open-apis/im/v1/messages/" + url.PathEscape(replyTo) + "/reply"
+	}
 	return f.call(ctx, func(ctx context.Context) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, u, body)
 	}, nil)
@@ -180,7 +208,7 @@ func feishuFileType(ext string) string {
 	return "stream"
 }
 
-func (f *Feishu) file(ctx context.Context, chat string, file *File) error {
+func (f *Feishu) file(ctx context.Context, chat, replyTo string, file *File) error {
 	if file.Kind == Image {
 		var d struct {
 			ImageKey string `json:"image_key"`
@@ -192,7 +220,7 @@ func (f *Feishu) file(ctx context.Context, chat string, file *File) error {
 		if err != nil {
 			return fmt.Errorf("upload: %w", err)
 		}
-		return f.message(ctx, chat, "image", map[string]string{"image_key": d.ImageKey})
+		return f.message(ctx, chat, replyTo, "image", map[string]string{"image_key": d.ImageKey})
 	}
 	var d struct {
 		FileKey string `json:"file_key"`
@@ -204,15 +232,20 @@ func (f *Feishu) file(ctx context.Context, chat string, file *File) error {
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	return f.message(ctx, chat, "file", map[string]string{"file_key": d.FileKey})
+	return f.message(ctx, chat, replyTo, "file", map[string]string{"file_key": d.FileKey})
 }
 
-// Send posts the caption as a text message, then each file.
+// Send posts the caption as a text message, then each file; each is a
+// reply to m.ReplyTo when it names a message ("om_...").
 func (f *Feishu) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
+	reply := ""
+	if strings.HasPrefix(m.ReplyTo, "om_") {
+		reply = m.ReplyTo
+	}
 	return sendEach(ctx, m, func(ctx context.Context, s string) error {
-		return f.message(ctx, chat, "text", map[string]string{"text": s})
-	}, func(ctx context.Context, file *File) error { return f.file(ctx, chat, file) })
+		return f.message(ctx, chat, reply, "text", map[string]string{"text": s})
+	}, func(ctx context.Context, file *File) error { return f.file(ctx, chat, reply, file) })
 }
 
 var _ Sender = (*Feishu)(nil)

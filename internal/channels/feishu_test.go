@@ -1,9 +1,14 @@
 package channels
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/gif"
+	_ "image/png" // the fake reads PNG headers as Feishu does
 	"net/http"
 	"slices"
 	"strings"
@@ -12,9 +17,19 @@ import (
 	"time"
 )
 
-// feishuFake checks requests as the Open Platform would: the tenant token
-// exchange, the Bearer token on every call, the multipart fields of the
-// uploads and the message JSON whose content is itself a JSON string.
+// feishuFake answers as the Open Platform documents: the tenant token
+// exchange; the Bearer token on every call; im/v1/images with image_type
+// and image, not empty (234010), at most 10 MB (234006), a GIF at most
+// 2000x2000 and another image at most 12000x12000 pixels
+// (https://open.feishu.cn/document/server-docs/im-v1/image/create);
+// im/v1/files with file_type (opus, mp4, pdf, doc, xls, ppt, stream),
+// file_name and file, not empty, at most 30 MB
+// (https://open.feishu.cn/document/server-docs/im-v1/file/create);
+// im/v1/messages with receive_id_type, receive_id, msg_type and content
+// that is itself a JSON string
+// (https://open.feishu.cn/document/server-docs/im-v1/message/create); and
+// the reply, im/v1/messages/{message_id}/reply with msg_type and content
+// (https://open.feishu.cn/document/server-docs/im-v1/message/reply).
 type feishuFake struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -32,6 +47,7 @@ func (f *feishuFake) handler(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		t.Errorf("%s %s, want POST", r.Method, r.URL.Path)
 	}
+	checkUA(t, r)
 	if r.URL.Path == "/open-apis/auth/v3/tenant_access_token/internal" {
 		var b map[string]string
 		readJSON(t, r, &b)
@@ -56,19 +72,31 @@ func (f *feishuFake) handler(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 429, map[string]any{"code": 99991400, "msg": "request trigger frequency limit"})
 		return
 	}
+	if id, ok := strings.CutPrefix(r.URL.Path, "/open-apis/im/v1/messages/"); ok {
+		f.reply(w, r, strings.TrimSuffix(id, "/reply"))
+		return
+	}
 	switch r.URL.Path {
 	case "/open-apis/im/v1/images":
 		fd := readForm(t, r)
-		if fd.Values["image_type"] != "message" || fd.Files["image"] == nil {
+		if fd.Values["image_type"] != "message" {
 			t.Errorf("images: fields %v, files %v", fd.Values, fd.Filenames)
+		}
+		if code, msg := feishuImageOK(fd.Files["image"]); code != 0 {
+			writeJSON(w, 400, map[string]any{"code": code, "msg": msg})
+			return
 		}
 		key := fmt.Sprintf("img_%d", len(f.uploads))
 		f.uploads[key] = fd.Files["image"]
 		writeJSON(w, 200, map[string]any{"code": 0, "msg": "success", "data": map[string]string{"image_key": key}})
 	case "/open-apis/im/v1/files":
 		fd := readForm(t, r)
-		if fd.Values["file_type"] == "" || fd.Values["file_name"] == "" || fd.Files["file"] == nil {
+		if !slices.Contains([]string{"opus", "mp4", "pdf", "doc", "xls", "ppt", "stream"}, fd.Values["file_type"]) || fd.Values["file_name"] == "" {
 			t.Errorf("files: fields %v, files %v", fd.Values, fd.Filenames)
+		}
+		if n := len(fd.Files["file"]); n == 0 || n > 30<<20 {
+			writeJSON(w, 400, map[string]any{"code": 234010, "msg": "File's size can't be 0, or exceeds 30 MB."})
+			return
 		}
 		key := fmt.Sprintf("file_%s_%s", fd.Values["file_type"], fd.Values["file_name"])
 		f.uploads[key] = fd.Files["file"]
@@ -91,6 +119,45 @@ func (f *feishuFake) handler(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// reply answers im/v1/messages/{message_id}/reply, recording the message
+// with the ID it answers.
+func (f *feishuFake) reply(w http.ResponseWriter, r *http.Request, id string) {
+	var b map[string]any
+	readJSON(f.t, r, &b)
+	content, _ := b["content"].(string)
+	var c map[string]string
+	if !strings.HasPrefix(id, "om_") || json.Unmarshal([]byte(content), &c) != nil || b["receive_id"] != nil {
+		writeJSON(w, 400, map[string]any{"code": 230001, "msg": "invalid message_id or content"})
+		return
+	}
+	b["content"] = c
+	b["reply_to"] = id
+	f.messages = append(f.messages, b)
+	writeJSON(w, 200, map[string]any{"code": 0, "msg": "success", "data": map[string]string{"message_id": "om_2"}})
+}
+
+// feishuImageOK applies the image upload's limits to its bytes.
+func feishuImageOK(data []byte) (int, string) {
+	switch {
+	case len(data) == 0:
+		return 234010, "File's size can't be 0."
+	case len(data) > 10<<20:
+		return 234006, "The file size exceed the max value."
+	}
+	c, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return 234011, "Can't recognize image format."
+	}
+	side := 12000
+	if format == "gif" {
+		side = 2000
+	}
+	if c.Width > side || c.Height > side {
+		return 234007, "Image resolution exceeds the limit."
+	}
+	return 0, ""
+}
+
 func TestFeishu(t *testing.T) {
 	ff := &feishuFake{t: t, uploads: map[string][]byte{}}
 	srv := fake(t, ff.handler)
@@ -98,7 +165,8 @@ func TestFeishu(t *testing.T) {
 	fs := NewFeishu(FeishuAccount{AppID: "cli_app", AppSecret: "app-secret-123", BaseURL: srv.URL + "/"}, testOptions(clk))
 	ctx := context.Background()
 
-	png := memFile(t, "chart.png", []byte("\x89PNG fake image"))
+	pngBytes := pngData(t, 64, 48)
+	png := memFile(t, "chart.png", pngBytes)
 	pdf := memFile(t, "report.pdf", []byte("%PDF-1.7 fake"))
 	out := fs.Send(ctx, &Message{Target: Target{ChatID: "oc_chat"}, Caption: "Weekly report", Files: []*File{png, pdf}})
 	mustSend(t, out)
@@ -111,7 +179,7 @@ func TestFeishu(t *testing.T) {
 			t.Errorf("message %d: %v, want %s to oc_chat", i, m, want[i])
 		}
 	}
-	if string(ff.uploads["img_0"]) != "\x89PNG fake image" || string(ff.uploads["file_pdf_report.pdf"]) != "%PDF-1.7 fake" {
+	if !bytes.Equal(ff.uploads["img_0"], pngBytes) || string(ff.uploads["file_pdf_report.pdf"]) != "%PDF-1.7 fake" {
 		t.Errorf("uploaded contents differ: %q", ff.uploads)
 	}
 	if ff.tokens != 1 {
@@ -159,6 +227,39 @@ func TestFeishu(t *testing.T) {
 		out := fs.Send(dctx, &Message{Target: Target{ChatID: "oc_chat"}, Files: []*File{pdf}})
 		if out.Files[0] == nil || !strings.Contains(out.Files[0].Error(), "rate limited") {
 			t.Errorf("got %v, want a rate-limit failure", out.Files[0])
+		}
+	})
+	t.Run("replies", func(t *testing.T) {
+		n := len(ff.messages)
+		mustSend(t, fs.Send(ctx, &Message{Target: Target{ChatID: "oc_chat"}, Caption: "here", Files: []*File{png}, ReplyTo: "om_user_msg"}))
+		for _, m := range ff.messages[n:] {
+			if m["reply_to"] != "om_user_msg" {
+				t.Errorf("not a reply: %v", m)
+			}
+		}
+		if len(ff.messages)-n != 2 {
+			t.Errorf("%d messages, want 2", len(ff.messages)-n)
+		}
+	})
+	t.Run("images over the resolution limits are refused before upload", func(t *testing.T) {
+		tall := memFile(t, "tall.png", pngData(t, 100, 12001))
+		if r := fs.Check(tall); !strings.Contains(r, "100x12001") || !strings.Contains(r, "12000x12000") || !strings.Contains(r, "Next:") {
+			t.Errorf("tall png: %q", r)
+		}
+		// The fake refuses it too: the check spares an upload that fails.
+		if code, _ := feishuImageOK(pngData(t, 100, 12001)); code == 0 {
+			t.Error("the fake took a 100x12001 png")
+		}
+		var gifBuf bytes.Buffer
+		_ = gif.Encode(&gifBuf, image.NewPaletted(image.Rect(0, 0, 2001, 10), color.Palette{color.Black}), nil)
+		if r := fs.Check(memFile(t, "wide.gif", gifBuf.Bytes())); !strings.Contains(r, "2000x2000") {
+			t.Errorf("wide gif: %q", r)
+		}
+		if r := fs.Check(memFile(t, "fake.png", []byte("not a png"))); !strings.Contains(r, "cannot be read") {
+			t.Errorf("broken png: %q", r)
+		}
+		if r := fs.Check(memFile(t, "ok.png", pngData(t, 12000, 10))); r != "" {
+			t.Errorf("12000x10 png: %q", r)
 		}
 	})
 	t.Run("limits", func(t *testing.T) {

@@ -3,12 +3,16 @@ package channels
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +66,7 @@ func (c *clock) Sleeps() []time.Duration {
 }
 
 func testOptions(c *clock) Options {
-	return Options{Client: &http.Client{Timeout: 10 * time.Second}, Now: c.Now, Sleep: c.Sleep}
+	return Options{Client: &http.Client{Timeout: 10 * time.Second}, Now: c.Now, Sleep: c.Sleep, Version: "v1.2.3"}
 }
 
 // fake is a loopback API whose handler records failures on t; handlers
@@ -145,5 +149,42 @@ func mustSend(t *testing.T, out Outcome) {
 		if err != nil {
 			t.Errorf("file %d: %v", i, err)
 		}
+	}
+}
+
+// pngData is a real PNG of w x h pixels (one grey level: it compresses to
+// little), so that fakes can read its dimensions as the platforms do.
+func pngData(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// mp4Data is the smallest MP4 whose movie header gives a duration: an
+// ftyp box and a moov box holding a version 0 mvhd (timescale 1000).
+func mp4Data(seconds uint32) []byte {
+	box := func(typ string, payload []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(8+len(payload)))
+		return append(append(b, typ...), payload...)
+	}
+	mvhd := make([]byte, 100)
+	binary.BigEndian.PutUint32(mvhd[12:], 1000)
+	binary.BigEndian.PutUint32(mvhd[16:], seconds*1000)
+	ftyp := box("ftyp", []byte("isom\x00\x00\x02\x00isomiso2mp41"))
+	return append(ftyp, box("moov", box("mvhd", mvhd))...)
+}
+
+// toolsvcUA is the User-Agent every channel but Discord must send.
+var toolsvcUA = regexp.MustCompile(`^toolsvc/[^ ]+ \(\+https://github\.com/countbot/toolsvc\)$`)
+
+// checkUA fails t unless r names toolsvc and its version.
+func checkUA(t *testing.T, r *http.Request) {
+	t.Helper()
+	if ua := r.Header.Get("User-Agent"); !toolsvcUA.MatchString(ua) {
+		t.Errorf("%s: User-Agent %q, want toolsvc/<version> (+https://github.com/countbot/toolsvc)", r.URL.Path, ua)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/runes"
 )
@@ -318,6 +319,26 @@ type Options struct {
 	// limit and returns early with ctx's error.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Version is the service's version, named in every request's
+	// User-Agent ("devel" when empty).
+	Version string
+}
+
+// ProjectURL is the address the User-Agent names, as Discord asks.
+const ProjectURL = "https://github.com/countbot/toolsvc"
+
+// userAgent is what a request of channel says it comes from: Discord
+// documents "DiscordBot ($url, $versionNumber)"
+// (https://discord.com/developers/docs/reference#user-agent) and refuses
+// other forms; every other platform gets toolsvc's name and version.
+func userAgent(channel, version string) string {
+	if version == "" {
+		version = "devel"
+	}
+	if channel == "discord" {
+		return "DiscordBot (" + ProjectURL + ", " + version + ")"
+	}
+	return "toolsvc/" + version + " (+" + ProjectURL + ")"
 }
 
 func (o Options) withDefaults() Options {
@@ -397,6 +418,7 @@ func (a *api) do(ctx context.Context, build func(ctx context.Context) (*http.Req
 		if err != nil {
 			return nil, err
 		}
+		req.Header.Set("User-Agent", userAgent(a.name, a.o.Version))
 		resp, err := a.o.Client.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -546,6 +568,17 @@ func sendEach(ctx context.Context, m *Message, text func(ctx context.Context, s 
 	return out
 }
 
+// CheckFile returns why f cannot go through s, or "" when it can: what
+// no platform takes (an empty file: Slack, Feishu, WeCom and the others
+// refuse one after the upload has begun), then the channel's own limits.
+// Every file is checked before anything is uploaded.
+func CheckFile(s Sender, f *File) string {
+	if f.Size == 0 {
+		return "chat platforms refuse empty files. Next: check that the file was written completely, or leave it out"
+	}
+	return s.Check(f)
+}
+
 // limitFor returns "" when f is within limit bytes, else the reason.
 func limitFor(channel string, f *File, limit int64, what string) string {
 	if f.Size > limit {
@@ -574,4 +607,96 @@ func NeedsChat(s Sender) bool {
 		return b.NeedsChat()
 	}
 	return true
+}
+
+// splitBytes cuts s into pieces of at most n bytes of UTF-8, on rune
+// boundaries, preferring the last line break (else space) in a piece's
+// second half so that lines stay whole where they can.
+func splitBytes(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if i := strings.LastIndexByte(s[:cut], '\n'); i >= cut/2 {
+			cut = i + 1
+		} else if i := strings.LastIndexByte(s[:cut], ' '); i >= cut/2 {
+			cut = i + 1
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
+}
+
+// window counts the messages sent in the last span, for a platform that
+// allows only limit of them (WeCom's group robot: 20 a minute).
+type window struct {
+	mu    sync.Mutex
+	span  time.Duration
+	per   string // the span in words: "minute"
+	limit int
+	sent  []time.Time
+}
+
+// wait returns how long until another message may go: zero while fewer
+// than limit went in the last span, else until the oldest of them leaves
+// it.
+func (w *window) wait(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.trim(now)
+	if len(w.sent) < w.limit {
+		return 0
+	}
+	return w.sent[len(w.sent)-w.limit].Add(w.span).Sub(now)
+}
+
+// full returns the wait after the platform said the limit is reached:
+// until the oldest message of the span leaves it, or a whole span when
+// none is known here (another process sent them).
+func (w *window) full(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.trim(now)
+	if len(w.sent) == 0 {
+		return w.span
+	}
+	return max(w.sent[0].Add(w.span).Sub(now), time.Second)
+}
+
+func (w *window) record(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sent = append(w.sent, now)
+	w.trim(now)
+}
+
+func (w *window) trim(now time.Time) {
+	i := 0
+	for i < len(w.sent) && !w.sent[i].Add(w.span).After(now) {
+		i++
+	}
+	w.sent = w.sent[i:]
+}
+
+// pace waits, within ctx's deadline, until w lets another message go; a
+// wait longer than the call has left fails, saying when to try again.
+func (a *api) pace(ctx context.Context, w *window) error {
+	d := w.wait(a.o.Now())
+	if d <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return a.errorf(0, "its limit of %d messages a %s is reached and the next may go in %s, more than the call has left. Next: try again in %s, or send fewer files or a shorter message",
+			w.limit, w.per, d.Round(time.Second), d.Round(time.Second))
+	}
+	if err := a.o.Sleep(ctx, d); err != nil {
+		return fmt.Errorf("%s: stopped while waiting for its message limit: %w", a.name, err)
+	}
+	return nil
 }

@@ -262,7 +262,7 @@ var linkToken = regexp.MustCompile(`/media/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 // token, the link server's address and file_data's base64 are normalized.
 func (f *qqFake) record(r *http.Request, body []byte) {
 	fmt.Fprintf(&f.wire, "%s %s\n", r.Method, r.URL.Path)
-	for _, h := range []string{"Authorization", "Content-Type", "X-Union-Appid"} {
+	for _, h := range []string{"Authorization", "Content-Type", "User-Agent", "X-Union-Appid"} {
 		if v := r.Header.Get(h); v != "" {
 			fmt.Fprintf(&f.wire, "%s: %s\n", h, v)
 		}
@@ -398,7 +398,7 @@ func TestQQGolden(t *testing.T) {
 	out = nl.qq.Send(ctx, &Message{Target: Target{ChatID: "GROUPOPENID"}, ReplyTo: "ROBOT1.0_in-2", Caption: "x", Files: []*File{nl.file(t, "a.png", "png-bytes")}})
 	section("no TOOLSVC_PUBLIC_URL: the file goes as file_data, which the documented API refuses", out, nl.wire())
 
-	checkGolden(t, "qq.golden", g.String())
+	golden(t, "qq", g.String())
 
 	// What the golden file shows, asserted: msg_id on every message, at
 	// most 5 of them, and the files QQ fetched are the workspace's.

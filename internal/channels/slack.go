@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,8 @@ func NewSlack(acct SlackAccount, o Options) *Slack {
 	return &Slack{acct: acct, api: api{name: "slack", o: o.withDefaults()}}
 }
 
-// Check adds nothing to the common limit: Slack takes up to 1 GB.
+// Check adds nothing to the common limits (CheckFile refuses the empty
+// files Slack refuses): Slack takes up to 1 GB.
 func (s *Slack) Check(*File) string { return "" }
 
 type slackReply struct {
@@ -65,15 +67,19 @@ func (s *Slack) call(ctx context.Context, method string, build func(ctx context.
 	return sr, err
 }
 
-func (s *Slack) text(ctx context.Context, chat, text string) error {
-	b, _ := json.Marshal(map[string]string{"channel": chat, "text": text})
+func (s *Slack) text(ctx context.Context, chat, text, thread string) error {
+	body := map[string]string{"channel": chat, "text": text}
+	if thread != "" {
+		body["thread_ts"] = thread
+	}
+	b, _ := json.Marshal(body)
 	_, err := s.call(ctx, "chat.postMessage", func(ctx context.Context, u string) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, u, b)
 	})
 	return err
 }
 
-func (s *Slack) file(ctx context.Context, chat string, f *File, caption string) error {
+func (s *Slack) file(ctx context.Context, chat string, f *File, caption, thread string) error {
 	form := url.Values{"filename": {f.Name}, "length": {strconv.FormatInt(f.Size, 10)}}.Encode()
 	up, err := s.call(ctx, "files.getUploadURLExternal", func(ctx context.Context, u string) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form))
@@ -109,6 +115,9 @@ func (s *Slack) file(ctx context.Context, chat string, f *File, caption string) 
 	if caption != "" {
 		body["initial_comment"] = caption
 	}
+	if thread != "" {
+		body["thread_ts"] = thread
+	}
 	b, _ := json.Marshal(body)
 	_, err = s.call(ctx, "files.completeUploadExternal", func(ctx context.Context, u string) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, u, b)
@@ -119,14 +128,22 @@ func (s *Slack) file(ctx context.Context, chat string, f *File, caption string) 
 	return nil
 }
 
-// Send shares each file in the channel, the caption with the first.
+// Send shares each file in the channel, the caption with the first; in
+// the thread of m.ReplyTo when it names a message (its ts, "1712345678.000100").
 func (s *Slack) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
 	if chat == "" {
 		return all(m, s.api.errorf(0, "no channel to send to: the session names none"))
 	}
-	return sendCaptioned(ctx, m, func(ctx context.Context, t string) error { return s.text(ctx, chat, t) },
-		func(ctx context.Context, f *File, c string) error { return s.file(ctx, chat, f, c) })
+	thread := ""
+	if slackTS.MatchString(m.ReplyTo) {
+		thread = m.ReplyTo
+	}
+	return sendCaptioned(ctx, m, func(ctx context.Context, t string) error { return s.text(ctx, chat, t, thread) },
+		func(ctx context.Context, f *File, c string) error { return s.file(ctx, chat, f, c, thread) })
 }
+
+// slackTS is the form of a message's ts, which names it within a channel.
+var slackTS = regexp.MustCompile(`^[0-9]{1,12}\.[0-9]{1,9}$`)
 
 var _ Sender = (*Slack)(nil)

@@ -5,17 +5,26 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// slackFake checks the external upload flow as Slack would: a Bearer token
-// on the Web API, getUploadURLExternal with filename and length as a form,
-// the bytes posted to the upload URL (another host, without the token),
-// then completeUploadExternal with the file ID, channel and comment.
+// slackFake answers the external upload flow as Slack documents: a Bearer
+// token on the Web API; files.getUploadURLExternal with filename and
+// length (at least 1: an empty file is refused) as a form
+// (https://api.slack.com/methods/files.getUploadURLExternal); the bytes
+// posted to the upload URL (another host, without the token), exactly
+// length of them; files.completeUploadExternal with files (id, title),
+// channel_id, initial_comment and thread_ts
+// (https://api.slack.com/methods/files.completeUploadExternal);
+// chat.postMessage with channel, text and thread_ts
+// (https://api.slack.com/methods/chat.postMessage). A thread_ts must be a
+// message's ts ("1712345678.000100").
 type slackFake struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -29,6 +38,7 @@ type slackFake struct {
 func (f *slackFake) api(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	checkUA(f.t, r)
 	if r.Header.Get("Authorization") != "Bearer xoxb-slack-token" {
 		writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_auth"})
 		return
@@ -46,8 +56,9 @@ func (f *slackFake) api(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = r.ParseForm()
 		name, length := r.PostForm.Get("filename"), r.PostForm.Get("length")
-		if name == "" || length == "" {
-			f.t.Errorf("getUploadURLExternal form %v", r.PostForm)
+		if n, err := strconv.Atoi(length); name == "" || err != nil || n < 1 {
+			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_arguments"})
+			return
 		}
 		id := fmt.Sprintf("F%d", len(f.uploaded)+1)
 		f.uploaded[id] = ""
@@ -59,25 +70,37 @@ func (f *slackFake) api(w http.ResponseWriter, r *http.Request) {
 			} `json:"files"`
 			ChannelID      string `json:"channel_id"`
 			InitialComment string `json:"initial_comment"`
+			ThreadTS       string `json:"thread_ts"`
 		}
 		readJSON(f.t, r, &b)
+		if b.ThreadTS != "" && !slackTSForm.MatchString(b.ThreadTS) {
+			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_thread_ts"})
+			return
+		}
 		if b.ChannelID == "C_NOT_IN" {
 			writeJSON(w, 200, map[string]any{"ok": false, "error": "not_in_channel"})
 			return
 		}
 		for _, x := range b.Files {
-			f.shared = append(f.shared, fmt.Sprintf("%s %s=%s %s comment=%q", b.ChannelID, x.Title, f.uploaded[x.ID], x.ID, b.InitialComment))
+			f.shared = append(f.shared, fmt.Sprintf("%s %s=%s %s comment=%q thread=%s", b.ChannelID, x.Title, f.uploaded[x.ID], x.ID, b.InitialComment, b.ThreadTS))
 		}
 		writeJSON(w, 200, map[string]any{"ok": true})
 	case "/api/chat.postMessage":
 		var b map[string]string
 		readJSON(f.t, r, &b)
-		f.shared = append(f.shared, fmt.Sprintf("%s text=%q", b["channel"], b["text"]))
+		if b["thread_ts"] != "" && !slackTSForm.MatchString(b["thread_ts"]) {
+			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_thread_ts"})
+			return
+		}
+		f.shared = append(f.shared, fmt.Sprintf("%s text=%q thread=%s", b["channel"], b["text"], b["thread_ts"]))
 		writeJSON(w, 200, map[string]any{"ok": true})
 	default:
 		f.t.Errorf("unexpected path %s", r.URL.Path)
 	}
 }
+
+// slackTSForm is a message's ts as Slack writes it.
+var slackTSForm = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
 func (f *slackFake) files(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -106,13 +129,31 @@ func TestSlack(t *testing.T) {
 	gif := memFile(t, "g.gif", []byte("GIF89a"))
 
 	mustSend(t, sl.Send(ctx, &Message{Target: Target{ChatID: "C1"}, Caption: "data", Files: []*File{csv, gif}}))
-	want := []string{`C1 d.csv=a,b F1 comment="data"`, `C1 g.gif=GIF89a F2 comment=""`}
+	want := []string{`C1 d.csv=a,b F1 comment="data" thread=`, `C1 g.gif=GIF89a F2 comment="" thread=`}
 	if !slices.Equal(sf.shared, want) {
 		t.Errorf("shared:\n%s", strings.Join(sf.shared, "\n"))
 	}
 	if sf.sawToken {
 		t.Error("the token was sent to the upload host")
 	}
+	t.Run("thread", func(t *testing.T) {
+		sf.shared = nil
+		mustSend(t, sl.Send(ctx, &Message{Target: Target{ChatID: "C1"}, Caption: "in thread", Files: []*File{csv}, ReplyTo: "1712345678.000100"}))
+		mustSend(t, sl.Send(ctx, &Message{Target: Target{ChatID: "C1"}, Caption: "text only", ReplyTo: "1712345678.000100"}))
+		want := []string{`C1 d.csv=a,b F3 comment="in thread" thread=1712345678.000100`, `C1 text="text only" thread=1712345678.000100`}
+		if !slices.Equal(sf.shared, want) {
+			t.Errorf("shared:\n%s", strings.Join(sf.shared, "\n"))
+		}
+	})
+	t.Run("the fake refuses an empty file, as Slack does", func(t *testing.T) {
+		out := sl.Send(ctx, &Message{Target: Target{ChatID: "C1"}, Files: []*File{memFile(t, "e.txt", nil)}})
+		if out.Files[0] == nil || !strings.Contains(out.Files[0].Error(), "invalid_arguments") {
+			t.Errorf("got %v", out.Files[0])
+		}
+		if r := CheckFile(sl, memFile(t, "e.txt", nil)); !strings.Contains(r, "empty") || !strings.Contains(r, "Next:") {
+			t.Errorf("CheckFile: %q", r)
+		}
+	})
 	t.Run("429 then success", func(t *testing.T) {
 		sf.mu.Lock()
 		sf.limitNxt = 1

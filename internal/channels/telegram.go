@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,27 +35,51 @@ func NewTelegram(acct TelegramAccount, o Options) *Telegram {
 	return t
 }
 
-// Telegram's limits: photos up to 10 MB, other uploads up to 50 MB;
-// captions up to 1024 characters, texts up to 4096.
+// Telegram's limits (https://core.telegram.org/bots/api#sendphoto and
+// #sending-files): a photo at most 10 MB, its width and height at most
+// 10000 together and their ratio at most 20 (beyond that sendPhoto
+// answers PHOTO_INVALID_DIMENSIONS); other files uploaded as multipart at
+// most 50 MB; captions up to 1024 characters, texts up to 4096.
 const (
-	telegramPhotoMax   = 10 << 20
+	telegramPhotoMax   = 10_000_000
+	telegramPhotoSides = 10000
+	telegramPhotoRatio = 20
+	telegramUploadMax  = 50_000_000
 	telegramCaptionMax = 1024
 	telegramTextMax    = 4096
 )
 
-// Check applies Telegram's limits.
+// Check applies Telegram's limits: a picture sendPhoto would refuse goes
+// as a document instead, so only the 50 MB upload limit refuses.
 func (t *Telegram) Check(f *File) string {
-	if method, _ := telegramMethod(f); method == "sendPhoto" {
-		return limitFor("telegram", f, telegramPhotoMax, "photos")
+	if f.Size > telegramUploadMax {
+		return "telegram takes uploads of at most 50 MB"
 	}
 	return ""
 }
 
-// telegramMethod is the Bot API method and its file field for f.
+// photoFits reports whether sendPhoto takes f: small enough, and with
+// dimensions it accepts (a long full-page screenshot is refused).
+func photoFits(f *File) bool {
+	if f.Size > telegramPhotoMax {
+		return false
+	}
+	w, h, err := imageSize(f)
+	if err != nil || w <= 0 || h <= 0 {
+		return false
+	}
+	return w+h <= telegramPhotoSides && max(w, h) <= telegramPhotoRatio*min(w, h)
+}
+
+// telegramMethod is the Bot API method and its file field for f. A
+// picture sendPhoto would refuse goes by sendDocument, as a file.
 func telegramMethod(f *File) (method, field string) {
 	switch {
 	case f.Ext == "png" || f.Ext == "jpg" || f.Ext == "jpeg" || f.Ext == "webp":
-		return "sendPhoto", "photo"
+		if photoFits(f) {
+			return "sendPhoto", "photo"
+		}
+		return "sendDocument", "document"
 	case f.Ext == "gif":
 		return "sendAnimation", "animation"
 	case f.Ext == "mp4":
@@ -98,20 +123,40 @@ func (t *Telegram) check(r *reply) error {
 	return nil
 }
 
-func (t *Telegram) text(ctx context.Context, chat, s string) error {
+// telegramReply is reply_parameters for the message m answers, or nil:
+// Telegram's message IDs are integers, so another ID is not one of its
+// messages and nothing is threaded. A reply whose message is gone is
+// still sent (allow_sending_without_reply).
+func telegramReplyTo(id string) map[string]any {
+	n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return map[string]any{"message_id": n, "allow_sending_without_reply": true}
+}
+
+func (t *Telegram) text(ctx context.Context, chat, s string, reply map[string]any) error {
 	s = runes.Shorten(s, telegramTextMax)
-	b, _ := json.Marshal(map[string]string{"chat_id": chat, "text": s})
+	body := map[string]any{"chat_id": chat, "text": s}
+	if reply != nil {
+		body["reply_parameters"] = reply
+	}
+	b, _ := json.Marshal(body)
 	_, err := t.api.do(ctx, func(ctx context.Context) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, t.url("sendMessage"), b)
 	}, t.check)
 	return err
 }
 
-func (t *Telegram) file(ctx context.Context, chat string, f *File, caption string) error {
+func (t *Telegram) file(ctx context.Context, chat string, f *File, caption string, reply map[string]any) error {
 	method, field := telegramMethod(f)
 	parts := []part{{Name: "chat_id", Value: chat}}
 	if caption != "" {
 		parts = append(parts, part{Name: "caption", Value: caption})
+	}
+	if reply != nil {
+		js, _ := json.Marshal(reply)
+		parts = append(parts, part{Name: "reply_parameters", Value: string(js)})
 	}
 	parts = append(parts, part{Name: field, File: f})
 	_, err := t.api.do(ctx, func(ctx context.Context) (*http.Request, error) {
@@ -121,18 +166,19 @@ func (t *Telegram) file(ctx context.Context, chat string, f *File, caption strin
 }
 
 // Send posts each file, the caption on the first when it fits (else as a
-// text message).
+// text message), each a reply to m.ReplyTo when it names a message.
 func (t *Telegram) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
 	if chat == "" {
 		return all(m, t.api.errorf(0, "no chat to send to: the session names none"))
 	}
-	text := func(ctx context.Context, s string) error { return t.text(ctx, chat, s) }
+	reply := telegramReplyTo(m.ReplyTo)
+	text := func(ctx context.Context, s string) error { return t.text(ctx, chat, s, reply) }
 	if utf8.RuneCountInString(m.Caption) > telegramCaptionMax {
-		out := sendEach(ctx, m, text, func(ctx context.Context, f *File) error { return t.file(ctx, chat, f, "") })
+		out := sendEach(ctx, m, text, func(ctx context.Context, f *File) error { return t.file(ctx, chat, f, "", reply) })
 		return out
 	}
-	return sendCaptioned(ctx, m, text, func(ctx context.Context, f *File, c string) error { return t.file(ctx, chat, f, c) })
+	return sendCaptioned(ctx, m, text, func(ctx context.Context, f *File, c string) error { return t.file(ctx, chat, f, c, reply) })
 }
 
 var _ Sender = (*Telegram)(nil)

@@ -12,7 +12,8 @@ import (
 
 // WebhookAccount is the generic webhook of toolsvc: one multipart POST per
 // message to URL, with a "payload" field (JSON: session, channel, account,
-// chat_id, caption and the files' names, kinds and sizes) and one "files"
+// chat_id, caption, reply_to (the X-Reply-To the call came with, when
+// any) and the files' names, kinds and sizes) and one "files"
 // field per file, in the payload's order. With a Secret, the request
 // carries X-Toolsvc-Timestamp (Unix seconds) and X-Toolsvc-Signature:
 // "sha256=" and the hex HMAC-SHA256, keyed with the secret, of the
@@ -40,6 +41,7 @@ type WebhookPayload struct {
 	Account string        `json:"account"`
 	ChatID  string        `json:"chat_id"`
 	Caption string        `json:"caption"`
+	ReplyTo string        `json:"reply_to,omitempty"`
 	Files   []WebhookFile `json:"files"`
 }
 
@@ -56,7 +58,7 @@ func (w *Webhook) Check(f *File) string { return limitFor("the webhook", f, MaxF
 
 // Send posts the whole message in one request: every file shares its fate.
 func (w *Webhook) Send(ctx context.Context, m *Message) Outcome {
-	p := WebhookPayload{Session: m.Session, Channel: m.Target.Channel, Account: m.Target.Account, ChatID: m.Target.ChatID, Caption: m.Caption}
+	p := WebhookPayload{Session: m.Session, Channel: m.Target.Channel, Account: m.Target.Account, ChatID: m.Target.ChatID, Caption: m.Caption, ReplyTo: m.ReplyTo}
 	parts := []part{{}}
 	for _, f := range m.Files {
 		p.Files = append(p.Files, WebhookFile{Name: f.Name, Kind: f.Kind.String(), Type: f.contentType(), Size: f.Size})

@@ -19,8 +19,9 @@ import (
 	"time"
 )
 
-// webhookReceiver is what an operator would run: it checks the signature
-// over the raw body, then reads the payload and the files.
+// webhookReceiver is what an operator would run, written from
+// docs/channels.md ("The generic webhook"): it checks the User-Agent and
+// the signature over the raw body, then reads the payload and the files.
 type webhookReceiver struct {
 	t        *testing.T
 	secret   string
@@ -35,6 +36,7 @@ func (h *webhookReceiver) handler(w http.ResponseWriter, r *http.Request) {
 	t := h.t
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	checkUA(t, r)
 	if h.limitNxt > 0 {
 		h.limitNxt--
 		w.Header().Set("Retry-After", "5")
@@ -99,13 +101,13 @@ func TestWebhook(t *testing.T) {
 	ctx := context.Background()
 	a := memFile(t, "a.csv", []byte("x,y\n1,2\n"))
 	b := memFile(t, "b.md", []byte("# title\n"))
-	m := &Message{Session: "webhook:default:room-1:1700000000", Target: Target{Channel: "webhook", Account: "default", ChatID: "room-1"}, Caption: "data", Files: []*File{a, b}}
+	m := &Message{Session: "webhook:default:room-1:1700000000", Target: Target{Channel: "webhook", Account: "default", ChatID: "room-1"}, Caption: "data", Files: []*File{a, b}, ReplyTo: "msg-7"}
 	mustSend(t, wh.Send(ctx, m))
 	if len(h.got) != 1 {
 		t.Fatalf("requests %d", len(h.got))
 	}
 	p := h.got[0]
-	if p.Session != m.Session || p.ChatID != "room-1" || p.Caption != "data" || len(p.Files) != 2 || p.Files[0].Name != "a.csv" || p.Files[1].Size != 8 {
+	if p.Session != m.Session || p.ChatID != "room-1" || p.Caption != "data" || p.ReplyTo != "msg-7" || len(p.Files) != 2 || p.Files[0].Name != "a.csv" || p.Files[1].Size != 8 {
 		t.Errorf("payload %+v", p)
 	}
 	if !slices.Equal(h.files[0], []string{"a.csv=x,y\n1,2\n", "b.md=# title\n"}) {

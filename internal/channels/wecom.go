@@ -34,26 +34,33 @@ type WeCom struct {
 	acct  WeComAccount
 	api   api
 	token tokenCache
+	sent  window // a robot's messages of the last minute
 }
 
 // NewWeCom returns the sender of one WeCom app or robot.
 func NewWeCom(acct WeComAccount, o Options) *WeCom {
 	o = o.withDefaults()
 	acct.BaseURL = strings.TrimRight(acct.BaseURL, "/")
-	w := &WeCom{acct: acct, api: api{name: "wecom", o: o}}
+	w := &WeCom{acct: acct, api: api{name: "wecom", o: o}, sent: window{span: time.Minute, per: "minute", limit: wecomRobotPerMinute}}
 	w.api.limited = w.limited
 	w.token = tokenCache{now: o.Now, fetch: w.fetchToken}
 	return w
 }
 
 // WeCom's limits: media at least 5 bytes; images (jpg, png) and videos
-// (mp4) up to 10 MB, files up to 20 MB; a robot's inline image up to 2 MB.
-// Larger images and videos go as files.
+// (mp4) up to 10 MB, files up to 20 MB; a robot's inline image up to 2 MB
+// (https://developer.work.weixin.qq.com/document/path/90253 and 91770).
+// Larger images and videos go as files. A text message holds at most 2048
+// bytes of UTF-8 (both the app's message/send, 90236, and the robot's,
+// 91770); a robot sends at most 20 messages a minute (91770), beyond which
+// it answers 45009.
 const (
-	wecomMin      = 5
-	wecomMediaMax = 10 << 20
-	wecomFileMax  = 20 << 20
-	wecomInline   = 2 << 20
+	wecomMin            = 5
+	wecomMediaMax       = 10 << 20
+	wecomFileMax        = 20 << 20
+	wecomInline         = 2 << 20
+	wecomTextMax        = 2048
+	wecomRobotPerMinute = 20
 )
 
 func (w *WeCom) robot() bool { return w.acct.WebhookURL != "" }
@@ -90,10 +97,16 @@ func decodeWeCom(r *reply) (wecomReply, bool) {
 }
 
 // limited reads WeCom's frequency limits, which come as HTTP 200 with an
-// errcode and no hint: wait a second, then again.
+// errcode and no hint. 45009 is a per-minute limit (a robot's 20 messages
+// a minute): the wait runs until the minute of the oldest message sent
+// here is over, or a whole minute when none was; 45033 (too many at once)
+// waits a second.
 func (w *WeCom) limited(r *reply) (time.Duration, bool) {
 	wr, _ := decodeWeCom(r)
-	if wr.ErrCode == wecomRateLimited || wr.ErrCode == wecomRateMinute {
+	switch wr.ErrCode {
+	case wecomRateLimited:
+		return w.sent.full(w.api.o.Now()), true
+	case wecomRateMinute:
 		return time.Second, true
 	}
 	return 0, false
@@ -191,10 +204,36 @@ func (w *WeCom) send(ctx context.Context, chat, msgtype string, content any) err
 		}
 	}
 	b, _ := json.Marshal(body)
+	if w.robot() {
+		// A robot's 20 messages a minute: wait for room rather than be
+		// refused.
+		if err := w.api.pace(ctx, &w.sent); err != nil {
+			return err
+		}
+	}
 	_, err := w.call(ctx, u, func(ctx context.Context, u string) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, u, b)
 	})
+	if err == nil && w.robot() {
+		w.sent.record(w.api.o.Now())
+	}
 	return err
+}
+
+// text sends s as text messages of at most 2048 bytes each, cut on rune
+// boundaries (at a line break where one is near), in order; a failed part
+// stops the rest and says how far it went.
+func (w *WeCom) text(ctx context.Context, chat, s string) error {
+	parts := splitBytes(s, wecomTextMax)
+	for i, p := range parts {
+		if err := w.send(ctx, chat, "text", map[string]string{"content": p}); err != nil {
+			if len(parts) > 1 {
+				return fmt.Errorf("part %d of %d (WeCom takes 2048 bytes a message, so the message went in parts): %w", i+1, len(parts), err)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *WeCom) file(ctx context.Context, chat string, f *File) error {
@@ -223,12 +262,12 @@ func (w *WeCom) file(ctx context.Context, chat string, f *File) error {
 	return w.send(ctx, chat, typ, map[string]string{"media_id": id})
 }
 
-// Send posts the caption as a text message, then each file.
+// Send posts the caption as text messages, then each file. WeCom has no
+// replies to name, so m.ReplyTo is not used.
 func (w *WeCom) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
-	return sendEach(ctx, m, func(ctx context.Context, s string) error {
-		return w.send(ctx, chat, "text", map[string]string{"content": s})
-	}, func(ctx context.Context, f *File) error { return w.file(ctx, chat, f) })
+	return sendEach(ctx, m, func(ctx context.Context, s string) error { return w.text(ctx, chat, s) },
+		func(ctx context.Context, f *File) error { return w.file(ctx, chat, f) })
 }
 
 var _ Sender = (*WeCom)(nil)

@@ -12,25 +12,70 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
-// wecomFake checks requests as WeCom would: gettoken with corpid and
-// corpsecret, access_token (app) or key (robot) in the query, a "media"
-// file part with filename and filelength, and the message JSON.
+// wecomFake answers as WeCom documents: gettoken with corpid and
+// corpsecret (https://developer.work.weixin.qq.com/document/path/91039),
+// access_token (app) or key (robot) in the query; media/upload and the
+// robot's webhook/upload_media with a "media" file part carrying filename
+// and filelength, at least 5 bytes, images (jpg, png) and videos (mp4) up
+// to 10 MB and files up to 20 MB, a robot uploading only file or voice
+// (https://developer.work.weixin.qq.com/document/path/90253, 91770);
+// message/send (https://developer.work.weixin.qq.com/document/path/90236)
+// and webhook/send (91770) with msgtype text, image, file or video, text
+// content at most 2048 bytes (answered 40058 beyond), a robot's inline
+// image at most 2 MB before base64 with its MD5, and a robot's messages at
+// most 20 a minute (answered 45009 beyond), counted on the test's clock.
 type wecomFake struct {
 	t        *testing.T
+	now      func() time.Time
 	mu       sync.Mutex
 	tokens   int
 	valid    []string
 	limitNxt int
 	uploads  map[string]string
 	sends    []string
+	robotAt  []time.Time // the robot's messages, for its 20 a minute
+}
+
+// robotFull reports whether the robot has sent 20 messages in the last
+// minute, and records one more when not.
+func (f *wecomFake) robotFull() bool {
+	now := f.now()
+	var recent []time.Time
+	for _, at := range f.robotAt {
+		if now.Sub(at) < time.Minute {
+			recent = append(recent, at)
+		}
+	}
+	f.robotAt = recent
+	if len(recent) >= 20 {
+		return true
+	}
+	f.robotAt = append(f.robotAt, now)
+	return false
+}
+
+// wecomUploadOK applies the upload limits; "" is fine.
+func wecomUploadOK(robot bool, typ string, size int) string {
+	limit := map[string]int{"image": 10 << 20, "video": 10 << 20, "voice": 2 << 20, "file": 20 << 20}[typ]
+	switch {
+	case limit == 0 || (robot && typ != "file" && typ != "voice"):
+		return "invalid media type"
+	case size < 5:
+		return "media size too small"
+	case size > limit:
+		return "invalid file size"
+	}
+	return ""
 }
 
 func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 	t := f.t
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	checkUA(t, r)
 	q := r.URL.Query()
 	robot := strings.HasPrefix(r.URL.Path, "/cgi-bin/webhook/")
 	switch {
@@ -63,6 +108,10 @@ func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 		if !strings.Contains(fd.Headers["media"], fmt.Sprintf("filelength=%d", len(data))) {
 			t.Errorf("media part %q lacks filelength=%d", fd.Headers["media"], len(data))
 		}
+		if why := wecomUploadOK(robot, q.Get("type"), len(data)); why != "" {
+			writeJSON(w, 200, map[string]any{"errcode": 40004, "errmsg": why})
+			return
+		}
 		id := fmt.Sprintf("%s-%d", q.Get("type"), len(f.uploads))
 		f.uploads[id] = string(data)
 		writeJSON(w, 200, map[string]any{"errcode": 0, "errmsg": "ok", "type": q.Get("type"), "media_id": id, "created_at": "1"})
@@ -72,6 +121,14 @@ func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 		mt := fmt.Sprint(b["msgtype"])
 		if id, _ := b["agentid"].(float64); !robot && id != 1000002 {
 			t.Errorf("agentid %v", b["agentid"])
+		}
+		if why := wecomMessageOK(mt, b[mt]); why != "" {
+			writeJSON(w, 200, map[string]any{"errcode": 40058, "errmsg": why})
+			return
+		}
+		if robot && f.robotFull() {
+			writeJSON(w, 200, map[string]any{"errcode": 45009, "errmsg": "api freq out of limit"})
+			return
 		}
 		f.sends = append(f.sends, fmt.Sprintf("%s to=%v%v %s %v", r.URL.Path, b["touser"], b["toparty"], mt, b[mt]))
 		if b["touser"] == "ghost" {
@@ -85,10 +142,39 @@ func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// wecomMessageOK applies the message rules; "" is fine.
+func wecomMessageOK(mt string, content any) string {
+	c, _ := content.(map[string]any)
+	switch mt {
+	case "text":
+		s, _ := c["content"].(string)
+		if s == "" || len(s) > 2048 {
+			return fmt.Sprintf("content size out of limit: %d bytes, at most 2048", len(s))
+		}
+	case "image":
+		if id, _ := c["media_id"].(string); id != "" {
+			return ""
+		}
+		b64, _ := c["base64"].(string)
+		data, err := base64.StdEncoding.DecodeString(b64)
+		sum := md5.Sum(data)
+		if err != nil || len(data) > 2<<20 || c["md5"] != hex.EncodeToString(sum[:]) {
+			return "invalid image: base64 over 2 MB or md5 mismatch"
+		}
+	case "file", "video", "voice":
+		if id, _ := c["media_id"].(string); id == "" {
+			return "missing media_id"
+		}
+	default:
+		return "invalid msgtype " + mt
+	}
+	return ""
+}
+
 func TestWeComApp(t *testing.T) {
-	wf := &wecomFake{t: t, uploads: map[string]string{}}
-	srv := fake(t, wf.handler)
 	clk := newClock()
+	wf := &wecomFake{t: t, now: clk.Now, uploads: map[string]string{}}
+	srv := fake(t, wf.handler)
 	wc := NewWeCom(WeComAccount{CorpID: "ww-corp", Secret: "wecom-secret-123", AgentID: 1000002, BaseURL: srv.URL}, testOptions(clk))
 	ctx := context.Background()
 	png := memFile(t, "a.png", []byte("png-image"))
@@ -142,8 +228,17 @@ func TestWeComApp(t *testing.T) {
 		wf.mu.Unlock()
 		n := len(clk.Sleeps())
 		mustSend(t, wc.Send(ctx, &Message{Target: Target{ChatID: "zhangsan"}, Files: []*File{pdf}}))
-		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Second}) {
+		// 45009 is a per-minute limit: a whole minute, as this app
+		// sent nothing the robot window counts.
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Minute}) {
 			t.Errorf("waits %v", s)
+		}
+	})
+	t.Run("long text in parts of at most 2048 bytes", func(t *testing.T) {
+		n := len(wf.sends)
+		mustSend(t, wc.Send(ctx, &Message{Target: Target{ChatID: "zhangsan"}, Caption: strings.Repeat("长", 1000)}))
+		if got := len(wf.sends) - n; got != 2 {
+			t.Errorf("%d messages, want 2 (3000 bytes)", got)
 		}
 	})
 	t.Run("limits", func(t *testing.T) {
@@ -157,9 +252,9 @@ func TestWeComApp(t *testing.T) {
 }
 
 func TestWeComRobot(t *testing.T) {
-	wf := &wecomFake{t: t, uploads: map[string]string{}}
-	srv := fake(t, wf.handler)
 	clk := newClock()
+	wf := &wecomFake{t: t, now: clk.Now, uploads: map[string]string{}}
+	srv := fake(t, wf.handler)
 	wc := NewWeCom(WeComAccount{WebhookURL: srv.URL + "/cgi-bin/webhook/send?key=robot-key-123"}, testOptions(clk))
 	png := memFile(t, "a.png", []byte("png-image"))
 	pdf := memFile(t, "c.pdf", []byte("pdf-file"))
@@ -180,4 +275,81 @@ func TestWeComRobot(t *testing.T) {
 	if out := bad.Send(context.Background(), &Message{Files: []*File{pdf}}); out.Files[0] == nil || !strings.Contains(out.Files[0].Error(), "93000") {
 		t.Errorf("wrong key: %v", out.Files[0])
 	}
+}
+
+// TestWeComRobotLimits: a long Chinese caption goes as several messages
+// of at most 2048 bytes, cut on rune boundaries, and the robot's 20
+// messages a minute are waited for within the call's deadline, or the
+// outcome says when to try again.
+func TestWeComRobotLimits(t *testing.T) {
+	clk := newClock()
+	wf := &wecomFake{t: t, now: clk.Now, uploads: map[string]string{}}
+	srv := fake(t, wf.handler)
+	robot := func() *WeCom {
+		return NewWeCom(WeComAccount{WebhookURL: srv.URL + "/cgi-bin/webhook/send?key=robot-key-123"}, testOptions(clk))
+	}
+	ctx := context.Background()
+	caption := strings.Repeat("季", 3000)
+
+	t.Run("3000 Chinese characters", func(t *testing.T) {
+		wc := robot()
+		mustSend(t, wc.Send(ctx, &Message{Caption: caption}))
+		var joined strings.Builder
+		for _, s := range wf.sends {
+			c := strings.TrimSuffix(strings.TrimPrefix(s, "/cgi-bin/webhook/send to=<nil><nil> text map[content:"), "]")
+			if len(c) > 2048 || !utf8.ValidString(c) {
+				t.Errorf("a part of %d bytes (valid UTF-8: %v)", len(c), utf8.ValidString(c))
+			}
+			joined.WriteString(c)
+		}
+		if len(wf.sends) != 5 || joined.String() != caption {
+			t.Errorf("%d parts; joined equal: %v", len(wf.sends), joined.String() == caption)
+		}
+	})
+	t.Run("20 a minute: waits for room", func(t *testing.T) {
+		clk.Advance(time.Hour)
+		wc := robot()
+		n := len(clk.Sleeps())
+		var files []*File
+		for i := range 10 {
+			files = append(files, memFile(t, fmt.Sprintf("f%d.png", i), []byte("png-image")))
+		}
+		// 5 caption parts + 10 images, then 10 more images: the 21st
+		// message waits for the first one's minute to end.
+		mustSend(t, wc.Send(ctx, &Message{Caption: caption, Files: files}))
+		mustSend(t, wc.Send(ctx, &Message{Files: files}))
+		if s := clk.Sleeps()[n:]; len(s) != 1 || s[0] != time.Minute {
+			t.Errorf("waits %v, want one of a minute", s)
+		}
+	})
+	t.Run("45009 from messages sent elsewhere waits a minute", func(t *testing.T) {
+		clk.Advance(time.Hour)
+		wf.mu.Lock()
+		wf.robotAt = nil
+		for range 20 {
+			wf.robotAt = append(wf.robotAt, clk.Now())
+		}
+		wf.mu.Unlock()
+		wc := robot()
+		n := len(clk.Sleeps())
+		mustSend(t, wc.Send(ctx, &Message{Caption: "after the others"}))
+		if s := clk.Sleeps()[n:]; !slices.Equal(s, []time.Duration{time.Minute}) {
+			t.Errorf("waits %v, want [1m]", s)
+		}
+	})
+	t.Run("a wait beyond the deadline says when to try again", func(t *testing.T) {
+		clk.Advance(time.Hour)
+		wc := robot()
+		var files []*File
+		for i := range 20 {
+			files = append(files, memFile(t, fmt.Sprintf("g%d.png", i), []byte("png-image")))
+		}
+		mustSend(t, wc.Send(ctx, &Message{Files: files}))
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out := wc.Send(dctx, &Message{Files: files[:1]})
+		if out.Files[0] == nil || !strings.Contains(out.Files[0].Error(), "20 messages a minute") || !strings.Contains(out.Files[0].Error(), "Next: try again in 1m0s") {
+			t.Errorf("got %v", out.Files[0])
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/redact"
@@ -67,14 +68,14 @@ type Account struct{ Name, Value string }
 type Accounts []Account
 
 // accountName is what an account may be called.
-var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var accountName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`) })
 
 // Decode implements Decoder.
 func (a *Accounts) Decode(v string) error {
 	var out Accounts
 	for _, f := range splitList(v, ",") {
 		name, val, ok := strings.Cut(f, "=")
-		if !ok || !accountName.MatchString(strings.TrimSpace(name)) {
+		if !ok || !accountName().MatchString(strings.TrimSpace(name)) {
 			name, val = DefaultAccount, f
 		}
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)

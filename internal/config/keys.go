@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // APIKey is one bearer key and the name it goes by. The name, never the
@@ -21,10 +22,10 @@ type APIKeys []APIKey
 // keyNamePattern is what a key may be called: it lands in log lines, audit
 // records and task files, so it is short, plain text, and cannot be "." or
 // "..".
-var keyNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var keyNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // ValidKeyName reports whether name may name a key.
-func ValidKeyName(name string) bool { return keyNamePattern.MatchString(name) }
+func ValidKeyName(name string) bool { return keyNamePattern().MatchString(name) }
 
 // KeyName is the name of a key given without one: "key-" and the first 8
 // hex digits of its SHA-256, which identify the key in logs without

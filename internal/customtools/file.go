@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -209,7 +210,7 @@ func Parse(path string, data []byte, opts Options) (*File, error) {
 	return f, nil
 }
 
-var namePattern = regexp.MustCompile(registry.NamePattern)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(registry.NamePattern) })
 
 func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	var e entry
@@ -231,7 +232,7 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	switch {
 	case e.Name == "":
 		return fail("name is missing")
-	case !namePattern.MatchString(e.Name):
+	case !namePattern().MatchString(e.Name):
 		return fail("name must match %s (letters, digits, _ and -, at most 64)", registry.NamePattern)
 	case s.Description == "":
 		return fail("description is missing: write for a model what the tool does and when to use it")
@@ -240,7 +241,7 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	}
 	if s.Toolset == "" {
 		s.Toolset = DefaultToolset
-	} else if !namePattern.MatchString(s.Toolset) {
+	} else if !namePattern().MatchString(s.Toolset) {
 		return fail("toolset must match %s", registry.NamePattern)
 	}
 	var err error
@@ -393,7 +394,7 @@ func checkArgNames(schema json.RawMessage) error {
 	return nil
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 func parseHTTP(h *httpEntry, getenv func(string) (string, bool)) (*HTTPSpec, error) {
 	if len(h.Extra) > 0 {
@@ -421,8 +422,8 @@ func parseHTTP(h *httpEntry, getenv func(string) (string, bool)) (*HTTPSpec, err
 			return nil, fmt.Errorf("header name %q is not valid", k)
 		}
 		var missing []string
-		val := varRef.ReplaceAllStringFunc(v, func(ref string) string {
-			name := varRef.FindStringSubmatch(ref)[1]
+		val := varRef().ReplaceAllStringFunc(v, func(ref string) string {
+			name := varRef().FindStringSubmatch(ref)[1]
 			x, ok := getenv(name)
 			if !ok || x == "" {
 				missing = append(missing, name)

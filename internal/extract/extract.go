@@ -19,8 +19,8 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
+	"github.com/countbot/toolsvc/internal/extract/trafilatura"
 	"github.com/go-shiori/go-readability"
-	trafilatura "github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -203,7 +203,6 @@ func (e *Extractor) primaryContent(doc *html.Node, pageURL *url.URL, bold map[st
 		OriginalURL:     pageURL,
 		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
 		ExcludeComments: true,
-		HtmlDateMode:    trafilatura.Disabled,
 		Focus:           trafilatura.Balanced,
 	})
 	if err == nil && tr != nil && tr.ContentNode != nil {

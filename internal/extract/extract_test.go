@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	trafilatura "github.com/markusmobius/go-trafilatura"
+	"github.com/countbot/toolsvc/internal/extract/trafilatura"
 	"golang.org/x/net/html"
 )
 

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -263,16 +264,12 @@ func dropDeadLinks(n *html.Node) {
 // between blocks become <p>, two or more <br> in a row end a paragraph, and
 // a <p> holding such a double break is split. trafilatura otherwise cuts
 // such text at every link or drops it, and flattens <br><br> to a line
-// break. A <div> that holds nothing but prose beside other paragraphs is a
-// paragraph too (trafilatura skips divs on pages with enough <p>).
+// break. A <div> that holds nothing but prose beside other paragraphs (or
+// beside other such divs) is a paragraph too, and so is a short one of the
+// same class among them: trafilatura skips divs on pages with enough <p>,
+// so an article written as prose divs loses whatever is left a div.
 func paragraphs(n *html.Node) {
-	hasP := false
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && c.Data == "p" {
-			hasP = true
-			break
-		}
-	}
+	prose := proseClasses(n)
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode || skipped[c.Data] || c.Data == "pre" || isInline(c) {
 			continue
@@ -282,7 +279,7 @@ func paragraphs(n *html.Node) {
 		case "div", "section", "article", "main", "body", "blockquote", "center":
 			switch {
 			case !hasLooseText(c):
-			case hasP && proseDiv(c):
+			case prose != nil && (proseDiv(c) || c.Data == "div" && !hasBlockChild(c) && prose[firstClass(c)]):
 				c.Data, c.DataAtom = "p", atom.P
 				splitParagraph(c)
 			case hasBlockChild(c) || hasBreak(c):
@@ -292,6 +289,40 @@ func paragraphs(n *html.Node) {
 			splitParagraph(c)
 		}
 	}
+}
+
+// proseClasses is nil unless n's children are paragraphs written as divs
+// beside a <p> with text, or beside each other (two or more prose divs).
+// It then holds the first class names of the prose divs ("" included), so
+// that a short div of the same class, a sentence cut off by an ad, goes
+// with them. An empty <p> (or one of line breaks only) shows nothing: it
+// is no paragraph to stand beside.
+func proseClasses(n *html.Node) map[string]bool {
+	hasP, divs := false, 0
+	var classes map[string]bool
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		switch {
+		case c.Data == "p" && !hasP:
+			t, _ := textSize(c)
+			hasP = t > 0
+		case proseDiv(c):
+			divs++
+			if classes == nil {
+				classes = map[string]bool{}
+			}
+			classes[firstClass(c)] = true
+		}
+	}
+	if !hasP && divs < 2 {
+		return nil
+	}
+	if classes == nil {
+		classes = map[string]bool{}
+	}
+	return classes
 }
 
 // hasLooseText reports text (not blank) written straight into n beside
@@ -519,23 +550,116 @@ func mergeSplitBlocks(n *html.Node) {
 		groups = append(groups, group{cls: cls, nodes: []*html.Node{c}})
 	}
 	for _, g := range groups {
-		if len(g.nodes) < 2 || notArticle.MatchString(g.cls) || !articlePart(g.nodes[0]) {
-			continue
-		}
-		first := g.nodes[0]
-		for _, b := range g.nodes[1:] {
-			if !articlePart(b) {
-				continue
-			}
-			for c := b.FirstChild; c != nil; {
-				next := c.NextSibling
-				b.RemoveChild(c)
-				first.AppendChild(c)
-				c = next
-			}
-			n.RemoveChild(b)
+		if len(g.nodes) >= 2 && !notArticle.MatchString(g.cls) {
+			joinParts(n, g.nodes)
 		}
 	}
+}
+
+// joinParts moves the article parts among the sibling blocks of n (of one
+// element and first class) into the first of them, and removes the boxes
+// of other stories among them that follow it: in the post's shape, they
+// would otherwise be taken for more of it.
+func joinParts(n *html.Node, blocks []*html.Node) {
+	first := blocks[0]
+	if !articlePart(first) || otherStories(first) {
+		return
+	}
+	merged := false
+	for _, b := range blocks[1:] {
+		switch {
+		case otherStories(b):
+			n.RemoveChild(b)
+			continue
+		case !articlePart(b):
+			continue
+		}
+		for c := b.FirstChild; c != nil; {
+			next := c.NextSibling
+			b.RemoveChild(c)
+			first.AppendChild(c)
+			c = next
+		}
+		n.RemoveChild(b)
+		merged = true
+	}
+	// The blocks joined may be wrappers (a layout grid's rows, each with a
+	// body block and an ad rail): their body blocks now stand side by side,
+	// and are joined in turn.
+	if merged {
+		mergeSplitBlocks(first)
+	}
+}
+
+// otherStories reports a block that has the shape of an article part but
+// holds other stories: a "related posts" or "read more" box, which often
+// shares its element and first class name with the post it follows
+// (<article class="box post"> and <article class="box related">). It says
+// so by a class name or id, by stories nested in it (an <article> inside an
+// <article> is one), or by a heading in the words of such boxes over links.
+func otherStories(n *html.Node) bool {
+	for _, v := range []string{attr(n, "class"), attr(n, "id")} {
+		for _, name := range strings.Fields(v) {
+			if otherStoriesName.MatchString(name) {
+				return true
+			}
+		}
+	}
+	stories, links := 0, 0
+	var heading string
+	var walk func(*html.Node)
+	walk = func(x *html.Node) {
+		for c := x.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || skipped[c.Data] {
+				continue
+			}
+			switch {
+			case c.Data == "article":
+				stories++
+				continue
+			case c.Data == "a" && attr(c, "href") != "":
+				links++
+			case heading == "" && (len(c.Data) == 2 && c.Data[0] == 'h' && c.Data[1] >= '1' && c.Data[1] <= '6'):
+				heading = strings.ToLower(cleanSpace(rawText(c)))
+			}
+			walk(c)
+		}
+	}
+	walk(n)
+	if stories >= 2 {
+		return true
+	}
+	if links < 2 || heading == "" || utf8.RuneCountInString(heading) > 60 || !otherStoriesHeading(heading) {
+		return false
+	}
+	// Teasers link their titles: a fifth of the text or more is links. A
+	// section of an article headed "Related work" cites a few.
+	total, linked := textSize(n)
+	return linked*5 >= total
+}
+
+// otherStoriesName matches a class name or id of a box of other stories.
+var otherStoriesName = regexp.MustCompile(`(?i)related|recommend|similar|more-?(stories|news|articles|posts|from)|read-?(more|also|next)|also-?like|outbrain|taboola|trending|popular|most-?read`)
+
+// otherStoriesWords are the words (lower case) of the headings of boxes of
+// other stories, in the languages toolsvc meets most.
+var otherStoriesWords = []string{
+	"related", "you may also like", "you might also like", "read more", "read also", "also read", "see also",
+	"more from", "more stories", "more on this", "recommended", "further reading", "most read", "don't miss",
+	"lesen sie auch", "auch interessant", "könnte sie auch interessieren", "mehr zum thema", "weitere artikel",
+	"ähnliche artikel", "meistgelesen", "lire aussi", "vous aimerez aussi", "sur le même sujet", "articles similaires",
+	"te puede interesar", "lee también", "relacionad", "leia também", "veja também", "leggi anche", "correlati",
+	"читайте также", "по теме", "相关", "相關", "推荐", "推薦", "延伸阅读", "延伸閱讀", "猜你喜欢", "你可能", "更多",
+	"関連記事", "あわせて読みたい", "おすすめ",
+}
+
+func otherStoriesHeading(h string) bool {
+	for _, w := range otherStoriesWords {
+		if strings.Contains(h, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstClass is the first name in n's class attribute.

@@ -90,6 +90,7 @@ func TestDropDeadLinks(t *testing.T) {
 }
 
 func TestParagraphs(t *testing.T) {
+	prose := strings.Repeat("Prose words here. ", 6)
 	for in, want := range map[string]string{
 		// Bare text with links and double breaks, beside a list.
 		`<div>In <a href="/p2">part 2</a> I found it.<br><br>Then <b>this</b>.<br>Same para.<ul><li>x</li></ul>Last words.</div>`: `<div><p>In <a href="/p2">part 2</a> I found it.</p><p>Then <b>this</b>.<br/>Same para.</p><ul><li>x</li></ul><p>Last words.</p></div>`,
@@ -99,6 +100,11 @@ func TestParagraphs(t *testing.T) {
 		`<p>x</p><div class="para">` + strings.Repeat("Prose words here. ", 6) + `</div>`: `<p>x</p><p class="para">` + strings.Repeat("Prose words here. ", 6) + `</p>`,
 		// Short text in a div, or a div of links, is left alone; so are table cells.
 		`<p>x</p><div class="info">By staff · 1 May</div><div><a href="/a">A</a> | <a href="/b">B</a></div><table><tr><td>1<br>2</td></tr></table>`: `<p>x</p><div class="info">By staff · 1 May</div><div><a href="/a">A</a> | <a href="/b">B</a></div><table><tbody><tr><td>1<br/>2</td></tr></tbody></table>`,
+		// Prose divs side by side are paragraphs, with a short one of their
+		// class; an empty <p> (or one of breaks) among them changes nothing.
+		`<div class="a">` + prose + `</div><div class="a">Cut short</div><p><br></p><div class="a">` + prose + `</div><p> </p><div class="b">Other</div>`: `<p class="a">` + prose + `</p><p class="a">Cut short</p><p><br/></p><p class="a">` + prose + `</p><p> </p><div class="b">Other</div>`,
+		// One prose div beside an empty <p> stays a div.
+		`<div class="a">` + prose + `</div><p></p><div class="a">Cut short</div>`: `<div class="a">` + prose + `</div><p></p><div class="a">Cut short</div>`,
 	} {
 		doc := parseBody(t, in)
 		paragraphs(doc)
@@ -129,6 +135,53 @@ func TestMergeSplitBlocks(t *testing.T) {
 
 // TestTrimEdges: boilerplate goes from the edges of a short answer, never
 // from its middle, and a long article keeps its closing list of links.
+// TestMergeSplitBlocksWrappers: an article split over layout wrappers, each
+// a body block beside an ad rail, becomes one body block in order, however
+// deep the wrappers nest.
+func TestMergeSplitBlocksWrappers(t *testing.T) {
+	row := func(text string) string {
+		return `<div class="grid"><div class="inner"><div class="col body"><p>` + strings.Repeat(text+" ", 30) +
+			`</p></div><div class="col rail"><div class="ad"></div></div></div></div><div class="ad-row"></div>`
+	}
+	doc := parseBody(t, `<article>`+row("One.")+row("Two.")+row("Three.")+`</article>`)
+	mergeSplitBlocks(doc)
+	got := render(t, doc)
+	one, two, three := strings.Index(got, "One."), strings.Index(got, "Two."), strings.Index(got, "Three.")
+	if strings.Count(got, `class="col body"`) != 1 || strings.Count(got, `class="col rail"`) != 3 || !(one < two && two < three) {
+		t.Errorf("body blocks not joined in order: %s", got)
+	}
+	body := got[strings.Index(got, `class="col body"`):]
+	if body = body[:strings.Index(body, "</div>")]; !strings.Contains(body, "Three.") {
+		t.Errorf("the body block does not hold every part: %s", got)
+	}
+}
+
+// TestOtherStories: a box of other stories in a post's shape is told by its
+// name, its nested stories or its heading over teaser links, in several
+// languages; an article's own section is not.
+func TestOtherStories(t *testing.T) {
+	prose := strings.Repeat("Words of the article itself. ", 8)
+	teasers := `<div><h3><a href="/a">A headline of another story</a></h3><p>Its teaser sentence.</p></div>` +
+		`<div><h3><a href="/b">A second headline of another story</a></h3><p>Its teaser sentence.</p></div>`
+	for in, want := range map[string]bool{
+		`<section class="box related"><p>` + prose + `</p></section>`:                                                                 true,
+		`<div class="body" id="more-stories"><p>` + prose + `</p></div>`:                                                              true,
+		`<article class="box"><article><p>one</p></article><article><p>two</p></article></article>`:                                   true,
+		`<section class="box"><h2>You may also like</h2>` + teasers + `</section>`:                                                    true,
+		`<section class="box"><h2>Das könnte Sie auch interessieren</h2>` + teasers + `</section>`:                                    true,
+		`<div class="box"><h3>相关阅读</h3><ul><li><a href="/1">另一条新闻的标题</a></li><li><a href="/2">又一条新闻的标题</a></li></ul></div>`:           true,
+		`<section class="box"><h2>The harbour</h2><p>` + prose + `</p></section>`:                                                     false,
+		`<section class="box"><h2>Related work</h2><p>` + prose + ` See <a href="/x">[1]</a> and <a href="/y">[2]</a>.</p></section>`: false,
+		`<section class="box"><h2>Winter</h2>` + teasers + `</section>`:                                                               false,
+	} {
+		doc := parseBody(t, in)
+		body := doc.FirstChild.LastChild // <html><head/><body>
+		if got := otherStories(body.FirstChild); got != want {
+			t.Errorf("%s: %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestTrimEdges(t *testing.T) {
 	story := "<p>" + strings.Repeat("The council voted to keep the night buses. ", 4) + "</p>"
 	links := `<ul><li><a href="/1">Another story headline here</a></li><li><a href="/2">And one more story headline</a></li></ul>`

@@ -21,19 +21,26 @@ const drainMax = 32 << 20
 // the budget.
 var errBodyBudget = errors.New("request bodies in memory exceed the budget")
 
-// budgetReader counts what it reads against the server's body budget.
+// budgetReader counts what it reads against the server's body budget,
+// beyond the free bytes counted already (a buffer made at the announced
+// length). n is what it has counted in all.
 type budgetReader struct {
-	r io.Reader
-	s *server
-	n int64
+	r    io.Reader
+	s    *server
+	n    int64
+	free int64
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if n > 0 {
-		b.n += int64(n)
-		if b.s.bodies.Add(int64(n)) > b.s.bodyBudget {
-			return n, errBodyBudget
+	if c := int64(n); c > 0 {
+		used := min(c, b.free)
+		b.free -= used
+		if c -= used; c > 0 {
+			b.n += c
+			if b.s.bodies.Add(c) > b.s.bodyBudget {
+				return n, errBodyBudget
+			}
 		}
 	}
 	return n, err
@@ -57,11 +64,24 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		return nil, func() {}, true
 	}
 	br := &budgetReader{r: r.Body, s: s}
+	if r.ContentLength > 0 {
+		// The buffer is made at the announced length before the bytes
+		// come, so it counts against the budget at once: clients that
+		// announce large bodies and send nothing cannot make the server
+		// hold more than the budget.
+		br.n, br.free = r.ContentLength+1, r.ContentLength+1
+		if s.bodies.Add(br.n) > s.bodyBudget {
+			s.bodies.Add(-br.n)
+			w.Header().Set("Connection", "close")
+			writeError(w, kindOverloaded, "too many request bodies are arriving at once; retry shortly")
+			return nil, func() {}, false
+		}
+	}
 	release = sync.OnceFunc(func() { s.bodies.Add(-br.n) })
 	// The deadline is on the connection: it ends a read that is waiting for
 	// bytes, which a timer around io.ReadAll could not.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(br), s.opts.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, io.NopCloser(br), s.opts.MaxBodyBytes), r.ContentLength)
 	if err == nil {
 		// Lift the deadline: the server watches the idle connection for a
 		// client that goes away while the call runs, and that watch must
@@ -104,4 +124,28 @@ func (s *server) refuseTooLarge(w http.ResponseWriter, r *http.Request, rc *http
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	_, _ = io.CopyN(io.Discard, body, drainMax)
+}
+
+// readAll reads r to its end into a buffer of the announced length (one
+// byte more, to see the end), where io.ReadAll would grow its buffer by
+// copies that hold a large body about twice over. Without a length, or
+// when more comes than announced, it grows as io.ReadAll does.
+func readAll(r io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

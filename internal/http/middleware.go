@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -11,14 +12,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var requestIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // requestID takes a sane X-Request-ID from the client or makes one, and
 // echoes it in the response.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
-		if !requestIDPattern.MatchString(id) {
+		if !requestIDPattern().MatchString(id) {
 			id = uuid.NewString()
 		}
 		w.Header().Set("X-Request-ID", id)

@@ -3,11 +3,9 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -309,17 +307,15 @@ func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (regis
 // limit, body timeout, the memory budget of bodies) before the MCP handler
 // sees it, and lifts the server's write timeout: the answer waits for a
 // tool call, which has its own deadline.
-func (s *server) mcpBody(h http.Handler) http.HandlerFunc {
+func (s *server) mcpBody(h *mcp.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, release, ok := s.readBody(w, r)
 		defer release()
 		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		h.ServeHTTP(w, r)
+		h.ServeBody(w, r, body)
 	}
 }
 

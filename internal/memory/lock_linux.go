@@ -16,14 +16,17 @@ import (
 // lock takes the cross-process lock on memory/.MEMORY.md.lock. The lock
 // file is opened relative to the memory folder, itself opened through the
 // workspace root, and O_NOFOLLOW refuses a lock file that is a symbolic
-// link: nothing outside the workspace is created or locked.
+// link: nothing outside the workspace is created or locked. It is opened
+// for writing, though nothing is written: an NFS client emulates flock
+// with a lock of the whole file, which NFS grants exclusively only to a
+// writer, and replicas sharing the workspace over NFS lock it that way.
 func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err error) {
 	dir, err := root.Open(Dir)
 	if err != nil {
 		return nil, err
 	}
 	lk := flock.New(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), LockFile),
-		flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
+		flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
 		flock.SetPermissions(0o644))
 	wctx, cancel := context.WithTimeout(ctx, s.opts.LockWait)
 	defer cancel()

@@ -19,12 +19,12 @@ import (
 // first created through the workspace root, which refuses a path leading
 // out of the workspace, then locked by its path below the root's folder.
 func (s *Store) lock(ctx context.Context, root *os.Root) (unlock func(), err error) {
-	f, err := root.OpenFile(Dir+"/"+LockFile, os.O_CREATE|os.O_RDONLY, 0o644)
+	f, err := root.OpenFile(Dir+"/"+LockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	f.Close()
-	lk := flock.New(filepath.Join(root.Name(), Dir, LockFile), flock.SetFlag(os.O_CREATE|os.O_RDONLY), flock.SetPermissions(0o644))
+	lk := flock.New(filepath.Join(root.Name(), Dir, LockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o644))
 	wctx, cancel := context.WithTimeout(ctx, s.opts.LockWait)
 	defer cancel()
 	ok, err := lk.TryLockContext(wctx, time.Millisecond)

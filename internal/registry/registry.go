@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -153,6 +154,9 @@ type entry struct {
 	def    Definition
 	defJS  []byte
 	rules  []Rule
+	// shortenAt is where the checks may cut long strings of big
+	// arguments (see checkValue); 0: never.
+	shortenAt int
 	// example is a short arguments object, for the advice given when the
 	// arguments are not an object at all.
 	example string
@@ -171,7 +175,7 @@ type Registry struct {
 	gen uint64
 }
 
-var namePattern = regexp.MustCompile(NamePattern)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
 
 // New returns an empty registry.
 func New(opts Options) *Registry {
@@ -224,8 +228,8 @@ func (r *Registry) Register(t Tool) error {
 // the set named set ("" for tools added one by one with Register).
 func newEntry(t Tool, set string) (*entry, error) {
 	name := t.Name()
-	if !namePattern.MatchString(name) {
-		return nil, fmt.Errorf("register tool %q: name must match %s", name, namePattern)
+	if !namePattern().MatchString(name) {
+		return nil, fmt.Errorf("register tool %q: name must match %s", name, NamePattern)
 	}
 	params := t.Parameters()
 	schema, err := compileSchema(params)
@@ -249,7 +253,8 @@ func newEntry(t Tool, set string) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
-	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules, example: exampleArgs(params, rules)}, nil
+	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules,
+		shortenAt: shortenAt(params, rules), example: exampleArgs(params, rules)}, nil
 }
 
 // Names returns the registered tool names, sorted.
@@ -375,11 +380,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source, Key: meta.Key,
 		Timestamp: start.UTC(),
 	}
-	if json.Valid(args) {
-		rec.Arguments = json.RawMessage(r.opts.Redact(string(args)))
-	} else {
-		rec.Arguments = r.opts.Redact(string(args))
-	}
+	rec.Arguments = r.auditArguments(args)
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
 		r.opts.Observer.AuditFailed("start")
@@ -414,6 +415,23 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 	return res
+}
+
+// auditArguments is args as the audit log gets them: redacted, as raw
+// JSON when they are JSON, else as text. Arguments without a secret (the
+// rule) are not copied: a 50 MB write_file would otherwise hold its
+// content twice more for the whole call. args is never changed.
+func (r *Registry) auditArguments(args []byte) any {
+	view := unsafe.String(unsafe.SliceData(args), len(args))
+	red := r.opts.Redact(view)
+	valid := json.Valid(args)
+	switch {
+	case valid && unsafe.StringData(red) == unsafe.StringData(view) && len(red) == len(view):
+		return json.RawMessage(args)
+	case valid:
+		return json.RawMessage(red)
+	}
+	return strings.Clone(red)
 }
 
 const (

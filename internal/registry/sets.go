@@ -105,7 +105,7 @@ func CheckSchema(raw json.RawMessage) error {
 }
 
 // ValidName reports whether name is a valid tool name (NamePattern).
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // NamePattern is the rule tool names follow, valid for every model's
 // tool format.

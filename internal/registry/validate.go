@@ -82,6 +82,23 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		}
 		return nil, toolerr.MalformedArguments, msg
 	}
+	return checkValue(e, tool, args, e.shortenAt)
+}
+
+// bigArguments is the size from which arguments are checked on a copy
+// whose long strings are cut (entry.shortenAt), rather than decoded whole.
+const bigArguments = 1 << 20
+
+// checkValue is checkArguments once args are known to be valid JSON. When
+// shortenAt is set and args are big, the schema and rules look at a copy
+// of args with every string longer than shortenAt encoded bytes cut (to a
+// prefix still longer than any length the schema states), which they
+// judge as the whole: a 50 MB write_file is not decoded to be checked.
+func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, string, string) {
+	full, shortened := args, false
+	if shortenAt > 0 && len(args) > bigArguments {
+		args, shortened = jsonx.ShortenStrings(args, shortenAt)
+	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
@@ -100,6 +117,11 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		return nil, toolerr.InvalidArguments, formatProblems(tool, nums.list, nums.dropped)
 	}
 	var problems []problem
+	if changed && shortened {
+		// The numbers are written anew from the decoded value, which must
+		// then hold the whole strings.
+		return checkValue(e, tool, full, 0)
+	}
 	if changed {
 		b, err := jsonx.Marshal(obj)
 		if err != nil {
@@ -123,7 +145,70 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 	if len(problems) > 0 {
 		return nil, toolerr.InvalidArguments, formatProblems(tool, problems, 0)
 	}
+	if shortened {
+		return full, "", ""
+	}
 	return args, "", ""
+}
+
+// shortenAt is the encoded length to which a tool's checks may see its
+// long string arguments cut without a different outcome, or 0 when they
+// may not. A cut string keeps more characters than any minLength,
+// maxLength or enum value of the schema, so those keywords judge it as
+// the whole; pattern, format and const could judge a prefix otherwise,
+// and rules look at values the schema does not describe, so a tool with
+// any of those is checked on its whole arguments.
+func shortenAt(params json.RawMessage, rules []Rule) int {
+	var schema any
+	if len(rules) > 0 || json.Unmarshal(params, &schema) != nil {
+		return 0
+	}
+	longest, ok := longestStated(schema)
+	if !ok {
+		return 0
+	}
+	return jsonx.MaxEncodedRune * (max(longest, 4096) + 2)
+}
+
+// longestStated walks a schema for the string keywords: the largest
+// length it states, and false when it has one a prefix could fail
+// differently.
+func longestStated(v any) (int, bool) {
+	longest := 0
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			switch k {
+			case "pattern", "format", "const", "contentEncoding", "contentMediaType", "patternProperties":
+				return 0, false
+			case "minLength", "maxLength":
+				if n, ok := val.(float64); ok && n > float64(longest) {
+					longest = int(min(n, 1<<30))
+				}
+			case "enum":
+				list, _ := val.([]any)
+				for _, e := range list {
+					if s, ok := e.(string); ok {
+						longest = max(longest, utf8.RuneCountInString(s))
+					}
+				}
+			}
+			n, ok := longestStated(val)
+			if !ok {
+				return 0, false
+			}
+			longest = max(longest, n)
+		}
+	case []any:
+		for _, val := range t {
+			n, ok := longestStated(val)
+			if !ok {
+				return 0, false
+			}
+			longest = max(longest, n)
+		}
+	}
+	return longest, true
 }
 
 // problemList collects problems up to maxCollected and counts the rest.
@@ -301,6 +386,12 @@ func (e *argumentsError) Error() string {
 // becomes a problem in the schema's form, never a Go decoder message.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
+	if len(args) > bigArguments {
+		if decodeBig(args, &v, bigString) {
+			return v, nil
+		}
+		v = *new(T)
+	}
 	err := json.Unmarshal(args, &v)
 	if err == nil {
 		return v, nil

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // callCtx is how a command was reached.
@@ -28,7 +29,7 @@ func (c *checker) command(ws []word, sc scope, cc callCtx) *Blocked {
 	if b := c.denyPatterns(text, text); b != nil {
 		return b
 	}
-	if reason, ok := matchRules(seedCmdRules, text); ok {
+	if reason, ok := matchRules(seedCmdRules(), text); ok {
 		return block(text, reason)
 	}
 	for _, w := range ws {
@@ -267,7 +268,7 @@ func winFormatRule(string, []word, callCtx) string { return "format is not allow
 
 func delRule(_ string, ws []word, _ callCtx) string {
 	for _, w := range ws[1:] {
-		if winFlag.MatchString(w.text) {
+		if winFlag().MatchString(w.text) {
 			return "del " + w.text + " is not allowed"
 		}
 	}
@@ -283,7 +284,7 @@ func rdRule(_ string, ws []word, _ callCtx) string {
 	return ""
 }
 
-var winFlag = regexp.MustCompile(`(?i)^/[fsq]$`)
+var winFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^/[fsq]$`) })
 
 // rmRule refuses rm with -r/-R/--recursive or -f/--force in any spelling,
 // flags that may only appear at run time, and system paths.
@@ -408,10 +409,12 @@ func formatTool(base string) bool {
 	return false
 }
 
-var diskRe = regexp.MustCompile(`(?:^|[=:,\s])/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|dm-\d|md\d|loop\d|sr\d|mapper/|disk/|mem$|kmem$|port$)`)
+var diskRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[=:,\s])/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|dm-\d|md\d|loop\d|sr\d|mapper/|disk/|mem$|kmem$|port$)`)
+})
 
 // diskDevice reports whether s names a raw disk (or memory) device.
-func diskDevice(s string) bool { return strings.Contains(s, "/dev/") && diskRe.MatchString(s) }
+func diskDevice(s string) bool { return strings.Contains(s, "/dev/") && diskRe().MatchString(s) }
 
 // systemRoots are the top-level directories whose contents commands may
 // not remove, move, overwrite or re-own. /var, /opt, /root and /home are

@@ -4,19 +4,22 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // gitCommandKeys are git configuration keys whose value git runs as a
 // shell command (alias.* and credential helpers only when it starts
 // with '!').
-var gitCommandKeys = regexp.MustCompile(`^(?:core\.(?:pager|editor|sshcommand|fsmonitor|askpass)|diff\.external|diff\..+\.(?:command|textconv)|(?:diff|merge)tool\..+\.cmd|merge\..+\.driver|filter\..+\.(?:clean|smudge|process)|sequence\.editor|gpg(?:\..+)?\.program|pager\..+|uploadpack\.packobjectshook|credential(?:\..+)?\.helper|alias\..+|browser\..+\.cmd|web\.browser|remote\..+\.(?:uploadpack|receivepack)|sendemail\.(?:tocmd|cccmd)|core\.gitproxy)$`)
+var gitCommandKeys = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:core\.(?:pager|editor|sshcommand|fsmonitor|askpass)|diff\.external|diff\..+\.(?:command|textconv)|(?:diff|merge)tool\..+\.cmd|merge\..+\.driver|filter\..+\.(?:clean|smudge|process)|sequence\.editor|gpg(?:\..+)?\.program|pager\..+|uploadpack\.packobjectshook|credential(?:\..+)?\.helper|alias\..+|browser\..+\.cmd|web\.browser|remote\..+\.(?:uploadpack|receivepack)|sendemail\.(?:tocmd|cccmd)|core\.gitproxy)$`)
+})
 
 // gitRiskyKey reports whether setting key can make git run code: a key
 // whose value is a command, the hooks folder, an included configuration
 // file, or enabling the ext:: transport.
 func gitRiskyKey(key string) bool {
 	k := strings.ToLower(key)
-	return gitCommandKeys.MatchString(k) || k == "core.hookspath" || k == "include.path" ||
+	return gitCommandKeys().MatchString(k) || k == "core.hookspath" || k == "include.path" ||
 		strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path") ||
 		k == "protocol.allow" || k == "protocol.ext.allow"
 }

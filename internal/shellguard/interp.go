@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // interpSpec describes how a script interpreter takes its program.
@@ -209,9 +210,15 @@ func (a *interpArgs) shortOpts(sp interpSpec, ws []word, i int) (last int, stop 
 	return i, false
 }
 
+// The string patterns are compiled on first use, not at every start of
+// the program.
 var (
-	stringLitRe  = regexp.MustCompile(`(?s)"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
-	stringListRe = regexp.MustCompile(`(?s)[\[(]\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')(?:\s*,\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'))+\s*,?\s*[\])]`)
+	stringLitRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+	})
+	stringListRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)[\[(]\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')(?:\s*,\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'))+\s*,?\s*[\])]`)
+	})
 )
 
 // code scans program text given inline to an interpreter: the deny
@@ -231,16 +238,16 @@ func (c *checker) code(interp string, cw word, text string, sc scope) *Blocked {
 	if b := c.denyPatterns(code, text); b != nil {
 		return b
 	}
-	if reason, ok := matchRules(strictRules, code); ok {
+	if reason, ok := matchRules(strictRules(), code); ok {
 		return block(text, reason+" (in inline "+interp+" code)")
 	}
 	inner := scope{depth: sc.depth + 1, mode: modeCode}
 	if inner.depth > MaxDepth {
 		return block(text, "commands are nested more than 8 levels deep (sh -c, eval, ...)")
 	}
-	for _, m := range stringListRe.FindAllString(code, -1) {
+	for _, m := range stringListRe().FindAllString(code, -1) {
 		var ws []word
-		for _, s := range stringLitRe.FindAllString(m, -1) {
+		for _, s := range stringLitRe().FindAllString(m, -1) {
 			ws = append(ws, litWord(unquoteLit(s)))
 		}
 		if b := c.command(ws, inner, callCtx{}); b != nil {
@@ -248,7 +255,7 @@ func (c *checker) code(interp string, cw word, text string, sc scope) *Blocked {
 			return b
 		}
 	}
-	for _, s := range stringLitRe.FindAllString(code, -1) {
+	for _, s := range stringLitRe().FindAllString(code, -1) {
 		body := unquoteLit(s)
 		if strings.TrimSpace(body) == "" {
 			continue

@@ -71,10 +71,10 @@ func (c *checker) script(src string, sc scope) *Blocked {
 		// shell will most likely reject it too, and the sandbox holds the
 		// rest.
 		sq := squash(src)
-		if reason, ok := matchRules(strictRules, sq); ok {
+		if reason, ok := matchRules(strictRules(), sq); ok {
 			return block(src, reason)
 		}
-		if reason, ok := matchRules(unparsedRules, sq); ok {
+		if reason, ok := matchRules(unparsedRules(), sq); ok {
 			return block(src, reason)
 		}
 		if sc.mode == modeScript && c.g.AllowlistMode() {
@@ -108,7 +108,7 @@ func (c *checker) script(src string, sc scope) *Blocked {
 	}
 	// CountBot's patterns over the raw text, anchored where a command
 	// starts: a seatbelt for what the parse may have misread.
-	if reason, ok := matchRules(seedRules, src); ok {
+	if reason, ok := matchRules(seedRules(), src); ok {
 		return block(src, reason)
 	}
 	return nil

@@ -64,21 +64,25 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
-	f, err := p.Open()
+	// Another edit of the same file, here or in another replica sharing the
+	// workspace, waits until this one is written, and then edits what this
+	// one wrote.
+	f, release, err := p.OpenForEdit(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", toolerr.Errorf(toolerr.ToolError, "'%s' is being edited by another call, which did not finish in time. Next: retry the edit.", runes.Shorten(p.Display, runes.Echo))
+		}
 		return "", err
 	}
+	defer release()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return "", workspace.Explain(err, p)
 	}
 	if !fi.Mode().IsRegular() {
-		f.Close()
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is a folder or a special file, not a regular file.", runes.Shorten(p.Display, runes.Echo))
 	}
 	if fi.Size() > maxEditBytes {
-		f.Close()
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "'%s' is %s, larger than edit_file handles (%s). Next: use exec with sed, or split the file.", runes.Shorten(p.Display, runes.Echo), humanSize(fi.Size()), humanSize(maxEditBytes))
 	}
 	// The file is read into one buffer of its size (one byte more tells a
@@ -87,7 +91,9 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	// written from the string. So an edit holds the file about twice.
 	data := make([]byte, fi.Size()+1)
 	n, err := io.ReadFull(f, data)
-	f.Close()
+	if !workspace.LocksEdits {
+		release() // the file cannot be replaced while it is open
+	}
 	switch {
 	case err == nil:
 		return "", toolerr.Errorf(toolerr.ToolError, "'%s' grew while it was read, so it was not edited. Next: retry the edit.", runes.Shorten(p.Display, runes.Echo))
@@ -114,18 +120,33 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "old_str occurs %d times in '%s' (at lines %s), so the edit is ambiguous and nothing was changed. Next: include more surrounding lines in old_str to make it unique, or set replace_all=true to replace every occurrence.", count, runes.Shorten(p.Display, runes.Echo), linesOf(text, args.OldStr, 10))
 	}
 	first := strings.Count(text[:strings.Index(text, args.OldStr)], "\n") + 1
-	if args.ReplaceAll {
-		text = strings.ReplaceAll(text, args.OldStr, args.NewStr)
-	} else {
-		text = strings.Replace(text, args.OldStr, args.NewStr, 1)
-	}
-	if err := t.ws.WriteString(p, text, false); err != nil {
+	if err := t.ws.WriteStrings(p, edited(text, args.OldStr, args.NewStr, count)...); err != nil {
 		return "", err
 	}
 	if count == 1 {
 		return fmt.Sprintf("Edited %s: replaced 1 occurrence at line %d", p.Display, first), nil
 	}
 	return fmt.Sprintf("Edited %s: replaced %d occurrences (first at line %d)", p.Display, count, first), nil
+}
+
+// maxEditParts bounds the pieces an edit is written from; an edit with
+// more occurrences is built whole first.
+const maxEditParts = 2049
+
+// edited is text with the count occurrences of old replaced by repl, as
+// pieces written one after another: the edited file is never built in
+// memory, which for a large new_str would hold it twice more.
+func edited(text, old, repl string, count int) []string {
+	if 2*count+1 > maxEditParts {
+		return []string{strings.ReplaceAll(text, old, repl)}
+	}
+	parts := make([]string, 0, 2*count+1)
+	for range count {
+		i := strings.Index(text, old)
+		parts = append(parts, text[:i], repl)
+		text = text[i+len(old):]
+	}
+	return append(parts, text)
 }
 
 // linesOf lists the line numbers where sub starts, at most limit of them.

@@ -164,7 +164,7 @@ func (t *SendMedia) check(name string, sender channels.Sender) (*fileLine, *os.F
 	case fi.Size() > channels.MaxFileSize:
 		l.refused = fmt.Sprintf("it is %s; send_media sends at most 20 MB a file. Next: compress or split it", humanSize(fi.Size()))
 	default:
-		if why := sender.Check(file); why != "" {
+		if why := channels.CheckFile(sender, file); why != "" {
 			l.refused = fmt.Sprintf("it is %s and %s", humanSize(fi.Size()), why)
 		}
 	}

@@ -479,6 +479,20 @@ func (w *Workspace) WriteString(p Path, data string, appendTo bool) error {
 	})
 }
 
+// WriteStrings replaces the file at p with parts one after another, as
+// WriteString does with their concatenation, without building it in
+// memory first.
+func (w *Workspace) WriteStrings(p Path, parts ...string) error {
+	return w.write(p, false, func(f *os.File) error {
+		for _, s := range parts {
+			if _, err := f.WriteString(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (w *Workspace) write(p Path, appendTo bool, data func(*os.File) error) error {
 	dir := path.Dir(p.Name)
 	if err := p.Root.MkdirAll(dir, 0o755); err != nil {

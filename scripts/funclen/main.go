@@ -2,9 +2,12 @@
 // lists the functions and methods of the non-test Go files under the given
 // folders that are longer than -over lines (80 by default), counting from
 // the func line to the closing brace, longest first, and exits with status
-// 1 when there is any. scripts/test.sh runs it on internal and cmd.
+// 1 when there is any. -skip leaves out a folder (code copied from another
+// project, kept as it was written). scripts/test.sh runs it on internal and
+// cmd.
 //
 //	go run ./scripts/funclen internal cmd
+//	go run ./scripts/funclen -skip internal/extract/trafilatura internal cmd
 //	go run ./scripts/funclen -over 60 internal/tools
 package main
 
@@ -17,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -30,8 +34,13 @@ type long struct {
 
 func main() {
 	over := flag.Int("over", 80, "report functions longer than this many lines")
+	var skip []string
+	flag.Func("skip", "leave out this folder (repeatable)", func(dir string) error {
+		skip = append(skip, filepath.Clean(dir))
+		return nil
+	})
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: funclen [-over N] folder...")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: funclen [-over N] [-skip folder]... folder...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -41,7 +50,7 @@ func main() {
 	}
 	var found []long
 	for _, root := range flag.Args() {
-		hits, err := walk(root, *over)
+		hits, err := walk(root, *over, skip)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "funclen:", err)
 			os.Exit(2)
@@ -58,12 +67,15 @@ func main() {
 }
 
 // walk returns the functions longer than over lines in the non-test Go
-// files under root. A file that does not parse is an error: the limit
-// cannot be checked on it.
-func walk(root string, over int) ([]long, error) {
+// files under root, outside the folders of skip. A file that does not parse
+// is an error: the limit cannot be checked on it.
+func walk(root string, over int, skip []string) ([]long, error) {
 	var hits []long
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && slices.Contains(skip, filepath.Clean(p)) {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
 		}

@@ -1,0 +1,298 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"net/http"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countbot/toolsvc/internal/registry"
+)
+
+// toolCall is a plain tools/call request: one JSON-RPC call with an ID,
+// a tool name and arguments, nothing else.
+type toolCall struct {
+	id   json.RawMessage // as it goes back: an integer, or a string re-encoded
+	name string
+	args json.RawMessage // nil when the request had none, as the SDK passes it
+}
+
+// legacyVersions are the protocol versions (the Mcp-Protocol-Version
+// header; none means 2025-03-26) for which the SDK's stateless handler
+// answers a tools/call with nothing but the call's result. Later versions
+// add per-request metadata and header checks, which the SDK keeps.
+var legacyVersions = map[string]bool{"": true, "2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// maxDepth is the SDK's bound on the nesting of a message; a deeper one is
+// left to the SDK to refuse.
+const maxDepth = 1000
+
+// plainCall reports whether r is a plain tools/call that the SDK would run
+// and answer with its result alone, and decodes it. Anything else
+// (another method, a batch, a notification, _meta or other parameters,
+// headers the SDK checks or refuses) is not: the SDK answers it.
+func plainCall(r *http.Request, body []byte) (toolCall, bool) {
+	h := r.Header
+	if !legacyVersions[h.Get("Mcp-Protocol-Version")] || len(h.Values("Last-Event-ID")) > 0 {
+		return toolCall{}, false
+	}
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return toolCall{}, false
+		}
+	}
+	if !acceptsBoth(h.Values("Accept")) || tooDeep(body) {
+		return toolCall{}, false
+	}
+	if !json.Valid(body) {
+		return toolCall{}, false
+	}
+	msg, ok := members(body, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg[0]) != `"2.0"` || string(msg[2]) != `"tools/call"` || msg[1] == nil || msg[3] == nil {
+		return toolCall{}, false
+	}
+	params, ok := members(msg[3], "name", "arguments")
+	if !ok || len(params[0]) < 2 || params[0][0] != '"' || bytes.IndexByte(params[0], '\\') >= 0 {
+		return toolCall{}, false
+	}
+	id, ok := callID(msg[1])
+	if !ok {
+		return toolCall{}, false
+	}
+	return toolCall{id: id, name: string(params[0][1 : len(params[0])-1]), args: params[1]}, true
+}
+
+// members splits obj, a valid JSON document, into the values of the
+// members named keys, in that order (nil for one that is absent). It
+// refuses anything the SDK might read otherwise than these exact names:
+// not an object, another member, a key written with escapes (the SDK
+// matches names exactly, encoding/json would fold case) or given twice.
+func members(obj []byte, keys ...string) ([][]byte, bool) {
+	vals := make([][]byte, len(keys))
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		end := skipString(obj, i)
+		key := obj[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false
+		}
+		k := slices.Index(keys, string(key))
+		if k < 0 || vals[k] != nil {
+			return nil, false
+		}
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // the colon
+		end = skipValue(obj, i)
+		vals[k] = obj[i:end]
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return vals, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at i.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the value that starts at i, in a
+// valid document.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			i = skipString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// callID is a request's ID as the response repeats it: an integer as
+// sent, a string encoded again as the SDK encodes it. Other IDs (null,
+// fractions, exponents, huge numbers) are left to the SDK.
+func callID(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		b, err := marshal(s)
+		return b, err == nil
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
+// acceptsBoth is the SDK's check of Accept: it must take both JSON and an
+// event stream.
+func acceptsBoth(values []string) bool {
+	var jsonOK, streamOK bool
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// tooDeep reports whether body nests objects and arrays deeper than the
+// SDK allows.
+func tooDeep(body []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range body {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case inString:
+			inString = b != '"'
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > maxDepth {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// callResult is a call's result over MCP: the text a model reads, isError
+// for every failed call, and the call's ID, status and error code in _meta
+// for the client (no _meta for a call the gate refused).
+type callResult struct {
+	Meta    *callMeta     `json:"_meta,omitempty"`
+	Content []textContent `json:"content"`
+	IsError bool          `json:"isError,omitempty"`
+}
+
+// callMeta is _meta, its keys in the order the SDK writes a map's.
+type callMeta struct {
+	CallID     string  `json:"call_id"`
+	DurationMS int64   `json:"duration_ms"`
+	ErrorCode  *string `json:"error_code,omitempty"`
+	Status     string  `json:"status"`
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// MarshalJSON escapes <, > and & in the text, as the SDK's TextContent
+// does (it uses json.Marshal, unlike the rest of its messages), so that a
+// result reads the same over both paths.
+func (c textContent) MarshalJSON() ([]byte, error) {
+	type plain textContent
+	return json.Marshal(plain(c))
+}
+
+// result is the MCP result of a call the gate ran, or refused.
+func result(res registry.Result, refused string) callResult {
+	if refused != "" {
+		return callResult{IsError: true, Content: []textContent{{Type: "text", Text: "Error: " + refused}}}
+	}
+	m := &callMeta{CallID: res.CallID, Status: res.Status, DurationMS: res.DurationMS}
+	if res.Error != nil {
+		m.ErrorCode = &res.Error.Code
+	}
+	return callResult{Meta: m, IsError: res.Status != registry.StatusSuccess, Content: []textContent{{Type: "text", Text: res.Result}}}
+}
+
+// sdk is the result as the SDK's tool handler returns it.
+func (c callResult) sdk() *sdk.CallToolResult {
+	out := &sdk.CallToolResult{IsError: c.IsError, Content: []sdk.Content{&sdk.TextContent{Text: c.Content[0].Text}}}
+	if c.Meta != nil {
+		out.Meta = sdk.Meta{"call_id": c.Meta.CallID, "status": c.Meta.Status, "duration_ms": c.Meta.DurationMS}
+		if c.Meta.ErrorCode != nil {
+			out.Meta["error_code"] = *c.Meta.ErrorCode
+		}
+	}
+	return out
+}
+
+// response is a JSON-RPC response carrying a call's result.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  callResult      `json:"result"`
+}
+
+// writeResponse encodes the response straight to w.
+func writeResponse(w io.Writer, id json.RawMessage, res callResult) {
+	b, err := marshal(response{JSONRPC: "2.0", ID: id, Result: res})
+	if err != nil {
+		return // strings and integers: cannot fail
+	}
+	_, _ = w.Write(b)
+}
+
+// marshal encodes v as the SDK's messages are encoded.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
