@@ -91,7 +91,7 @@ func TestDatabaseOutage(t *testing.T) {
 	})
 	env := llmEnv(llm.URL, map[string]string{"AGENT_LEASE": "3s", "XIAOZHI_CONVERSATION": "true"})
 
-	env["DATABASE_URL"] = "postgres://postgres:hunter2-db-password@" + freePort(t) + "/toolsvc?connect_timeout=5"
+	env["DATABASE_URL"] = "postgres://postgres:hunter2-db-password@" + freeAddr(t) + "/toolsvc?connect_timeout=5"
 	err := startError(t, env)
 	if err == nil || !strings.Contains(err.Error(), "TOOLSVC_DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:") {
 		t.Fatalf("start-up with an unreachable database: %v", err)

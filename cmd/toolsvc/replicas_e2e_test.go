@@ -54,7 +54,7 @@ type cluster struct {
 }
 
 // freePort returns a loopback port nothing listens on now.
-func freePort(t testing.TB) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,7 +77,7 @@ func startClusterWith(t testing.TB, llmURL string, n int, shared bool) *cluster 
 	}
 	c := &cluster{db: pgtest.NewDatabase(t), ws: filepath.Join(t.TempDir(), "ws")}
 	for i := range n {
-		r := &replica{name: fmt.Sprintf("r%d", i+1), addr: freePort(t), dataDir: filepath.Join(t.TempDir(), "data"), owner: t}
+		r := &replica{name: fmt.Sprintf("r%d", i+1), addr: freeAddr(t), dataDir: filepath.Join(t.TempDir(), "data"), owner: t}
 		r.vars = map[string]string{
 			"ADDR": r.addr, "WORKSPACE": c.ws, "DATA_DIR": r.dataDir, "LOG_LEVEL": "info",
 			"DATABASE_URL": c.db, "REPLICA_ID": r.name, "AGENT_LEASE": replicaLease.String(),
@@ -133,7 +133,7 @@ func (r *replica) kill(t *testing.T) {
 // address.
 func startHAProxy(t testing.TB, rs []*replica) string {
 	t.Helper()
-	addr := freePort(t)
+	addr := freeAddr(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     maxconn 512

@@ -25,6 +25,7 @@ import (
 	"github.com/countbot/toolsvc/internal/customtools"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
 	"github.com/countbot/toolsvc/internal/mcpmount"
+	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/pgstore"
 	"github.com/countbot/toolsvc/internal/ready"
@@ -58,6 +59,7 @@ type App struct {
 	out      io.Writer      // the log's output, which audit records may share
 	custom   *custom        // the tools file's tools; nil without one
 	handler  http.Handler
+	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
 	stopping context.Context
 	stop     context.CancelFunc
 	closers  []func() // run last first by Close
@@ -98,7 +100,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return a, err
 	}
-	if err := a.openFolders(cfg.Server); err != nil {
+	if err := a.openFolders(cfg.Server, cfg.PublicURL); err != nil {
 		return a, err
 	}
 	if err := a.openShared(cfg.Replicas); err != nil {
@@ -114,7 +116,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
-		Agents: agents, Conversations: conv, Version: opts.Version}
+		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version}
 	a.tools, err = Register(a.reg, deps, sel)
 	if err != nil {
 		closeAgents()
@@ -156,8 +158,9 @@ func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
 	return &App{cfg: cfg, out: out, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
 }
 
-// openFolders opens the workspace and creates the data folder.
-func (a *App) openFolders(cfg config.Server) (err error) {
+// openFolders opens the workspace and creates the data folder; with a
+// public URL, the workspace's media links come with the workspace.
+func (a *App) openFolders(cfg config.Server, publicURL string) (err error) {
 	log := a.log
 	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
 		Restrict: cfg.RestrictWorkspace,
@@ -167,6 +170,12 @@ func (a *App) openFolders(cfg config.Server) (err error) {
 		return err
 	}
 	a.closers = append(a.closers, func() { a.ws.Close() })
+	if publicURL != "" {
+		// One secret per process: links die with it.
+		if a.links, err = medialink.New(a.ws, medialink.Options{PublicURL: publicURL}); err != nil {
+			return err
+		}
+	}
 	a.dataDir, err = filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("TOOLSVC_DATA_DIR: %w", err)
@@ -246,6 +255,7 @@ func (a *App) newHandler(cfg config.Config, sk *skills.Loader, agents *agent.Man
 		Metrics:       a.metrics.Handler(),
 		CORSOrigins:   cfg.CORSOrigins,
 		AllowedHosts:  cfg.AllowedHosts,
+		Media:         a.links,
 
 		BodyTimeout:        cfg.BodyTimeout,
 		StreamWriteTimeout: cfg.StreamWriteTimeout,

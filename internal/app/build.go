@@ -20,6 +20,7 @@ import (
 	"github.com/countbot/toolsvc/internal/desktop"
 	"github.com/countbot/toolsvc/internal/extract"
 	"github.com/countbot/toolsvc/internal/homedir"
+	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/memory"
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/pathx"
@@ -51,6 +52,9 @@ type Deps struct {
 	// Conversations answers send_message (the voice-device conversation
 	// mode); nil leaves it out.
 	Conversations *agent.Conversations
+	// MediaLinks makes workspace files reachable at TOOLSVC_PUBLIC_URL for
+	// the chat platforms that fetch media by URL (QQ); nil without it.
+	MediaLinks *medialink.Links
 	// Version is the build's version, which the chat channels name in
 	// their User-Agent.
 	Version string
@@ -262,11 +266,23 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 // model-facing network guard; the channel clients refuse redirects so
 // that tokens never reach another host.
 func (b *builder) sendMedia() (registry.Tool, string, error) {
-	m := channels.FromConfig(channelsConfig(b.Config.Channels), channels.Options{Version: b.Version})
+	o := channels.Options{Version: b.Version}
+	if b.MediaLinks != nil {
+		o.Links = b.MediaLinks
+	}
+	m := channels.FromConfig(channelsConfig(b.Config.Channels), o)
 	if m.Empty() {
 		return nil, "no chat channel configured (see docs/channels.md)", nil
 	}
-	return tools.NewSendMedia(b.Workspace, m, b.Log.With().Str("component", "channels").Logger()), "", nil
+	log := b.Log.With().Str("component", "channels").Logger()
+	if len(b.Config.QQAppID) > 0 {
+		if b.MediaLinks == nil {
+			log.Warn().Str("channel", "qq").Msg("TOOLSVC_PUBLIC_URL is not set: files go to QQ as base64 file_data, which QQ's rich-media API documents as not yet supported and may refuse; set TOOLSVC_PUBLIC_URL to the address at which QQ reaches this service, so that QQ fetches each file from a signed link")
+		} else {
+			log.Info().Str("channel", "qq").Str("public_url", b.Config.PublicURL).Dur("link_ttl", b.MediaLinks.TTL()).Msg("QQ fetches files from signed links at TOOLSVC_PUBLIC_URL/media/")
+		}
+	}
+	return tools.NewSendMedia(b.Workspace, m, log), "", nil
 }
 
 // workflowRun: several sub-agents in a pipeline, graph or council; only

@@ -101,6 +101,10 @@ type File struct {
 	Kind    Kind
 	Size    int64
 	Content io.ReaderAt
+	// Path is the file's workspace path, for channels that hand the
+	// platform a link to the file (Options.Links) instead of its bytes;
+	// "" when it has none.
+	Path string
 }
 
 // NewFile describes a file of an accepted type; ok is false for another type.
@@ -295,8 +299,18 @@ func (m *Manager) Sender(t Target) (Sender, Target, error) {
 	return s, t, nil
 }
 
+// Linker makes the workspace file at path reachable at a public URL for a
+// while, without a key.
+type Linker interface {
+	URL(path string) (string, error)
+}
+
 // Options are what every sender shares.
 type Options struct {
+	// Links, when set, makes a workspace file reachable at a public URL
+	// for a while, for platforms that fetch media by URL (QQ).
+	Links Linker
+
 	// Client makes the requests; nil: one with a 30 s response-header
 	// timeout. Redirects are never followed, whatever the client says:
 	// a token in a header or URL must not reach another host.

@@ -59,7 +59,7 @@ type Access struct {
 	APIKeys       APIKeys `env:"API_KEYS" desc:"comma-separated bearer keys, each name=key or a bare key (named key- and 8 hex digits of its SHA-256); when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included). Sub-agent tasks belong to the key that started them (another key gets 404), send_message conversations to the key and the session. Logs and audit records name the key, never show it"`
 	AdminKeys     APIKeys `env:"ADMIN_KEYS" desc:"comma-separated bearer keys, name=key or bare, that also see, follow and cancel every key's sub-agent tasks (those started before keys were set included); they need no entry in API_KEYS"`
 	CORSOrigins   List    `env:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com; * for any, only with TOOLSVC_API_KEYS; null, the origin of sandboxed frames and local files, only when listed), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. A browser's request from any other web page gets 403. Empty: no browser page may call the API"`
-	AllowedHosts  List    `env:"ALLOWED_HOSTS" desc:"comma-separated host names (or *.example.com) the Host header may name besides localhost and loopback addresses, any port, e.g. the name a reverse proxy forwards. Requests that come in on a loopback address and name another host get 403, which keeps renamed (DNS rebinding) pages out; when set, the check applies on every address. /healthz and /readyz are exempt"`
+	AllowedHosts  List    `env:"ALLOWED_HOSTS" desc:"comma-separated host names (or *.example.com) the Host header may name besides localhost and loopback addresses, any port, e.g. the name a reverse proxy forwards. Requests that come in on a loopback address and name another host get 403, which keeps renamed (DNS rebinding) pages out; when set, the check applies on every address. /healthz, /readyz and the signed /media/ links of TOOLSVC_PUBLIC_URL are exempt"`
 }
 
 // KeysConfigured reports whether any key is set, so that every route but
@@ -365,6 +365,7 @@ type Channels struct {
 	SlackBaseURL         string         `env:"SLACK_BASE_URL" default:"https://slack.com/api" desc:"Slack: Web API URL"`
 	WebhookURL           SecretAccounts `env:"WEBHOOK_URL" desc:"send_media to your own receiver: multipart POST of a JSON payload and the files (see README), or name=url,...; secret"`
 	WebhookSecret        SecretAccounts `env:"WEBHOOK_SECRET" desc:"webhook: HMAC-SHA256 key of the X-Toolsvc-Signature header, for each account in WEBHOOK_URL (optional)"`
+	PublicURL            string         `env:"PUBLIC_URL" desc:"the service's address as chat platforms reach it from the internet (https://bot.example.com, a path prefix allowed). Set: QQ fetches each file from a signed link GET <PUBLIC_URL>/media/<token> that needs no key, serves that one workspace file read-only and expires after 10 minutes, as QQ's rich-media API documents. Empty: files go to QQ as base64 file_data, which QQ documents as not yet supported (start-up warns)"`
 }
 
 // ChannelsEnabled reports whether any chat channel is configured, which is
@@ -384,6 +385,11 @@ func (s Channels) validate(bad report) {
 		"QQ_BASE_URL": {{Value: s.QQBaseURL}}, "QQ_TOKEN_URL": {{Value: s.QQTokenURL}}, "DINGTALK_API_URL": {{Value: s.DingTalkAPIURL}},
 		"DINGTALK_OAPI_URL": {{Value: s.DingTalkOAPIURL}}, "WECOM_BASE_URL": {{Value: s.WeComBaseURL}}, "TELEGRAM_BASE_URL": {{Value: s.TelegramBaseURL}},
 		"DISCORD_BASE_URL": {{Value: s.DiscordBaseURL}}, "SLACK_BASE_URL": {{Value: s.SlackBaseURL}},
+	}
+	if s.PublicURL != "" {
+		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			bad("PUBLIC_URL", "%q is not an http(s) URL without credentials, query or fragment, such as https://bot.example.com", s.PublicURL)
+		}
 	}
 	for name, list := range urls {
 		for _, a := range list {

@@ -14,6 +14,7 @@ const (
 	kindOriginNotAllowed = "origin_not_allowed"
 	kindHostNotAllowed   = "host_not_allowed"
 	kindNotFound         = "not_found"
+	kindGone             = "gone"
 	kindUnknownTool      = "unknown_tool"
 	kindMethodNotAllowed = "method_not_allowed"
 	kindBodyTooLarge     = "body_too_large"
@@ -34,6 +35,7 @@ var statusOf = map[string]int{
 	kindOriginNotAllowed: http.StatusForbidden,
 	kindHostNotAllowed:   http.StatusForbidden,
 	kindNotFound:         http.StatusNotFound,
+	kindGone:             http.StatusGone,
 	kindUnknownTool:      http.StatusNotFound,
 	kindMethodNotAllowed: http.StatusMethodNotAllowed,
 	kindBodyTooLarge:     http.StatusRequestEntityTooLarge,

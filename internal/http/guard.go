@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/runes"
 )
 
@@ -70,7 +71,7 @@ func (g *guard) handle(next http.Handler) http.Handler {
 		if kind, msg := g.check(r); kind != "" {
 			g.log.Warn().Str("request_id", requestIDFrom(r.Context())).Str("code", kind).
 				Str("origin", runes.Shorten(r.Header.Get("Origin"), 40)).Str("host", runes.Shorten(r.Host, 40)).
-				Str("path", runes.Shorten(r.URL.Path, 40)).Msg("browser request refused")
+				Str("path", runes.Shorten(logPath(r.URL.Path), 40)).Msg("browser request refused")
 			writeError(w, kind, msg)
 			return
 		}
@@ -103,6 +104,14 @@ func (g *guard) check(r *http.Request) (kind, message string) {
 	// rebinding (alive, ready, the version) helps it to nothing it could not
 	// try anyway. A browser's request from another origin is still refused.
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return "", ""
+	}
+	// So are the signed media links: a chat platform fetches them through
+	// TOOLSVC_PUBLIC_URL, with its public name as Host, which need not be
+	// listed. A page that renamed itself to this address gains nothing
+	// there: without a valid token, which only the platform is given and
+	// no one can make, every path under it is a 404.
+	if strings.HasPrefix(r.URL.Path, medialink.Route) {
 		return "", ""
 	}
 	local := localAddr(r)

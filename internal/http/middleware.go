@@ -62,7 +62,7 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 			}
 			ev = ev.Str("request_id", requestIDFrom(r.Context())).
 				Str("method", r.Method).
-				Str("path", r.URL.Path).
+				Str("path", logPath(r.URL.Path)).
 				Int("status", status).
 				Int("bytes", ww.BytesWritten()).
 				Dur("duration", time.Since(start)).
@@ -86,7 +86,7 @@ func recoverer(log zerolog.Logger) func(http.Handler) http.Handler {
 						panic(p)
 					}
 					log.Error().Str("request_id", requestIDFrom(r.Context())).
-						Interface("panic", p).Str("path", r.URL.Path).Msg("handler panicked")
+						Interface("panic", p).Str("path", logPath(r.URL.Path)).Msg("handler panicked")
 					writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
 				}
 			}()

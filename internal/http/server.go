@@ -23,6 +23,7 @@ import (
 	"github.com/countbot/toolsvc/internal/docspage"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
+	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolfmt"
@@ -70,6 +71,10 @@ type Options struct {
 	// it). Empty: the Host is checked only on connections that came in on
 	// a loopback address; set: on every connection.
 	AllowedHosts []string
+	// Media, when set, serves its signed links at GET /media/{token},
+	// without a key (the token is the credential) and without the Host
+	// check (see guard).
+	Media *medialink.Links
 }
 
 type server struct {
@@ -133,6 +138,9 @@ func NewHandler(opts Options) http.Handler {
 	})
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	if opts.Media != nil {
+		r.Get(medialink.Route+"{token}", s.media)
+	}
 	// The index is behind the keys like every door but the probes: which
 	// doors answer (sub-agents, metrics) tells how the service is set up.
 	// It is rendered once the router is complete, before NewHandler

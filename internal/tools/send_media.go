@@ -156,6 +156,9 @@ func (t *SendMedia) check(name string, sender channels.Sender) (*fileLine, *os.F
 		return l, f
 	}
 	file, _ := channels.NewFile(p.Name, fi.Size(), f)
+	if !p.Outside {
+		file.Path = p.Display // a channel may link to it; never to a file outside
+	}
 	l.file = file
 	switch {
 	case fi.Size() > channels.MaxFileSize:
