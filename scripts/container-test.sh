@@ -123,7 +123,15 @@ podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version
 		tail -40 "$cache/build.log" >&2
 		fail "podman build failed; see $cache/build.log"
 	}
-log "built $(podman image inspect --format '{{.Size}}' "$image" | numfmt --to=iec) image"
+# The image's size is held: deploy/Dockerfile keeps out what the service
+# never reads (docs, translations, apt's lists and caches, the GPU
+# drivers). 900 MB, decimal.
+size=$(podman image inspect --format '{{.Size}}' "$image")
+log "built a $((size / 1000000)) MB image"
+if [ "$size" -gt 900000000 ]; then
+	podman history --format '{{.Size}}\t{{.CreatedBy}}' "$image" | cut -c1-160 >&2
+	fail "the image is $((size / 1000000)) MB, over 900 MB: see its layers above"
+fi
 
 work=$(mktemp -d)
 containers=()
@@ -231,6 +239,39 @@ check() {
 	log "$c: exec under Landlock: ran as 10001; /data unreadable, /etc and /usr read-only, no network"
 }
 
+# check_tools CONTAINER: what the image is for still works after what
+# deploy/Dockerfile cuts, run directly in the container rather than through
+# exec's sandbox, and what it cuts is gone.
+check_tools() {
+	local c=$1 out
+	out=$(podman exec "$c" bwrap --version) || fail "$c: bwrap --version: $out"
+	out=$(podman exec "$c" tini --version) || fail "$c: tini --version: $out"
+	# The standard library, with its compiled modules and the CA bundle.
+	out=$(podman exec "$c" python3 -c 'import json, ssl, sqlite3, hashlib, zlib, email, urllib.request, xml.etree.ElementTree as ET; print(json.dumps([ET.fromstring("<a>7</a>").text, hashlib.sha256(b"").hexdigest()[:8], ssl.create_default_context().cert_store_stats()["x509_ca"] > 100]))' 2>&1)
+	[ "$out" = '["7", "e3b0c442", true]' ] || fail "$c: python3's standard library or CA bundle: $out"
+	# git's everyday commands on a local repository, as the service's user.
+	out=$(podman exec -w /tmp "$c" sh -ec '
+		export HOME=/tmp/git-home GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+		rm -rf /tmp/git-home /tmp/g /tmp/g2 && mkdir /tmp/git-home
+		git init -q /tmp/g && cd /tmp/g && echo one >f && git add f && git commit -qm first
+		echo two >>f && git status --short && git diff | grep "^+two" && git commit -qam second
+		git log --format=%s | tr "\n" " " && git clone -q /tmp/g /tmp/g2 && git -C /tmp/g2 log -1 --format=cloned:%s' 2>&1) ||
+		fail "$c: git: $out"
+	[[ "$out" == *" M f"*"+two"*"second first"*"cloned:second"* ]] || fail "$c: git's output: $out"
+	# Chromium straight from its command line, in a locale whose
+	# translation the image does not carry: it falls back to en-US.
+	out=$(podman exec -w /tmp "$c" sh -c '
+		printf "<h1 style=\"font-family:DejaVu Sans\">ok</h1>" >/tmp/p.html
+		LANG=de_DE.UTF-8 HOME=/tmp timeout 90 chromium --headless --no-sandbox --disable-gpu --window-size=320,200 --screenshot=/tmp/p.png file:///tmp/p.html >/tmp/chromium.log 2>&1
+		if [ -s /tmp/p.png ]; then od -An -tx1 -N8 /tmp/p.png | tr -d " \n"; else tail -5 /tmp/chromium.log; fi' 2>&1)
+	[ "$out" = 89504e470d0a1a0a ] || fail "$c: chromium --headless --screenshot in de_DE: $out"
+	# Gone: the Go toolchain, apt's lists, docs but copyright notices,
+	# manual pages, translations (Chromium's too but en-US).
+	out=$(podman exec "$c" sh -c 'command -v go; ls -d /usr/local/go /go /root/go 2>/dev/null; find /var/lib/apt/lists /usr/share/man /usr/share/locale /usr/share/doc ! -type d ! -name copyright; ls /usr/lib/chromium/locales' 2>&1)
+	[ "$out" = en-US.pak ] || fail "$c: the image has what deploy/Dockerfile keeps out: $out"
+	log "$c: bwrap, tini, python3, git and chromium (de_DE, en-US only) work; no Go, docs or translations"
+}
+
 # The image as compose runs it: read-only, no capabilities, no new
 # privileges, default seccomp profile.
 hardening=(--read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges)
@@ -245,6 +286,7 @@ run_image() {
 port=$(free_port)
 run_image toolsvc-ct-podman "$port"
 check toolsvc-ct-podman "$port"
+check_tools toolsvc-ct-podman
 # One at a time: the same uid in each shares one RLIMIT_NPROC count.
 podman rm -f -v -t 2 toolsvc-ct-podman >/dev/null
 
