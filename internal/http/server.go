@@ -262,8 +262,8 @@ type readyBody struct {
 	Checks map[string]string `json:"checks,omitempty"`
 	// InFlight counts the tool calls running; given to loopback callers
 	// only.
-	InFlight *int `json:"in_flight,omitempty"`
-	Error  *readyError       `json:"error,omitempty"`
+	InFlight *int        `json:"in_flight,omitempty"`
+	Error    *readyError `json:"error,omitempty"`
 }
 
 type readyError struct {
