@@ -21,6 +21,12 @@ const setBody = `(() => {
 	return true;
 })()`
 
+// pressExecute presses read_file's Execute button.
+const pressExecute = `(() => {
+	document.querySelector("#operations-tools-read_file button.execute").click();
+	return true;
+})()`
+
 // TestDocsPageE2E opens /docs in headless Chromium against a service with
 // a key, as a person does: the page loads without the key, from the
 // service alone; the person gives the key, opens read_file, fills its body
@@ -65,7 +71,14 @@ func TestDocsPageE2E(t *testing.T) {
 			_, err := chromedp.Evaluate[bool](setBody)(ctx, tg)
 			return err
 		}),
-		chromedp.Click(chromedp.CSS(`#operations-tools-read_file button.execute`)),
+		// Pressed through the DOM rather than at the button's position on
+		// the screen: the page is still laying itself out (the doors list
+		// arrives once the key is given), and a click at coordinates taken
+		// a moment earlier can land beside the button.
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](pressExecute)(ctx, tg)
+			return err
+		}),
 		chromedp.WaitVisible(chromedp.CSS(`#operations-tools-read_file .live-responses-table .highlight-code`)),
 	)
 	if err != nil {
