@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/countbot/toolsvc/internal/npmtest"
 )
 
 // MockLLMPackage is the third-party OpenAI-compatible mock server the
@@ -31,61 +31,13 @@ type MockRule struct {
 	Body   json.RawMessage
 }
 
-var (
-	mockOnce sync.Once
-	mockDir  string
-	mockErr  error
-)
-
-// mockLLMInstall installs MockLLMPackage once into a cache folder reused
-// between runs and returns the path of its entry point. Without node and
-// npm the test is skipped, except under CI (CI=true), where it fails.
+// mockLLMInstall installs MockLLMPackage once into npmtest's cache folder
+// and returns the path of its entry point. Without node and npm the test
+// is skipped, except under CI (CI=true), where it fails.
 func mockLLMInstall(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing under CI: install Debian's nodejs and npm (scripts/test.sh does)", p)
-			}
-			t.Skipf("MOCK-LLM NOT TESTED: %s is not installed", p)
-		}
-	}
-	mockOnce.Do(func() {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		d := filepath.Join(base, "toolsvc-test-npm", strings.NewReplacer("@", "", "/", "-", ".", "_").Replace(MockLLMPackage))
-		marker := filepath.Join(d, "installed")
-		if _, err := os.Stat(marker); err != nil {
-			if mockErr = os.MkdirAll(d, 0o755); mockErr != nil {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", d, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error", MockLLMPackage).CombinedOutput()
-			if err != nil {
-				mockErr = &installError{err: err, out: string(out)}
-				return
-			}
-			if mockErr = os.WriteFile(marker, nil, 0o644); mockErr != nil {
-				return
-			}
-		}
-		mockDir = filepath.Join(d, "node_modules", "@dwmkerr", "mock-llm", "dist", "main.js")
-	})
-	if mockErr != nil {
-		t.Fatalf("npm install %s: %v", MockLLMPackage, mockErr)
-	}
-	return mockDir
+	return filepath.Join(npmtest.Install(t, MockLLMPackage), "@dwmkerr", "mock-llm", "dist", "main.js")
 }
-
-type installError struct {
-	err error
-	out string
-}
-
-func (e *installError) Error() string { return e.err.Error() + ": " + e.out }
 
 // MockLLM starts mock-llm on a loopback port with rules (and no other:
 // a request no rule matches gets its 404) and returns its base URL,
