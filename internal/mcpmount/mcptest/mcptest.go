@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/countbot/toolsvc/internal/npmtest"
 )
 
 // Packages are the MCP servers from npm the tests run, at pinned versions.
@@ -24,63 +24,14 @@ var Packages = []string{
 	"@modelcontextprotocol/server-memory@2026.8.31",
 }
 
-var (
-	once sync.Once
-	dir  string
-	err  error
-)
-
-// NpmServers installs Packages once into a cache folder reused between
-// runs (keyed by the pinned versions) and returns its node_modules.
-// Without node and npm the test is skipped, except under CI (CI=true),
-// where it fails: the servers must be tested there.
+// NpmServers installs Packages once into npmtest's cache folder and
+// returns its node_modules. Without node and npm the test is skipped,
+// except under CI (CI=true), where it fails: the servers must be tested
+// there.
 func NpmServers(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing under CI: install Debian's nodejs and npm (scripts/test.sh does)", p)
-			}
-			t.Skipf("MCP SERVERS FROM NPM NOT TESTED: %s is not installed", p)
-		}
-	}
-	once.Do(func() {
-		base, e := os.UserCacheDir()
-		if e != nil {
-			base = os.TempDir()
-		}
-		d := filepath.Join(base, "toolsvc-test-npm", strings.NewReplacer("@", "", "/", "-", ".", "_").Replace(strings.Join(Packages, "+")))
-		marker := filepath.Join(d, "installed")
-		if _, e := os.Stat(marker); e != nil {
-			if err = os.MkdirAll(d, 0o755); err != nil {
-				return
-			}
-			args := append([]string{"install", "--prefix", d, "--no-audit", "--no-fund", "--no-save", "--loglevel", "error"}, Packages...)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			out, e := exec.CommandContext(ctx, "npm", args...).CombinedOutput()
-			if e != nil {
-				err = &npmError{err: e, out: string(out)}
-				return
-			}
-			if err = os.WriteFile(marker, nil, 0o644); err != nil {
-				return
-			}
-		}
-		dir = filepath.Join(d, "node_modules")
-	})
-	if err != nil {
-		t.Fatalf("npm install of %v: %v", Packages, err)
-	}
-	return dir
+	return npmtest.Install(t, Packages...)
 }
-
-type npmError struct {
-	err error
-	out string
-}
-
-func (e *npmError) Error() string { return e.err.Error() + ": " + e.out }
 
 // EverythingJS is server-everything's entry point in node_modules nm.
 func EverythingJS(nm string) string {
