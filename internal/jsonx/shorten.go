@@ -22,7 +22,7 @@ func ShortenStrings(doc []byte, max int) (out []byte, changed bool) {
 			}
 			continue
 		}
-		end := stringEnd(doc, i)
+		end := StringEnd(doc, i)
 		if end-i-2 <= max || isKey(doc, end) {
 			if out != nil {
 				out = append(out, doc[i:end]...)
@@ -42,19 +42,6 @@ func ShortenStrings(doc []byte, max int) (out []byte, changed bool) {
 		return doc, false
 	}
 	return out, true
-}
-
-// stringEnd returns the index just past the string starting at i.
-func stringEnd(doc []byte, i int) int {
-	for i++; i < len(doc); i++ {
-		switch doc[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(doc)
 }
 
 // isKey reports whether the string ending at end is an object key: the

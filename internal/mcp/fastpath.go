@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"mime"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
-	"net/http"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -76,13 +76,13 @@ func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 // matches names exactly, encoding/json would fold case) or given twice.
 func members(obj []byte, keys ...string) ([][]byte, bool) {
 	vals := make([][]byte, len(keys))
-	i := skipSpace(obj, 0)
+	i := jsonx.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonx.SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
-		end := skipString(obj, i)
+		end := jsonx.StringEnd(obj, i)
 		key := obj[i+1 : end-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return nil, false
@@ -91,66 +91,16 @@ func members(obj []byte, keys ...string) ([][]byte, bool) {
 		if k < 0 || vals[k] != nil {
 			return nil, false
 		}
-		i = skipSpace(obj, end)
-		i = skipSpace(obj, i+1) // the colon
-		end = skipValue(obj, i)
+		i = jsonx.SkipSpace(obj, end)
+		i = jsonx.SkipSpace(obj, i+1) // the colon
+		end = jsonx.ValueEnd(obj, i)
 		vals[k] = obj[i:end]
-		i = skipSpace(obj, end)
+		i = jsonx.SkipSpace(obj, end)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonx.SkipSpace(obj, i+1)
 		}
 	}
 	return vals, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at i.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the value that starts at i, in a
-// valid document.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch c := b[i]; {
-		case c == '"':
-			i = skipString(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-			if depth < 0 {
-				return i
-			}
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return i
-		}
-		i++
-	}
-	return i
 }
 
 // callID is a request's ID as the response repeats it: an integer as

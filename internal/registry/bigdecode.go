@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // bigString is the encoded length from which a top-level string argument
@@ -80,13 +82,13 @@ type member struct {
 // case).
 func topMembers(obj []byte) ([]member, bool) {
 	var out []member
-	i := skipSpace(obj, 0)
+	i := jsonx.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonx.SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
-		end := stringEnd(obj, i)
+		end := jsonx.StringEnd(obj, i)
 		key := string(obj[i+1 : end-1])
 		if strings.IndexByte(key, '\\') >= 0 {
 			return nil, false
@@ -97,63 +99,15 @@ func topMembers(obj []byte) ([]member, bool) {
 				return nil, false
 			}
 		}
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past the colon
-		vend := valueEnd(obj, i)
+		i = jsonx.SkipSpace(obj, jsonx.SkipSpace(obj, end)+1) // past the colon
+		vend := jsonx.ValueEnd(obj, i)
 		out = append(out, member{key, i, vend})
-		i = skipSpace(obj, vend)
+		i = jsonx.SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonx.SkipSpace(obj, i+1)
 		}
 	}
 	return out, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the value starting at i in a valid
-// document.
-func valueEnd(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch c := b[i]; {
-		case c == '"':
-			i = stringEnd(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			if depth == 0 {
-				return i
-			}
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return i
-		}
-		i++
-	}
-	return i
 }
 
 // stringField finds the exported string field of struct type t whose JSON
