@@ -710,19 +710,33 @@ func BenchmarkExecTrue(b *testing.B) {
 }
 
 // TestExecTempFolderIsPrivatePerCall checks that what one command leaves in
-// $TMPDIR is gone before the next: a folder left with files is removed, and
-// the next gets one that holds nothing but its own empty HOME.
+// $TMPDIR is gone before the next: a folder left with files is removed (or,
+// where each command gets a tmpfs of its own, the tmpfs is gone with the
+// command and the folder it was mounted on is empty), and the next gets one
+// that holds nothing but its own empty HOME.
 func TestExecTempFolderIsPrivatePerCall(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, map[string]string{"EXEC_SANDBOX": "none"})
 	first := strings.TrimSpace(mustSucceed(t, s.invoke(t, "exec", `{"command":"echo secret > \"$TMPDIR/left\" && printf %s \"$TMPDIR\""}`)))
-	if _, err := os.Stat(first); !os.IsNotExist(err) {
-		t.Errorf("the first call's temp folder %s survived it with a file in it: %v", first, err)
+	if left, err := os.ReadDir(first); err == nil && len(left) > 0 || err != nil && !os.IsNotExist(err) {
+		t.Errorf("the first call's temp folder %s survived it with %d files in it: %v", first, len(left), err)
 	}
 	for i := 0; i < 3; i++ {
 		out := mustSucceed(t, s.invoke(t, "exec", `{"command":"ls -A \"$TMPDIR\"; stat -c %a \"$TMPDIR\"; ls -A \"$HOME\"; test \"$HOME\" = \"$TMPDIR/home\" && echo home-inside"}`))
 		if out != "home\n700\nhome-inside\n" {
 			t.Errorf("call %d: TMPDIR does not hold only an empty HOME, or is not private: %q", i, out)
 		}
+	}
+	// Nor does a command see what another one, still running, keeps there.
+	done := make(chan string)
+	go func() {
+		done <- mustSucceed(t, s.invoke(t, "exec", `{"command":"echo secret > \"$TMPDIR/kept\"; echo secret > \"$HOME/kept\"; sleep 2; ls -A \"$TMPDIR\""}`))
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if out := mustSucceed(t, s.invoke(t, "exec", `{"command":"ls -A \"$TMPDIR\" \"$HOME\""}`)); strings.Contains(out, "kept") {
+		t.Errorf("a command sees the files of another one running beside it in its TMPDIR or HOME:\n%s", out)
+	}
+	if out := <-done; out != "home\nkept\n" {
+		t.Errorf("the running command lost its own files: %q", out)
 	}
 }

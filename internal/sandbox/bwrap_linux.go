@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,12 +34,16 @@ func (s *Sandbox) setupBwrap(bin string) error {
 	}
 	s.bwrap = path
 	s.mode = Bwrap
-	if err := s.setupFilter(false); err != nil {
-		s.mode = None
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// --perms and --size (bubblewrap 0.7 and later) let each command's
+	// /tmp be a fresh tmpfs instead of a folder made on the disk.
+	help, _ := exec.CommandContext(ctx, path, "--help").Output()
+	s.bwrapTmp = bytes.Contains(help, []byte("--perms")) && bytes.Contains(help, []byte("--size"))
+	if err := s.setupFilter(false); err != nil {
+		s.mode, s.bwrapTmp = None, false
+		return err
+	}
 	ver, _ := exec.CommandContext(ctx, path, "--version").Output()
 	net := "shared"
 	if !s.network {
@@ -88,7 +94,17 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		}
 		a = append(a, hide(p)...)
 	}
-	a = append(a, "--bind", tmpDir, "/tmp", "--bind", s.ws, s.ws)
+	if tmpDir == "" {
+		// A fresh tmpfs, private to the command's user, holding its HOME.
+		a = append(a, "--perms", "0700")
+		if s.limits.MaxMemory > 0 {
+			a = append(a, "--size", strconv.FormatInt(s.limits.MaxMemory, 10))
+		}
+		a = append(a, "--tmpfs", "/tmp", "--perms", "0700", "--dir", "/tmp/"+TempHome)
+	} else {
+		a = append(a, "--bind", tmpDir, "/tmp")
+	}
+	a = append(a, "--bind", s.ws, s.ws)
 	for _, w := range s.writable {
 		a = append(a, "--bind", w, w)
 	}

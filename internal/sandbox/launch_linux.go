@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -168,6 +170,11 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 		if err := privateMounts(append([]string{s.ws, tmpDir}, s.writable...)); err != nil {
 			return err
 		}
+		if tmpDir == s.tmpMount {
+			if err := s.freshTmpfs(tmpDir); err != nil {
+				return err
+			}
+		}
 	}
 	// bubblewrap run by root needs its capabilities to build the
 	// namespaces: it gets them through the inheritable set and drops
@@ -233,6 +240,35 @@ func privateMounts(keep []string) error {
 				return fmt.Errorf("hiding %s: %w", d, err)
 			}
 		}
+	}
+	return nil
+}
+
+// freshTmpfs mounts an empty tmpfs on dir, in the calling thread's own
+// mount namespace, owned by the account commands run as and private to it,
+// with an empty folder TempHome in it. The folder dir itself is made
+// again if something (a cleaner of old files in /tmp) removed it.
+func (s *Sandbox) freshTmpfs(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("making the temporary folder's mount point: %w", err)
+	}
+	uid, gid := 0, 0
+	if s.user != nil {
+		uid, gid = int(s.user.Uid), int(s.user.Gid)
+	}
+	opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d", uid, gid)
+	if s.limits.MaxMemory > 0 {
+		opts += ",size=" + strconv.FormatInt(s.limits.MaxMemory, 10)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the temporary folder: %w", err)
+	}
+	home := filepath.Join(dir, TempHome)
+	if err := unix.Mkdir(home, 0o700); err != nil {
+		return fmt.Errorf("making the command's HOME: %w", err)
+	}
+	if err := unix.Chown(home, uid, gid); err != nil {
+		return fmt.Errorf("making the command's HOME: %w", err)
 	}
 	return nil
 }

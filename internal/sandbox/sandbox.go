@@ -63,6 +63,10 @@ type Options struct {
 	noLandlock bool
 }
 
+// TempHome is the name of the empty folder the sandbox makes in a fresh
+// temporary folder (see FreshTemp), for the command's HOME.
+const TempHome = "home"
+
 // User is an account commands run as.
 type User struct {
 	Name     string

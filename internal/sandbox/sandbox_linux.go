@@ -33,6 +33,8 @@ type Sandbox struct {
 	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
 	pidns     bool             // each command is the first process of its own PID namespace
 	mountns   bool             // each command has its own mounts: private /proc, empty /run and /var/tmp
+	tmpMount  string           // root only: the folder each command's own tmpfs is mounted on, in its mount namespace
+	bwrapTmp  bool             // bubblewrap can size a tmpfs: each command's /tmp is a fresh one
 	subreaper bool             // the service reaps its commands' orphans and kills them by mark
 	leaders   sync.Map         // pid -> true: the shells of running commands, which os/exec reaps
 	launching sync.RWMutex     // held to read while a command starts, to write while a sweep reaps
@@ -79,6 +81,13 @@ func New(opts Options) (*Sandbox, error) {
 		s.writable = append(s.writable, resolved)
 	}
 	s.setupCommon()
+	if os.Geteuid() == 0 {
+		// Only a service that can build mount namespaces uses it; an
+		// empty folder costs nothing where it ends up unused.
+		if d, err := os.MkdirTemp("", "toolsvc-exec-"); err == nil {
+			s.tmpMount = d
+		}
+	}
 
 	switch opts.Mode {
 	case None:
@@ -131,11 +140,35 @@ func (s *Sandbox) setupCommon() {
 	s.ulimit = s.rlimitPrefix()
 }
 
-// Close releases the control group folders.
+// Close releases the control group folders and the temporary folders'
+// mount point.
 func (s *Sandbox) Close() {
 	if s.cg != nil {
 		s.cg.Close()
 	}
+	if s.tmpMount != "" {
+		_ = os.Remove(s.tmpMount)
+	}
+}
+
+// FreshTemp reports whether the sandbox gives each command a temporary
+// folder of its own, fresh and empty, holding an empty folder TempHome:
+// a tmpfs mounted in the command's own mount namespace, gone with its
+// last process, so that nothing is made on or removed from a disk per
+// command. dir is then what to pass to Command and Start as tmpDir. When
+// ok is false, the caller makes a fresh folder per command and removes it
+// afterwards.
+//
+// The tmpfs is as large as the memory limit, when there is one: its pages
+// are the command's memory, counted by its control group.
+func (s *Sandbox) FreshTemp() (dir string, ok bool) {
+	switch {
+	case s.mode == Bwrap:
+		return "", s.bwrapTmp
+	case s.mountns && s.tmpMount != "":
+		return s.tmpMount, true
+	}
+	return "", false
 }
 
 // Mode returns the mechanism in use (never Auto).
@@ -184,7 +217,7 @@ func (s *Sandbox) Limits() string {
 // child's private temporary folder, and the value TMPDIR should have for
 // the child. Start the resulting command with Start.
 func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []string, childTmp string) {
-	childTmp = tmpDir
+	childTmp = s.childTmp(tmpDir)
 	if s.pidns {
 		// The first process of a PID namespace ignores signals it has no
 		// handler for, even SIGKILL from inside, and `kill $$` must still
@@ -193,7 +226,6 @@ func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []str
 	}
 	if s.mode == Bwrap {
 		argv = append([]string{s.bwrap}, s.bwrapArgs(tmpDir, argv)...)
-		childTmp = "/tmp"
 	}
 	if s.ulimit != "" {
 		// The limits are set by a shell before anything else runs, around
@@ -202,6 +234,14 @@ func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []str
 		argv = append([]string{"/bin/sh", "-c", s.ulimit + ` || exit 125; exec "$0" "$@"`}, argv...)
 	}
 	return argv[0], argv[1:], childTmp
+}
+
+// childTmp returns where a command sees its temporary folder tmpDir.
+func (s *Sandbox) childTmp(tmpDir string) string {
+	if s.mode == Bwrap {
+		return "/tmp"
+	}
+	return tmpDir
 }
 
 // setupNone is the explicit choice of no file-system sandbox: the rest of
@@ -317,21 +357,31 @@ func (s *Sandbox) limitText() string {
 	return strings.Join(p, ", ")
 }
 
-// trial runs a shell that does nothing inside the sandbox.
+// trial runs a shell that does nothing inside the sandbox, with a
+// temporary folder made as exec makes it.
 func (s *Sandbox) trial() error {
-	tmp, err := os.MkdirTemp("", "toolsvc-sandbox-probe-*")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if s.user != nil {
-		if err := os.Chown(tmp, int(s.user.Uid), int(s.user.Gid)); err != nil {
+	tmp, fresh := s.FreshTemp()
+	if !fresh {
+		var err error
+		if tmp, err = os.MkdirTemp("", "toolsvc-sandbox-probe-*"); err != nil {
 			return err
+		}
+		defer os.RemoveAll(tmp)
+		if s.user != nil {
+			if err := os.Chown(tmp, int(s.user.Uid), int(s.user.Gid)); err != nil {
+				return err
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "exit 0"})
+	argv := []string{"/bin/sh", "-c", "exit 0"}
+	if fresh {
+		// The sandbox made the folder: the shell checks that it is there
+		// with its HOME, writable.
+		argv = []string{"/bin/sh", "-c", `: > "$0/probe"`, filepath.Join(s.childTmp(tmp), TempHome)}
+	}
+	path, args, _ := s.Command(tmp, argv)
 	cmd := exec.CommandContext(ctx, path, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -79,6 +79,10 @@ func (s *Sandbox) Contains() bool { return false }
 // Limits reports "none": no process or memory limit is enforced.
 func (s *Sandbox) Limits() string { return "none" }
 
+// FreshTemp reports false: the caller makes each command's temporary
+// folder.
+func (s *Sandbox) FreshTemp() (dir string, ok bool) { return "", false }
+
 // Command returns argv unchanged, with tmpDir as the child's temporary
 // folder.
 func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []string, childTmp string) {

@@ -246,7 +246,7 @@ func exitCode(ps *os.ProcessState, err error) int {
 }
 
 // callHome is the name of a call's own HOME in its temporary folder.
-const callHome = "home"
+const callHome = sandbox.TempHome
 
 // makeHome creates a call's own HOME, private to the account commands run
 // as.

@@ -61,20 +61,24 @@ func (e *Exec) acquire(ctx context.Context, timeout time.Duration) (release func
 // and waits for it, for cctx (its timeout) or for ctx (the caller). An
 // error means it could not start.
 func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
-	// A fresh folder per call, never reused: nothing one command leaves
-	// there can reach the next.
-	tmp, err := os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
-	if err == nil && e.opts.Owner != nil {
-		err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
-	}
-	if err != nil {
-		return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-
 	sb := j.sandbox
 	if sb == nil {
 		sb = e.opts.Sandbox
+	}
+	// A fresh folder per call, never reused: nothing one command leaves
+	// there can reach the next. Where the sandbox can, it mounts a fresh
+	// tmpfs for each command itself, with the HOME folder in it.
+	tmp, fresh := sb.FreshTemp()
+	if !fresh {
+		var err error
+		tmp, err = os.MkdirTemp(e.opts.TempDir, "toolsvc-exec-*")
+		if err == nil && e.opts.Owner != nil {
+			err = os.Chown(tmp, int(e.opts.Owner.Uid), int(e.opts.Owner.Gid))
+		}
+		if err != nil {
+			return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a temporary folder for the command: %w", err)
+		}
+		defer os.RemoveAll(tmp)
 	}
 	path, args, childTmp := sb.Command(tmp, j.argv)
 	home := e.opts.Home
@@ -82,8 +86,10 @@ func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 		// The call's own HOME, inside its temporary folder: writable in
 		// every sandbox mode, as seen by the child (bubblewrap shows the
 		// folder as /tmp), and deleted with it.
-		if err := e.makeHome(filepath.Join(tmp, callHome)); err != nil {
-			return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a HOME folder for the program: %w", err)
+		if !fresh {
+			if err := e.makeHome(filepath.Join(tmp, callHome)); err != nil {
+				return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not create a HOME folder for the program: %w", err)
+			}
 		}
 		home = filepath.Join(childTmp, callHome)
 	}
