@@ -85,7 +85,7 @@ func newAttackFixture(t *testing.T) attackFixture {
 // runIn runs script in s with a deadline and returns its output.
 func runIn(t *testing.T, s *Sandbox, ws, script string) string {
 	t.Helper()
-	tmp := t.TempDir()
+	tmp := tempFor(t, s)
 	path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", script})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -382,7 +382,7 @@ func TestNothingOutlivesCall(t *testing.T) {
 		// once every detached process is seen running.
 		base++
 		marker = fmt.Sprintf("%d.", base)
-		tmp := t.TempDir()
+		tmp := tempFor(t, s)
 		path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", detachScript(base) + "\nsleep 600"})
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -582,11 +582,14 @@ func TestRunAsUser(t *testing.T) {
 		t.Skip("running commands as another user needs a root service; this run is unprivileged")
 	}
 	forEachMode(t, Options{User: &User{Name: "nobody", Uid: 65534, Gid: 65534}}, func(t *testing.T, s *Sandbox, af attackFixture) {
-		tmp := t.TempDir()
-		if err := os.Chown(tmp, 65534, 65534); err != nil {
-			t.Fatal(err)
+		tmp, fresh := s.FreshTemp()
+		if !fresh {
+			tmp = t.TempDir()
+			if err := os.Chown(tmp, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
 		}
-		path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", `id -u; id -g; echo made > made.txt && cat made.txt; echo t > "$TMPDIR/t" && cat "$TMPDIR/t"; grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status`})
+		path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", `id -u; id -g; echo made > made.txt && cat made.txt; echo t > "$TMPDIR/t" && cat "$TMPDIR/t"; echo h > "$TMPDIR/home/h" && cat "$TMPDIR/home/h"; grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status`})
 		cmd := exec.CommandContext(context.Background(), path, args...)
 		cmd.Dir = af.ws
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + childTmp}
@@ -598,7 +601,11 @@ func TestRunAsUser(t *testing.T) {
 		}
 		c.Wait()
 		got := out.String()
-		for _, want := range []string{"65534\n65534\n", "made\n", "t\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"} {
+		wants := []string{"65534\n65534\n", "made\n", "t\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"}
+		if fresh {
+			wants = append(wants, "h\n") // the HOME the sandbox made is the user's
+		}
+		for _, want := range wants {
 			if !strings.Contains(got, want) {
 				t.Errorf("as nobody: output lacks %q:\n%s", want, got)
 			}
@@ -609,6 +616,39 @@ func TestRunAsUser(t *testing.T) {
 		}
 		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 {
 			t.Errorf("the file the command made belongs to uid %d", st.Uid)
+		}
+	})
+}
+
+// TestFreshTempIsOwnTmpfs: where the service can build mounts (root, and
+// bubblewrap with --size), each command's TMPDIR is an empty tmpfs of its
+// own holding only its HOME, and nothing it writes there reaches the disk
+// or the next command. A trial failure at start-up would silently fall
+// back to folders on the disk, so root runs must find it on.
+func TestFreshTempIsOwnTmpfs(t *testing.T) {
+	forEachMode(t, Options{MaxMemory: 64 << 20}, func(t *testing.T, s *Sandbox, af attackFixture) {
+		dir, ok := s.FreshTemp()
+		if !ok {
+			if os.Geteuid() == 0 && s.Mode() != Bwrap {
+				t.Fatalf("mode %s as root gives no fresh tmpfs: %s", s.Mode(), s.Describe())
+			}
+			t.Skipf("mode %s as uid %d makes temporary folders on the disk", s.Mode(), os.Geteuid())
+		}
+		script := `stat -f -c %T "$TMPDIR"; ls -A "$TMPDIR"; df -P "$TMPDIR" | awk 'NR == 2 {print $2}'; echo left > "$TMPDIR/left"; echo left > "$TMPDIR/home/left"`
+		for i := 0; i < 2; i++ {
+			out := runIn(t, s, af.ws, script)
+			if rel, ok := strings.CutPrefix(af.ws, "/tmp/"); ok && s.Mode() == Bwrap {
+				// bubblewrap makes the folders it binds the workspace on.
+				out = strings.Replace(out, strings.Split(rel, "/")[0]+"\n", "", 1)
+			}
+			if want := "tmpfs\nhome\n65536\n"; out != want {
+				t.Errorf("run %d: got %q, want %q (a tmpfs of 64 MiB holding only home)", i, out, want)
+			}
+		}
+		if dir != "" {
+			if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+				t.Errorf("the mount point %s on the disk holds %d entries (%v)", dir, len(left), err)
+			}
 		}
 	})
 }

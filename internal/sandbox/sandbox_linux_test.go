@@ -62,11 +62,20 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
+// tempFor returns the temporary folder a command in s gets, as exec makes
+// it: the sandbox's fresh one where it has that, else a new folder.
+func tempFor(t *testing.T, s *Sandbox) string {
+	if dir, ok := s.FreshTemp(); ok {
+		return dir
+	}
+	return t.TempDir()
+}
+
 // run runs script with sh inside s and returns its combined output and
 // whether it succeeded.
 func run(t *testing.T, s *Sandbox, f fixture, script string) (string, bool) {
 	t.Helper()
-	tmp := t.TempDir()
+	tmp := tempFor(t, s)
 	path, args, childTmp := s.Command(tmp, []string{"/bin/sh", "-c", script})
 	cmd := exec.CommandContext(context.Background(), path, args...)
 	cmd.Dir = f.ws
