@@ -35,6 +35,7 @@ type Manager struct {
 	v2procs bool              // pids controller enabled below v2
 	v2mem   bool              // memory controller enabled below v2
 	v1      map[string]string // controller -> parent folder in its legacy hierarchy
+	dynmods bool              // a cgroup mount has favordynmods: moving a thread is cheap
 
 	seq atomic.Uint64
 
@@ -79,6 +80,7 @@ func New(limits Limits) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.dynmods = mounts.dynmods
 	var reasons []string
 	if mnt := mounts.v2; mnt != "" {
 		if reason := m.useV2(filepath.Join(mnt, own["0::"])); reason != "" {
@@ -186,6 +188,13 @@ func (m *Manager) Describe() string {
 		if d, ok := m.v1[c]; ok {
 			parts = append(parts, "cgroup v1 "+c+" "+d)
 		}
+	}
+	if len(m.v1) > 0 && !m.dynmods {
+		// Moving a thread into a legacy group takes the kernel's
+		// cgroup_threadgroup_rwsem for writing, which waits for an RCU
+		// grace period unless another move came just before: about 10 ms
+		// per command where commands are minutes apart, little in a burst.
+		parts = append(parts, "each command waits about 10 ms to enter the v1 groups unless a cgroup file system is mounted with favordynmods (Linux 6.0)")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -584,8 +593,9 @@ func killMembers(dir string) {
 // mountTable holds where the cgroup file systems are mounted: the unified
 // hierarchy, and the legacy one of each controller used here.
 type mountTable struct {
-	v2 string
-	v1 map[string]string
+	v2      string
+	v1      map[string]string
+	dynmods bool // a cgroup file system is mounted with favordynmods
 }
 
 // readMounts finds the cgroup file systems in /proc/self/mountinfo.
@@ -606,6 +616,9 @@ func readMounts() (mountTable, error) {
 		a, b := strings.Fields(pre), strings.Fields(post)
 		if len(a) < 5 || len(b) < 3 || a[3] != "/" {
 			continue // a bind mount of a subtree: paths would not match
+		}
+		if (b[0] == "cgroup2" || b[0] == "cgroup") && slices.Contains(strings.Split(b[2], ","), "favordynmods") {
+			out.dynmods = true
 		}
 		switch b[0] {
 		case "cgroup2":
