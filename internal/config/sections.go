@@ -239,7 +239,7 @@ type Exec struct {
 	ExecNetwork       bool          `env:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
 	ExecPrivatePaths  List          `env:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
 	ExecMaxProcs      int           `env:"EXEC_MAX_PROCS" default:"256" desc:"exec: processes and threads one command and everything it starts may have at once (control group, else RLIMIT_NPROC); 0: no limit"`
-	ExecMaxMemory     Bytes         `env:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit"`
+	ExecMaxMemory     Bytes         `env:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit. Also the size of the tmpfs a command gets as its TMPDIR where it has mounts of its own (root, bubblewrap)"`
 	ExecUser          string        `env:"EXEC_USER" desc:"exec: when the service runs as root, run commands as this user (name or uid[:gid]); it needs write access to the workspace"`
 	ExecHome          string        `env:"EXEC_HOME" desc:"exec: a HOME kept between calls for dotfiles and caches; toolsvc creates it (mode 0700) and refuses to start if it already exists as a symbolic link, with another owner or writable by group or others; empty: each call gets a fresh HOME in its private temporary folder, deleted after the call, so nothing one command plants there runs in the next"`
 }
