@@ -652,3 +652,44 @@ func TestFreshTempIsOwnTmpfs(t *testing.T) {
 		}
 	})
 }
+
+// TestPrivatePathsInsideWorkspace: a private folder and a private file
+// inside the workspace can be neither read, listed, written nor
+// uncovered, in every mode that confines the file system (as root
+// Landlock's rules are not carved around them: mounts cover them).
+func TestPrivatePathsInsideWorkspace(t *testing.T) {
+	for _, mode := range []Mode{Landlock, Bwrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			af := newAttackFixture(t)
+			dir, file := filepath.Join(af.ws, "keys"), filepath.Join(af.ws, "token.txt")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for p, c := range map[string]string{filepath.Join(dir, "id"): "KEY-IN-FOLDER", file: "TOKEN-IN-FILE"} {
+				if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := newForTest(t, mode, Options{Workspace: af.ws, Private: []string{dir, file}})
+			t.Cleanup(s.Close)
+			out := runIn(t, s, af.ws, `cat keys/id token.txt; ls -A keys; echo x > keys/new; echo x > token.txt; umount keys token.txt; mv keys moved; echo visible > ok.txt && cat ok.txt`)
+			for _, leak := range []string{"KEY-IN-FOLDER", "TOKEN-IN-FILE"} {
+				if strings.Contains(out, leak) {
+					t.Errorf("mode %s: a private path's content reached the command:\n%s", mode, out)
+				}
+			}
+			if !strings.Contains(out, "visible") {
+				t.Errorf("mode %s: the rest of the workspace is not writable:\n%s", mode, out)
+			}
+			if b, err := os.ReadFile(file); err != nil || string(b) != "TOKEN-IN-FILE" {
+				t.Errorf("mode %s: the private file changed: %q %v", mode, b, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+				t.Errorf("mode %s: the command wrote into a private folder", mode)
+			}
+			if _, err := os.Stat(dir); err != nil {
+				t.Errorf("mode %s: the private folder was moved: %v", mode, err)
+			}
+		})
+	}
+}

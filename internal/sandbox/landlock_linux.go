@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -113,6 +114,57 @@ func isPrivate(p string, private []string) bool {
 	return false
 }
 
+// carved returns the private paths Landlock must carve out of the folders
+// it grants, where commands have no mounts of their own. Granting the
+// other entries of a folder one by one makes a rule each (/etc, split
+// around the shadow files and /etc/ssh, is well over a hundred), and
+// every command's rules are built afresh: so a path the commands could
+// not open anyway, by its permissions, is left out. That is judged for
+// a service that is not root, whose commands run with its own
+// credentials and cannot change another owner's permissions; root's
+// commands could read every file, so every path is carved for them.
+func (s *Sandbox) carved() []string {
+	if os.Geteuid() == 0 {
+		return s.private
+	}
+	var out []string
+	for _, p := range s.private {
+		if unix.Faccessat(unix.AT_FDCWD, p, unix.R_OK, unix.AT_EACCESS) == nil || unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// privateInside returns the private paths inside the folders Landlock
+// grants, which a command with mounts of its own gets covered by mounts
+// instead of carved out of its rules (see coverPaths): a few mounts cost
+// less than the hundred rules of a split /etc, built for every command.
+// Paths outside every granted folder are out of reach already, and one
+// above the workspace hides nothing the workspace holds, as with carving.
+// ok is false where a private path holds a system folder (a private /):
+// no mount can stand for that, so the rules are carved instead.
+func (s *Sandbox) privateInside() (paths []string, ok bool) {
+	var system []string
+	for _, d := range systemDirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			system = append(system, r)
+		}
+	}
+	granted := append(append([]string{s.ws}, s.writable...), system...)
+	for _, p := range s.private {
+		for _, d := range system {
+			if p != d && pathx.Contains(p, d) {
+				return nil, false
+			}
+		}
+		if slices.ContainsFunc(granted, func(g string) bool { return pathx.Contains(g, p) }) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, true
+}
+
 // landlockRules is a ruleset ready to be enforced on a thread.
 type landlockRules struct {
 	fd    int
@@ -123,6 +175,9 @@ type landlockRules struct {
 // start-up plus the call's private temporary folder.
 func (s *Sandbox) landlockRuleset(tmpDir string) (*landlockRules, error) {
 	p := s.policy
+	if s.mountns {
+		p = s.mounted
+	}
 	cfg := landlock.V11.BestEffort()
 	if p.Network {
 		cfg.HandledAccessNet = 0
@@ -166,7 +221,12 @@ func (s *Sandbox) setupLandlock() error {
 	if err != nil || abi < 1 {
 		return fmt.Errorf("the kernel does not offer Landlock (%w)", err)
 	}
-	s.policy = buildPolicy(abi, s.ws, s.private, s.network)
+	s.policy = buildPolicy(abi, s.ws, s.carved(), s.network)
+	if hidden, ok := s.privateInside(); ok {
+		s.mounted, s.hidden = buildPolicy(abi, s.ws, nil, s.network), hidden
+	} else {
+		s.mounted = buildPolicy(abi, s.ws, s.private, s.network)
+	}
 	s.mode = Landlock
 	if err := s.setupFilter(true); err != nil {
 		s.mode = None

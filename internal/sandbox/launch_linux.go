@@ -175,6 +175,11 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 				return err
 			}
 		}
+		if s.mode == Landlock {
+			if err := coverPaths(s.hidden); err != nil {
+				return err
+			}
+		}
 	}
 	// bubblewrap run by root needs its capabilities to build the
 	// namespaces: it gets them through the inheritable set and drops
@@ -269,6 +274,27 @@ func (s *Sandbox) freshTmpfs(dir string) error {
 	}
 	if err := unix.Chown(home, uid, gid); err != nil {
 		return fmt.Errorf("making the command's HOME: %w", err)
+	}
+	return nil
+}
+
+// coverPaths covers each path in the calling thread's own mount namespace: a
+// folder with an empty read-only tmpfs, a file with /dev/null, read-only.
+// The command, without CAP_SYS_ADMIN, cannot take the mounts away.
+func coverPaths(paths []string) error {
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // gone: nothing to hide
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0,size=4k")
+		} else if err = unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err == nil {
+			err = unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		}
+		if err != nil {
+			return fmt.Errorf("hiding %s: %w", p, err)
+		}
 	}
 	return nil
 }

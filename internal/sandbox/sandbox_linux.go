@@ -25,8 +25,13 @@ type Sandbox struct {
 	writable []string
 	bwrap    string // bubblewrap binary
 	policy   policy // landlock rules without the per-call temp folder
-	private  []string
-	user     *User
+	// With mounts of its own a command gets its private paths covered
+	// by mounts (hidden), and Landlock rules that need no carving around
+	// them (mounted).
+	mounted policy
+	hidden  []string
+	private []string
+	user    *User
 
 	lastCap   int              // highest capability number the kernel knows
 	seccomp   *filter          // nil where the kernel has no seccomp

@@ -258,3 +258,32 @@ func TestAutoNeverDowngradesSilently(t *testing.T) {
 		t.Errorf("explicit none: %s %s", s.Mode(), s.Describe())
 	}
 }
+
+// BenchmarkLandlockRules builds one command's Landlock rules with the
+// private system files carved out of the folders (every entry of /etc
+// but the shadow files and /etc/ssh, one rule each) and with them
+// covered by mounts instead, as a root service's commands get them.
+func BenchmarkLandlockRules(b *testing.B) {
+	s, err := New(Options{Mode: Landlock, Workspace: b.TempDir()})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer s.Close()
+	carved, mounted := buildPolicy(s.policy.ABI, s.ws, s.private, false), s.mounted
+	for _, c := range []struct {
+		name string
+		p    policy
+	}{{"carved", carved}, {"mounted", mounted}} {
+		b.Run(c.name, func(b *testing.B) {
+			s.policy, s.mountns = c.p, false
+			b.ReportMetric(float64(len(c.p.RODirs)+len(c.p.ROFiles)+len(c.p.RWDirs)+len(c.p.RWFiles)), "rules")
+			for b.Loop() {
+				rs, err := s.landlockRuleset(s.ws)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rs.close()
+			}
+		})
+	}
+}
