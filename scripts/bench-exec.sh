@@ -15,6 +15,8 @@
 # their floor is `sh -c true`.
 # Usage: scripts/bench-exec.sh [sandbox mode for the RSS run, default auto]
 # N=calls per round (50), ROUNDS=rounds (3), MODES="none landlock bwrap";
+# GAP=a pause before each call and each floor run (e.g. 250ms, default
+# none): spaced calls, as an agent makes them, pay costs a burst hides;
 # RSS=0 skips part 2. BASE=<git revision> also runs the service built from that revision,
 # mode by mode right after this one's, for a before-and-after in one run.
 set -eu
@@ -57,11 +59,11 @@ for m in $MODES; do
 	*) if [ "$(id -u)" = 0 ]; then floor="unshare --pid --fork --mount sh -c true"; else floor="sh -c true"; fi ;;
 	esac
 	start "$m"
-	"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m" -floor "$floor" -n "$N" -rounds "$ROUNDS"
+	"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m" -floor "$floor" -n "$N" -rounds "$ROUNDS" -gap "${GAP:-0}"
 	stop
 	if [ -n "${BASE:-}" ]; then
 		start "$m" "$tmp/toolsvc-base"
-		"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m ($BASE)" -floor "$floor" -n "$N" -rounds "$ROUNDS"
+		"$tmp/execbench" -url "http://127.0.0.1:$port" -pid "$pid" -label "$m ($BASE)" -floor "$floor" -n "$N" -rounds "$ROUNDS" -gap "${GAP:-0}"
 		stop
 	fi
 done

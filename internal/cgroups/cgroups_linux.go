@@ -191,10 +191,10 @@ func (m *Manager) Describe() string {
 	}
 	if len(m.v1) > 0 && !m.dynmods {
 		// Moving a thread into a legacy group takes the kernel's
-		// cgroup_threadgroup_rwsem for writing, which waits for an RCU
-		// grace period unless another move came just before: about 10 ms
-		// per command where commands are minutes apart, little in a burst.
-		parts = append(parts, "each command waits about 10 ms to enter the v1 groups unless a cgroup file system is mounted with favordynmods (Linux 6.0)")
+		// cgroup_threadgroup_rwsem for writing, which can wait for an RCU
+		// grace period: seen here taking 9-16 ms on some calls, never
+		// with favordynmods.
+		parts = append(parts, "entering the v1 groups can cost a command 10 ms or more unless a cgroup file system is mounted with favordynmods (Linux 6.0)")
 	}
 	return strings.Join(parts, ", ")
 }

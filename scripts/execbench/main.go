@@ -35,6 +35,7 @@ func main() {
 	n := flag.Int("n", 50, "calls (and floor runs) per round")
 	rounds := flag.Int("rounds", 3, "rounds")
 	pid := flag.Int("pid", 0, "the service's process ID, for its CPU time (0: wall time only)")
+	gap := flag.Duration("gap", 0, "pause before each call and each floor run, as between an agent's calls (a burst hides costs that a pause brings back)")
 	flag.Parse()
 
 	argv := strings.Fields(*floor)
@@ -59,7 +60,9 @@ func main() {
 		var floorCPU time.Duration
 		svc0 := serviceCPU(*pid)
 		for range *n {
+			time.Sleep(*gap)
 			calls = append(calls, timed(call))
+			time.Sleep(*gap)
 			c0 := childCPU()
 			floors = append(floors, timed(run))
 			floorCPU += childCPU() - c0
