@@ -89,6 +89,8 @@ type server struct {
 	// rendered holds GET /tools?format= and GET /openapi.json, rendered
 	// once per generation of the registry.
 	rendered *renderings
+	// resultBufs holds *[]byte buffers that call results are encoded into.
+	resultBufs sync.Pool
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -436,7 +438,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-	writeJSON(w, http.StatusOK, res)
+	writeResult(w, &s.resultBufs, &res)
 }
 
 // invokeStream runs a call and streams the tool's progress as server-sent
@@ -455,11 +457,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	meta.Progress = es.progress
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
-	data, err := jsonx.Marshal(res)
-	if err != nil {
-		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
-	}
-	if !es.finish("result", data) {
+	if !es.finish("result", res.AppendJSON(nil)) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", meta.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
