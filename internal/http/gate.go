@@ -125,11 +125,12 @@ type doorKey struct{}
 func (g *gate) door(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := CallerFrom(r.Context())
+		// Canonical spellings of the names: no conversion per lookup.
 		m := registry.Meta{
-			SessionID: headerValue(r, "X-Session-ID"),
+			SessionID: headerValue(r, "X-Session-Id"),
 			Source:    headerValue(r, "X-Source"),
 			Channel:   headerValue(r, "X-Channel"),
-			ChatID:    headerValue(r, "X-Chat-ID"),
+			ChatID:    headerValue(r, "X-Chat-Id"),
 			ReplyTo:   headerValue(r, "X-Reply-To"),
 			Key:       c.Key,
 		}

@@ -18,11 +18,13 @@ var requestIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 // echoes it in the response.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-ID")
+		// Header names are spelled as net/http keeps them (canonical), so
+		// that looking them up costs no conversion.
+		id := r.Header.Get("X-Request-Id")
 		if !requestIDPattern().MatchString(id) {
 			id = uuid.NewString()
 		}
-		w.Header().Set("X-Request-ID", id)
+		w.Header().Set("X-Request-Id", id)
 		r = r.WithContext(contextWithRequestID(r.Context(), id))
 		next.ServeHTTP(w, r)
 	})
