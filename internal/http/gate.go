@@ -7,7 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -38,13 +38,13 @@ type Caller struct {
 // it, since nothing says which key it should go to.
 func (c Caller) Sees(owner string) bool { return c.All || owner == c.Key }
 
-type callerKey struct{}
-
 // CallerFrom returns the caller the gate authenticated for ctx's request;
 // false outside the routes behind the gate.
 func CallerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	return c, ok
+	if st := stateFrom(ctx); st != nil && st.hasCaller {
+		return st.caller, true
+	}
+	return Caller{}, false
 }
 
 // gate is the one way in for every door to the tools (REST invoke, /mcp,
@@ -111,13 +111,12 @@ func (g *gate) authenticate(next http.Handler) http.Handler {
 				writeError(w, kindUnauthorized, "a valid API key is required: send 'Authorization: Bearer <key>'")
 				return
 			}
-			noteKey(r.Context(), c.Key)
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		r, st := withState(r)
+		st.caller, st.hasCaller = c, true
+		next.ServeHTTP(w, r)
 	})
 }
-
-type doorKey struct{}
 
 // door reads what a call carries besides its arguments into the request's
 // context, once, for whichever door runs it: the metadata headers and the
@@ -134,7 +133,9 @@ func (g *gate) door(next http.Handler) http.Handler {
 			ReplyTo:   headerValue(r, "X-Reply-To"),
 			Key:       c.Key,
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), doorKey{}, m)))
+		r, st := withState(r)
+		st.meta, st.hasMeta = m, true
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -160,35 +161,41 @@ type pass struct {
 	// cancel cancels ctx (a client that went away) and keeps the slot:
 	// the call holds it until the tool has returned and done is called.
 	cancel context.CancelFunc
-	// done ends the call: it cancels ctx and gives the slot back. It may be
-	// called more than once.
-	done func()
+	gate   *gate
+	stop   func() bool // undoes the cancel on shutdown
+	ended  atomic.Bool
+}
+
+// done ends the call: it cancels ctx and gives the slot back. It may be
+// called more than once.
+func (p *pass) done() {
+	if p.ended.Swap(true) {
+		return
+	}
+	p.stop()
+	p.cancel()
+	<-p.gate.sem
 }
 
 // admit lets a call through: ctx must come from a request that passed
 // door (a context without what the door read is refused, so that a door
 // that forgot it cannot run calls as nobody). The caller must call done.
-func (g *gate) admit(ctx context.Context) (pass, error) {
-	meta, ok := ctx.Value(doorKey{}).(registry.Meta)
-	if !ok {
-		return pass{}, errNoDoor
+func (g *gate) admit(ctx context.Context) (*pass, error) {
+	st := stateFrom(ctx)
+	if st == nil || !st.hasMeta {
+		return nil, errNoDoor
 	}
+	meta := st.meta
 	if g.stopped() {
-		return pass{}, errStopping
+		return nil, errStopping
 	}
 	select {
 	case g.sem <- struct{}{}:
 	default:
-		return pass{}, errBusy
+		return nil, errBusy
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(g.stopping, cancel)
-	done := sync.OnceFunc(func() {
-		stop()
-		cancel()
-		<-g.sem
-	})
-	return pass{ctx: ctx, meta: meta, cancel: cancel, done: done}, nil
+	return &pass{ctx: ctx, meta: meta, cancel: cancel, gate: g, stop: context.AfterFunc(g.stopping, cancel)}, nil
 }
 
 // headerValue returns a header bounded in length and stripped of control

@@ -418,11 +418,11 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// The slot and the body's memory are given back as soon as the call is
 	// over, before the result is written: a client slow to take it holds
-	// neither.
-	callDone := sync.OnceFunc(func() {
+	// neither. Both parts may be called more than once.
+	callDone := func() {
 		p.done()
 		release()
-	})
+	}
 	defer callDone()
 	ctx, cancel, meta := p.ctx, p.cancel, p.meta
 
