@@ -14,12 +14,27 @@ import (
 // hand: the log encodes two records per call, and reflection was a good
 // part of its cost. TestEncodeMatchesMarshal holds the two together.
 func appendRecord(b []byte, rec *Record) ([]byte, error) {
+	b, _, err := appendRecordArgs(b, rec)
+	return b, err
+}
+
+// encodedArgs are arguments as appendRecord encoded them for a call's
+// journal line, kept by Start so that Finish appends them as they are
+// rather than encoding them again.
+type encodedArgs []byte
+
+// appendRecordArgs is appendRecord, which also returns the encoded
+// arguments (a part of the returned slice).
+func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 	b = append(b, `{"call_id":`...)
 	b = jsonx.AppendString(b, rec.CallID)
 	b = append(b, `,"tool_name":`...)
 	b = jsonx.AppendString(b, rec.ToolName)
 	b = append(b, `,"arguments":`...)
+	argsAt := len(b)
 	switch a := rec.Arguments.(type) {
+	case encodedArgs:
+		b = append(b, a...)
 	case json.RawMessage:
 		if len(a) == 0 {
 			b = append(b, "null"...)
@@ -27,11 +42,11 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 		}
 		// Compact, as json.Marshal does: a journal line must not hold a
 		// newline, and pretty-printed arguments have them between tokens.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, a); err != nil {
-			return nil, err
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, a); err != nil {
+			return nil, nil, err
 		}
-		b = append(b, buf.Bytes()...)
+		b = buf.Bytes()
 	case string:
 		b = jsonx.AppendString(b, a)
 	case nil:
@@ -39,10 +54,11 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 	default:
 		data, err := json.Marshal(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b = append(b, data...)
 	}
+	args := encodedArgs(b[argsAt:len(b):len(b)])
 	if rec.ArgumentsTruncated {
 		b = append(b, `,"arguments_truncated":true`...)
 	}
@@ -76,5 +92,5 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 		b = append(b, `,"error_code":`...)
 		b = jsonx.AppendString(b, rec.ErrorCode)
 	}
-	return append(b, '}', '\n'), nil
+	return append(b, '}', '\n'), args, nil
 }
