@@ -158,9 +158,12 @@ type entry struct {
 	tool   Tool
 	set    string // the set ReplaceSet manages it in; "" for Register's tools
 	schema *gojsonschema.Schema
-	def    Definition
-	defJS  []byte
-	rules  []Rule
+	// fast checks the arguments ahead of schema when the schema is simple
+	// enough; nil otherwise.
+	fast  *fastSchema
+	def   Definition
+	defJS []byte
+	rules []Rule
 	// shortenAt is where the checks may cut long strings of big
 	// arguments (see checkValue); 0: never.
 	shortenAt int
@@ -281,7 +284,7 @@ func newEntry(t Tool, set string) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
-	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules,
+	return &entry{tool: t, set: set, schema: schema, fast: compileFast(params), def: def, defJS: defJS, rules: rules,
 		shortenAt: shortenAt(params, rules), nulls: newNulls(params), example: exampleArgs(params, rules)}, nil
 }
 

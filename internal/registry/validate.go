@@ -130,15 +130,19 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 		}
 		args = b
 	}
-	// The schema library is handed the value decoded above (numbers as
-	// json.Number, as its own loaders decode them), not the bytes, which it
-	// would decode a second time.
-	res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
-	if err != nil {
-		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
-	}
-	for _, re := range res.Errors() {
-		problems = append(problems, describe(re))
+	// Arguments the fast form of the schema vouches for pass the library
+	// too; the others are judged by the library, which words the problems.
+	if e.fast == nil || !e.fast.accepts(v) {
+		// The schema library is handed the value decoded above (numbers as
+		// json.Number, as its own loaders decode them), not the bytes,
+		// which it would decode a second time.
+		res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
+		if err != nil {
+			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		}
+		for _, re := range res.Errors() {
+			problems = append(problems, describe(re))
+		}
 	}
 	for _, rule := range e.rules {
 		problems = append(problems, rule.check(obj)...)
