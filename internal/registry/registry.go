@@ -381,7 +381,10 @@ func (r *Registry) namesLocked() []string {
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) (res Result) {
 	start := r.opts.Now()
 	label := name
-	if !r.Has(name) {
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	if e == nil {
 		label = UnknownToolLabel
 		// No tool has a long name: the result, audit and log carry the
 		// start of it only.
@@ -403,7 +406,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		args = []byte("{}")
 	}
 	if r.opts.Audit == nil {
-		res = r.run(ctx, call, args, meta)
+		res = r.run(ctx, e, call, args, meta)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
@@ -424,7 +427,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res = r.run(ctx, call, args, meta)
+	res = r.run(ctx, e, call, args, meta)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
@@ -470,7 +473,9 @@ const (
 	auditFailedMsg      = "the call ran, but the service's audit log could not write its final record, so it is reported as an error. Its result follows; the operator has been told. Next: do not repeat the call because of this error: what it did is done."
 )
 
-func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) Result {
+// run runs the call of e, the tool registered under call.Tool when the
+// call began (nil: none).
+func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, meta Meta) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
@@ -478,10 +483,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		return failed
 	}
 
-	r.mu.RLock()
-	e, ok := r.tools[call.Tool]
-	r.mu.RUnlock()
-	if !ok {
+	if e == nil {
 		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
 	}
 
@@ -511,9 +513,8 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		ended.Store(true)
 		flush()
 	}()
-	ctx = WithProgress(WithCall(ctx, call), progress)
-	facts := &outcome{}
-	ctx = context.WithValue(ctx, outcomeKey{}, facts)
+	facts := &callState{call: call}
+	ctx = WithProgress(withCall(ctx, facts), progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
