@@ -99,11 +99,15 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 	if shortenAt > 0 && len(args) > bigArguments {
 		args, shortened = jsonx.ShortenStrings(args, shortenAt)
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+	// Plain arguments (no escapes) are read without encoding/json's
+	// reflection; DecodeSimple makes the same value.
+	v, ok := jsonx.DecodeSimple(args)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
