@@ -7,7 +7,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -64,6 +66,13 @@ type gate struct {
 	keys     []keyEntry
 	stopping context.Context
 	sem      chan struct{}
+
+	// running holds the calls let through and not done yet, which the
+	// shutdown cancels (halt); halted is set once it has. One watch of
+	// stopping for the gate costs less than one per call.
+	mu      sync.Mutex
+	running map[*pass]struct{}
+	halted  bool
 }
 
 // keyEntry is a key as the gate keeps it: hashed, so that neither the
@@ -75,7 +84,8 @@ type keyEntry struct {
 }
 
 func newGate(keys []Key, stopping context.Context, maxConcurrent int) *gate {
-	g := &gate{stopping: stopping, sem: make(chan struct{}, maxConcurrent)}
+	g := &gate{stopping: stopping, sem: make(chan struct{}, maxConcurrent), running: map[*pass]struct{}{}}
+	context.AfterFunc(stopping, g.halt)
 	for _, k := range keys {
 		g.keys = append(g.keys, keyEntry{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, admin: k.Admin})
 	}
@@ -162,7 +172,6 @@ type pass struct {
 	// the call holds it until the tool has returned and done is called.
 	cancel context.CancelFunc
 	gate   *gate
-	stop   func() bool // undoes the cancel on shutdown
 	ended  atomic.Bool
 }
 
@@ -172,15 +181,30 @@ func (p *pass) done() {
 	if p.ended.Swap(true) {
 		return
 	}
-	p.stop()
+	g := p.gate
+	g.mu.Lock()
+	delete(g.running, p)
+	g.mu.Unlock()
 	p.cancel()
-	<-p.gate.sem
+	<-g.sem
+}
+
+// halt cancels every call running, once the service is stopping.
+func (g *gate) halt() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.halted = true
+	for p := range g.running {
+		p.cancel()
+	}
 }
 
 // admit lets a call through: ctx must come from a request that passed
 // door (a context without what the door read is refused, so that a door
-// that forgot it cannot run calls as nobody). The caller must call done.
-func (g *gate) admit(ctx context.Context) (*pass, error) {
+// that forgot it cannot run calls as nobody). The call's context ends
+// after timeout (the tool's, registry.Timeout: the registry then adds no
+// deadline of its own). The caller must call done.
+func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) {
 	st := stateFrom(ctx)
 	if st == nil || !st.hasMeta {
 		return nil, errNoDoor
@@ -194,8 +218,16 @@ func (g *gate) admit(ctx context.Context) (*pass, error) {
 	default:
 		return nil, errBusy
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	return &pass{ctx: ctx, meta: meta, cancel: cancel, gate: g, stop: context.AfterFunc(g.stopping, cancel)}, nil
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	p := &pass{ctx: ctx, meta: meta, cancel: cancel, gate: g}
+	g.mu.Lock()
+	if g.halted {
+		cancel() // stopping since the check above: the call starts canceled
+	} else {
+		g.running[p] = struct{}{}
+	}
+	g.mu.Unlock()
+	return p, nil
 }
 
 // headerValue returns a header bounded in length and stripped of control

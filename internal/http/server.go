@@ -345,7 +345,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 // slot is taken, canceled when the service stops, with the metadata
 // headers and the key's name the door read from the MCP request.
 func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (registry.Result, string) {
-	p, err := s.gate.admit(ctx)
+	p, err := s.gate.admit(ctx, s.opts.Registry.Timeout(name))
 	switch {
 	case errors.Is(err, errStopping):
 		return registry.Result{}, "the service is shutting down. Next: retry in a moment; if it persists, tell the user the tool service is down."
@@ -403,7 +403,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A call stops when its client goes away or when the service stops.
-	p, err := s.gate.admit(r.Context())
+	p, err := s.gate.admit(r.Context(), s.opts.Registry.Timeout(name))
 	switch {
 	case errors.Is(err, errStopping):
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")

@@ -375,6 +375,26 @@ func (r *Registry) namesLocked() []string {
 	return names
 }
 
+// Timeout returns how long a call of the named tool may run: the tool's
+// own timeout (Timeouter) or the registry's default. A caller that makes
+// a cancelable context for the call anyway (the HTTP doors) can give it
+// this deadline; Invoke then adds no deadline of its own.
+func (r *Registry) Timeout(name string) time.Duration {
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	return r.timeout(e)
+}
+
+func (r *Registry) timeout(e *entry) time.Duration {
+	if e != nil {
+		if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
+			return t.Timeout()
+		}
+	}
+	return r.opts.DefaultTimeout
+}
+
 // Invoke runs one call of the named tool with the model's raw arguments.
 // It never panics and never fails: every outcome, including an unknown tool,
 // malformed arguments, a timeout or a panic in the tool, is a Result.
@@ -492,12 +512,14 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, me
 		return fail(code, msg)
 	}
 
-	timeout := r.opts.DefaultTimeout
-	if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
-		timeout = t.Timeout()
+	timeout := r.timeout(e)
+	// A caller that already gave the call this deadline or an earlier one
+	// (the HTTP doors, see Timeout) spares it a second context and timer.
+	if dl, ok := ctx.Deadline(); !ok || dl.After(time.Now().Add(timeout)) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	progress, flush := r.opts.RedactProgress(meta.Progress)
 	// Once the tool has returned, its result follows: an event a stray
 	// goroutine sends later is dropped, not written after the result.
