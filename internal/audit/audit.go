@@ -114,6 +114,9 @@ type Log struct {
 	startFaults, recordFaults atomic.Int64
 	stdoutMu                  sync.Mutex // one record line at a time on Options.Stdout
 
+	days dayNames  // the day folder of the calls of the current day
+	bufs sync.Pool // *[]byte final records are encoded in
+
 	// inject, set by tests, fails the named write ("journal", "record")
 	// with the error it returns.
 	inject func(op string) error
@@ -173,15 +176,6 @@ func (l *Log) Stats() Stats {
 	return Stats{StartFaults: l.startFaults.Load(), RecordFaults: l.recordFaults.Load()}
 }
 
-// FileName returns the path of a record's file relative to the audit folder:
-// names sort by start time and carry the call ID.
-func FileName(rec Record) string {
-	t := rec.Timestamp.UTC()
-	return filepath.Join(t.Format("2006-01-02"), t.Format("20060102T150405.000000000Z")+"_"+rec.CallID+".json")
-}
-
-func dayOf(t time.Time) string { return t.UTC().Format("2006-01-02") }
-
 // Start notes in the journal that the call rec describes is about to run:
 // one line, one write(2). When it fails the call has no trace anywhere, so
 // the caller must not run it unless it accepts unaudited calls. The line
@@ -192,17 +186,19 @@ func (l *Log) Start(rec Record) (Started, error) {
 	rec = l.prepare(rec, nil)
 	rec.Status = StatusStarted
 	rec.Result, rec.ResultLength, rec.ResultTruncated, rec.ErrorCode, rec.DurationMS = "", 0, false, "", 0
-	line, err := appendRecord(make([]byte, 0, 512), &rec)
+	line, args, err := appendRecordArgs(make([]byte, 0, 512), &rec)
 	if err != nil {
 		return Started{}, fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
 	}
-	seg, err := l.append(dayOf(rec.Timestamp), line)
+	seg, err := l.append(l.days.of(rec.Timestamp), line)
 	if err != nil {
 		n := l.startFaults.Add(1)
 		l.opts.Log.Error().Err(err).Str("call_id", rec.CallID).Int64("audit_start_faults", n).Msg("audit: cannot note the call's start in the journal")
 		return Started{}, fmt.Errorf("audit: journal: %w", err)
 	}
-	return Started{seg: seg, args: rec.Arguments, cut: rec.ArgumentsTruncated}, nil
+	// The final record has the same arguments: they are kept encoded, as
+	// they are in the line (which nothing reuses).
+	return Started{seg: seg, args: args, cut: rec.ArgumentsTruncated}, nil
 }
 
 // Finish writes the final record of a call Start noted. The record appears
@@ -212,10 +208,19 @@ func (l *Log) Start(rec Record) (Started, error) {
 // error says the record is not in its folder.
 func (l *Log) Finish(st Started, rec Record) error {
 	rec = l.prepare(rec, &st)
-	data, err := appendRecord(make([]byte, 0, 512+len(rec.Result)), &rec)
+	bp, _ := l.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	data, err := appendRecord((*bp)[:0], &rec)
 	if err == nil {
+		*bp = data[:0]
 		if err = l.fault("record"); err == nil {
-			err = l.files.place(FileName(rec), data, false)
+			if day, name, ok := recordName(&rec, &l.days); ok {
+				err = l.files.placeIn(day, name, data, false)
+			} else {
+				err = l.files.place(FileName(rec), data, false)
+			}
 		}
 	}
 	seg := st.seg
@@ -223,6 +228,11 @@ func (l *Log) Finish(st Started, rec Record) error {
 		l.toStdout(data)
 		if seg != nil {
 			seg.release()
+		}
+		// Nothing holds the record now: its buffer serves the next one,
+		// unless a huge result made it large.
+		if cap(data) <= 64<<10 {
+			l.bufs.Put(bp)
 		}
 		return nil
 	}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // appendRecord appends rec as one line of JSON, the same document
@@ -13,12 +14,27 @@ import (
 // hand: the log encodes two records per call, and reflection was a good
 // part of its cost. TestEncodeMatchesMarshal holds the two together.
 func appendRecord(b []byte, rec *Record) ([]byte, error) {
+	b, _, err := appendRecordArgs(b, rec)
+	return b, err
+}
+
+// encodedArgs are arguments as appendRecord encoded them for a call's
+// journal line, kept by Start so that Finish appends them as they are
+// rather than encoding them again.
+type encodedArgs []byte
+
+// appendRecordArgs is appendRecord, which also returns the encoded
+// arguments (a part of the returned slice).
+func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 	b = append(b, `{"call_id":`...)
-	b = appendString(b, rec.CallID)
+	b = jsonx.AppendString(b, rec.CallID)
 	b = append(b, `,"tool_name":`...)
-	b = appendString(b, rec.ToolName)
+	b = jsonx.AppendString(b, rec.ToolName)
 	b = append(b, `,"arguments":`...)
+	argsAt := len(b)
 	switch a := rec.Arguments.(type) {
+	case encodedArgs:
+		b = append(b, a...)
 	case json.RawMessage:
 		if len(a) == 0 {
 			b = append(b, "null"...)
@@ -26,110 +42,55 @@ func appendRecord(b []byte, rec *Record) ([]byte, error) {
 		}
 		// Compact, as json.Marshal does: a journal line must not hold a
 		// newline, and pretty-printed arguments have them between tokens.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, a); err != nil {
-			return nil, err
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, a); err != nil {
+			return nil, nil, err
 		}
-		b = append(b, buf.Bytes()...)
+		b = buf.Bytes()
 	case string:
-		b = appendString(b, a)
+		b = jsonx.AppendString(b, a)
 	case nil:
 		b = append(b, "null"...)
 	default:
 		data, err := json.Marshal(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b = append(b, data...)
 	}
+	args := encodedArgs(b[argsAt:len(b):len(b)])
 	if rec.ArgumentsTruncated {
 		b = append(b, `,"arguments_truncated":true`...)
 	}
 	b = append(b, `,"session_id":`...)
-	b = appendString(b, rec.SessionID)
+	b = jsonx.AppendString(b, rec.SessionID)
 	if rec.Source != "" {
 		b = append(b, `,"source":`...)
-		b = appendString(b, rec.Source)
+		b = jsonx.AppendString(b, rec.Source)
 	}
 	if rec.Key != "" {
 		b = append(b, `,"key":`...)
-		b = appendString(b, rec.Key)
+		b = jsonx.AppendString(b, rec.Key)
 	}
 	if rec.Replica != "" {
 		b = append(b, `,"replica":`...)
-		b = appendString(b, rec.Replica)
+		b = jsonx.AppendString(b, rec.Replica)
 	}
 	b = append(b, `,"timestamp":"`...)
 	b = rec.Timestamp.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","status":`...)
-	b = appendString(b, rec.Status)
+	b = jsonx.AppendString(b, rec.Status)
 	b = append(b, `,"duration_ms":`...)
 	b = strconv.AppendInt(b, rec.DurationMS, 10)
 	b = append(b, `,"result":`...)
-	b = appendString(b, rec.Result)
+	b = jsonx.AppendString(b, rec.Result)
 	b = append(b, `,"result_truncated":`...)
 	b = strconv.AppendBool(b, rec.ResultTruncated)
 	b = append(b, `,"result_length":`...)
 	b = strconv.AppendInt(b, int64(rec.ResultLength), 10)
 	if rec.ErrorCode != "" {
 		b = append(b, `,"error_code":`...)
-		b = appendString(b, rec.ErrorCode)
+		b = jsonx.AppendString(b, rec.ErrorCode)
 	}
-	return append(b, '}', '\n'), nil
-}
-
-const hex = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// with HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and
-// U+2029 are escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '}', '\n'), args, nil
 }

@@ -33,7 +33,11 @@ type files struct {
 // place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
 // file of that name is kept and place succeeds.
 func (f *files) place(rel string, data []byte, ifAbsent bool) error {
-	day, name := filepath.Dir(rel), filepath.Base(rel)
+	return f.placeIn(filepath.Dir(rel), filepath.Base(rel), data, ifAbsent)
+}
+
+// placeIn is place of the file name in the day folder.
+func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
 	f.use.RLock()
 	defer f.use.RUnlock()
 	dfd, err := f.dir(day)
@@ -48,7 +52,7 @@ func (f *files) place(rel string, data []byte, ifAbsent bool) error {
 		}
 	}
 	if err != nil {
-		return &os.PathError{Op: "write", Path: filepath.Join(f.root, rel), Err: err}
+		return &os.PathError{Op: "write", Path: filepath.Join(f.root, day, name), Err: err}
 	}
 	return nil
 }

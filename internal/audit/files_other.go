@@ -41,3 +41,8 @@ func (f *files) place(rel string, data []byte, ifAbsent bool) error {
 
 func (f *files) forget(string) {}
 func (f *files) close()        {}
+
+// placeIn is place of the file name in the day folder.
+func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
+	return f.place(filepath.Join(day, name), data, ifAbsent)
+}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,13 +23,25 @@ var errBodyBudget = errors.New("request bodies in memory exceed the budget")
 
 // budgetReader counts what it reads against the server's body budget,
 // beyond the free bytes counted already (a buffer made at the announced
-// length). n is what it has counted in all.
+// length). n is what it has counted in all; release gives it back.
 type budgetReader struct {
-	r    io.Reader
-	s    *server
-	n    int64
-	free int64
+	r        io.Reader
+	s        *server
+	n        int64
+	free     int64
+	released atomic.Bool
 }
+
+// release gives the body's bytes back to the budget, once however often
+// it is called.
+func (b *budgetReader) release() {
+	if !b.released.Swap(true) {
+		b.s.bodies.Add(-b.n)
+	}
+}
+
+// noRelease is the release of a request that counted nothing.
+func noRelease() {}
 
 func (b *budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
@@ -58,10 +70,10 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	rc := http.NewResponseController(w)
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		s.refuseTooLarge(w, r, rc, r.Body)
-		return nil, func() {}, false
+		return nil, noRelease, false
 	}
 	if r.ContentLength == 0 {
-		return nil, func() {}, true
+		return nil, noRelease, true
 	}
 	br := &budgetReader{r: r.Body, s: s}
 	if r.ContentLength > 0 {
@@ -74,10 +86,10 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			s.bodies.Add(-br.n)
 			w.Header().Set("Connection", "close")
 			writeError(w, kindOverloaded, "too many request bodies are arriving at once; retry shortly")
-			return nil, func() {}, false
+			return nil, noRelease, false
 		}
 	}
-	release = sync.OnceFunc(func() { s.bodies.Add(-br.n) })
+	release = br.release
 	// The deadline is on the connection: it ends a read that is waiting for
 	// bytes, which a timer around io.ReadAll could not.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))

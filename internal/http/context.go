@@ -1,30 +1,50 @@
 package http
 
-import "context"
+import (
+	"context"
+	"net/http"
 
-type requestIDKey struct{}
+	"github.com/countbot/toolsvc/internal/registry"
+)
 
-func contextWithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+// requestState is what the middleware learn about a request, kept in one
+// value of its context that each of them fills in, instead of a context
+// value and a copy of the request per middleware: the request ID, the
+// caller the gate authenticated (whose key name the access log line,
+// written outside every other middleware, shows) and the call metadata
+// the door read. Each field is written once, before the handlers below
+// the middleware that writes it run.
+type requestState struct {
+	id     string
+	caller Caller
+	// hasCaller: the request passed the gate's authentication.
+	hasCaller bool
+	meta      registry.Meta
+	// hasMeta: the request passed a door of the gate.
+	hasMeta bool
+}
+
+type stateKey struct{}
+
+// stateFrom returns the request state in ctx, or nil.
+func stateFrom(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	return st
+}
+
+// withState returns r with a request state in its context, and the state;
+// a request that has one keeps it.
+func withState(r *http.Request) (*http.Request, *requestState) {
+	if st := stateFrom(r.Context()); st != nil {
+		return r, st
+	}
+	st := &requestState{}
+	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
 }
 
 func requestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-// requestNotes is what handlers deeper in the chain learn about a request
-// for its access log line, which is written outside them: the name of the
-// key the gate authenticated.
-type requestNotes struct {
-	key string
-}
-
-type notesKey struct{}
-
-// noteKey records the request's key name for its access log line.
-func noteKey(ctx context.Context, name string) {
-	if n, ok := ctx.Value(notesKey{}).(*requestNotes); ok {
-		n.key = name
+	if st := stateFrom(ctx); st != nil {
+		return st.id
 	}
+	return ""
 }

@@ -3,8 +3,10 @@ package http
 import (
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/countbot/toolsvc/internal/jsonx"
+	"github.com/countbot/toolsvc/internal/registry"
 )
 
 // Kinds of HTTP-level failure. These are for the caller, not the model: a
@@ -84,14 +86,42 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, data)
 }
 
+// writeResult writes a call's result, a 200 whatever the call's status,
+// encoded into a buffer of the pool: the ResponseWriter copies what it is
+// given, so the buffer is free again once written.
+func writeResult(w http.ResponseWriter, pool *sync.Pool, res *registry.Result) {
+	bp, _ := pool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	data := append(res.AppendJSON((*bp)[:0]), '\n')
+	writeBody(w, http.StatusOK, data)
+	// A huge result's buffer is left to the collector rather than kept.
+	if cap(data) <= 64<<10 {
+		*bp = data
+		pool.Put(bp)
+	}
+}
+
+// writeRaw writes a JSON document and a newline.
 func writeRaw(w http.ResponseWriter, status int, data []byte) {
-	h := w.Header()
+	setJSONHeaders(w.Header(), len(data)+1)
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+	_, _ = w.Write([]byte{'\n'})
+}
+
+// writeBody writes a JSON document that ends with its newline.
+func writeBody(w http.ResponseWriter, status int, data []byte) {
+	setJSONHeaders(w.Header(), len(data))
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+func setJSONHeaders(h http.Header, length int) {
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	// A known length lets a client read the whole answer while the server
 	// still drains a refused body behind it.
-	h.Set("Content-Length", strconv.Itoa(len(data)+1))
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
-	_, _ = w.Write([]byte{'\n'})
+	h.Set("Content-Length", strconv.Itoa(length))
 }

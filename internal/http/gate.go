@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -38,13 +40,13 @@ type Caller struct {
 // it, since nothing says which key it should go to.
 func (c Caller) Sees(owner string) bool { return c.All || owner == c.Key }
 
-type callerKey struct{}
-
 // CallerFrom returns the caller the gate authenticated for ctx's request;
 // false outside the routes behind the gate.
 func CallerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	return c, ok
+	if st := stateFrom(ctx); st != nil && st.hasCaller {
+		return st.caller, true
+	}
+	return Caller{}, false
 }
 
 // gate is the one way in for every door to the tools (REST invoke, /mcp,
@@ -64,6 +66,13 @@ type gate struct {
 	keys     []keyEntry
 	stopping context.Context
 	sem      chan struct{}
+
+	// running holds the calls let through and not done yet, which the
+	// shutdown cancels (halt); halted is set once it has. One watch of
+	// stopping for the gate costs less than one per call.
+	mu      sync.Mutex
+	running map[*pass]struct{}
+	halted  bool
 }
 
 // keyEntry is a key as the gate keeps it: hashed, so that neither the
@@ -75,7 +84,8 @@ type keyEntry struct {
 }
 
 func newGate(keys []Key, stopping context.Context, maxConcurrent int) *gate {
-	g := &gate{stopping: stopping, sem: make(chan struct{}, maxConcurrent)}
+	g := &gate{stopping: stopping, sem: make(chan struct{}, maxConcurrent), running: map[*pass]struct{}{}}
+	context.AfterFunc(stopping, g.halt)
 	for _, k := range keys {
 		g.keys = append(g.keys, keyEntry{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, admin: k.Admin})
 	}
@@ -111,13 +121,12 @@ func (g *gate) authenticate(next http.Handler) http.Handler {
 				writeError(w, kindUnauthorized, "a valid API key is required: send 'Authorization: Bearer <key>'")
 				return
 			}
-			noteKey(r.Context(), c.Key)
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		r, st := withState(r)
+		st.caller, st.hasCaller = c, true
+		next.ServeHTTP(w, r)
 	})
 }
-
-type doorKey struct{}
 
 // door reads what a call carries besides its arguments into the request's
 // context, once, for whichever door runs it: the metadata headers and the
@@ -125,15 +134,18 @@ type doorKey struct{}
 func (g *gate) door(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := CallerFrom(r.Context())
+		// Canonical spellings of the names: no conversion per lookup.
 		m := registry.Meta{
-			SessionID: headerValue(r, "X-Session-ID"),
+			SessionID: headerValue(r, "X-Session-Id"),
 			Source:    headerValue(r, "X-Source"),
 			Channel:   headerValue(r, "X-Channel"),
-			ChatID:    headerValue(r, "X-Chat-ID"),
+			ChatID:    headerValue(r, "X-Chat-Id"),
 			ReplyTo:   headerValue(r, "X-Reply-To"),
 			Key:       c.Key,
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), doorKey{}, m)))
+		r, st := withState(r)
+		st.meta, st.hasMeta = m, true
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -159,35 +171,63 @@ type pass struct {
 	// cancel cancels ctx (a client that went away) and keeps the slot:
 	// the call holds it until the tool has returned and done is called.
 	cancel context.CancelFunc
-	// done ends the call: it cancels ctx and gives the slot back. It may be
-	// called more than once.
-	done func()
+	gate   *gate
+	ended  atomic.Bool
+}
+
+// done ends the call: it cancels ctx and gives the slot back. It may be
+// called more than once.
+func (p *pass) done() {
+	if p.ended.Swap(true) {
+		return
+	}
+	g := p.gate
+	g.mu.Lock()
+	delete(g.running, p)
+	g.mu.Unlock()
+	p.cancel()
+	<-g.sem
+}
+
+// halt cancels every call running, once the service is stopping.
+func (g *gate) halt() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.halted = true
+	for p := range g.running {
+		p.cancel()
+	}
 }
 
 // admit lets a call through: ctx must come from a request that passed
 // door (a context without what the door read is refused, so that a door
-// that forgot it cannot run calls as nobody). The caller must call done.
-func (g *gate) admit(ctx context.Context) (pass, error) {
-	meta, ok := ctx.Value(doorKey{}).(registry.Meta)
-	if !ok {
-		return pass{}, errNoDoor
+// that forgot it cannot run calls as nobody). The call's context ends
+// after timeout (the tool's, registry.Timeout: the registry then adds no
+// deadline of its own). The caller must call done.
+func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) {
+	st := stateFrom(ctx)
+	if st == nil || !st.hasMeta {
+		return nil, errNoDoor
 	}
+	meta := st.meta
 	if g.stopped() {
-		return pass{}, errStopping
+		return nil, errStopping
 	}
 	select {
 	case g.sem <- struct{}{}:
 	default:
-		return pass{}, errBusy
+		return nil, errBusy
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(g.stopping, cancel)
-	done := sync.OnceFunc(func() {
-		stop()
-		cancel()
-		<-g.sem
-	})
-	return pass{ctx: ctx, meta: meta, cancel: cancel, done: done}, nil
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	p := &pass{ctx: ctx, meta: meta, cancel: cancel, gate: g}
+	g.mu.Lock()
+	if g.halted {
+		cancel() // stopping since the check above: the call starts canceled
+	} else {
+		g.running[p] = struct{}{}
+	}
+	g.mu.Unlock()
+	return p, nil
 }
 
 // headerValue returns a header bounded in length and stripped of control

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -167,33 +168,37 @@ func TestGateAuthenticate(t *testing.T) {
 	}
 }
 
-// TestGateAdmit: a context that did not pass a door is refused; the slot
-// is held until done, also once the call is canceled; a stopped service
-// cancels running calls and refuses new ones.
+// TestGateAdmit: a context that did not pass a door is refused; the call
+// gets the deadline given; the slot is held until done, also once the call
+// is canceled; a stopped service cancels running calls and refuses new
+// ones.
 func TestGateAdmit(t *testing.T) {
 	stopping, stop := context.WithCancel(context.Background())
 	g := newGate(nil, stopping, 1)
-	if _, err := g.admit(context.Background()); !errors.Is(err, errNoDoor) {
+	if _, err := g.admit(context.Background(), time.Minute); !errors.Is(err, errNoDoor) {
 		t.Errorf("admit without a door: %v", err)
 	}
 	var ctx context.Context
 	g.door(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { ctx = r.Context() })).
 		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil))
-	p, err := g.admit(ctx)
+	p, err := g.admit(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.admit(ctx); !errors.Is(err, errBusy) {
+	if dl, ok := p.ctx.Deadline(); !ok || time.Until(dl) > time.Minute || time.Until(dl) < 50*time.Second {
+		t.Errorf("the call's deadline is %v away, want the timeout given", time.Until(dl))
+	}
+	if _, err := g.admit(ctx, time.Minute); !errors.Is(err, errBusy) {
 		t.Errorf("second admit with one slot: %v", err)
 	}
 	// A client gone: the call is canceled, and holds its slot until done.
 	p.cancel()
 	<-p.ctx.Done()
-	if _, err := g.admit(ctx); !errors.Is(err, errBusy) {
+	if _, err := g.admit(ctx, time.Minute); !errors.Is(err, errBusy) {
 		t.Errorf("admit while a canceled call has not returned: %v", err)
 	}
 	p.done()
-	p2, err := g.admit(ctx)
+	p2, err := g.admit(ctx, time.Minute)
 	if err != nil {
 		t.Fatalf("admit after done: %v", err)
 	}
@@ -202,7 +207,7 @@ func TestGateAdmit(t *testing.T) {
 	p2.done()
 	p.done()
 	p.done()
-	if _, err := g.admit(ctx); !errors.Is(err, errStopping) {
+	if _, err := g.admit(ctx, time.Minute); !errors.Is(err, errStopping) {
 		t.Errorf("admit while stopping: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"net/http"
 	"regexp"
 	"sync"
@@ -18,12 +17,15 @@ var requestIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 // echoes it in the response.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-ID")
+		// Header names are spelled as net/http keeps them (canonical), so
+		// that looking them up costs no conversion.
+		id := r.Header.Get("X-Request-Id")
 		if !requestIDPattern().MatchString(id) {
 			id = uuid.NewString()
 		}
-		w.Header().Set("X-Request-ID", id)
-		r = r.WithContext(contextWithRequestID(r.Context(), id))
+		w.Header().Set("X-Request-Id", id)
+		r, st := withState(r)
+		st.id = id
 		next.ServeHTTP(w, r)
 	})
 }
@@ -47,8 +49,8 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-			notes := &requestNotes{}
-			next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), notesKey{}, notes)))
+			r, st := withState(r)
+			next.ServeHTTP(ww, r)
 			status := ww.Status()
 			if status == 0 {
 				status = http.StatusOK
@@ -60,15 +62,15 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 			case status >= 500:
 				ev = log.Error()
 			}
-			ev = ev.Str("request_id", requestIDFrom(r.Context())).
+			ev = ev.Str("request_id", st.id).
 				Str("method", r.Method).
 				Str("path", logPath(r.URL.Path)).
 				Int("status", status).
 				Int("bytes", ww.BytesWritten()).
 				Dur("duration", time.Since(start)).
 				Str("remote", r.RemoteAddr)
-			if notes.key != "" {
-				ev = ev.Str("key", notes.key)
+			if st.caller.Key != "" {
+				ev = ev.Str("key", st.caller.Key)
 			}
 			ev.Msg("request")
 		})

@@ -89,6 +89,8 @@ type server struct {
 	// rendered holds GET /tools?format= and GET /openapi.json, rendered
 	// once per generation of the registry.
 	rendered *renderings
+	// resultBufs holds *[]byte buffers that call results are encoded into.
+	resultBufs sync.Pool
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -343,7 +345,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 // slot is taken, canceled when the service stops, with the metadata
 // headers and the key's name the door read from the MCP request.
 func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (registry.Result, string) {
-	p, err := s.gate.admit(ctx)
+	p, err := s.gate.admit(ctx, s.opts.Registry.Timeout(name))
 	switch {
 	case errors.Is(err, errStopping):
 		return registry.Result{}, "the service is shutting down. Next: retry in a moment; if it persists, tell the user the tool service is down."
@@ -401,7 +403,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A call stops when its client goes away or when the service stops.
-	p, err := s.gate.admit(r.Context())
+	p, err := s.gate.admit(r.Context(), s.opts.Registry.Timeout(name))
 	switch {
 	case errors.Is(err, errStopping):
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
@@ -416,11 +418,11 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// The slot and the body's memory are given back as soon as the call is
 	// over, before the result is written: a client slow to take it holds
-	// neither.
-	callDone := sync.OnceFunc(func() {
+	// neither. Both parts may be called more than once.
+	callDone := func() {
 		p.done()
 		release()
-	})
+	}
 	defer callDone()
 	ctx, cancel, meta := p.ctx, p.cancel, p.meta
 
@@ -436,7 +438,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-	writeJSON(w, http.StatusOK, res)
+	writeResult(w, &s.resultBufs, &res)
 }
 
 // invokeStream runs a call and streams the tool's progress as server-sent
@@ -455,11 +457,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	meta.Progress = es.progress
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
-	data, err := jsonx.Marshal(res)
-	if err != nil {
-		data = []byte(`{"error":{"code":"internal_error","message":"internal error"}}`)
-	}
-	if !es.finish("result", data) {
+	if !es.finish("result", res.AppendJSON(nil)) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", meta.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}

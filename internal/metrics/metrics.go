@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,17 @@ type Metrics struct {
 	inFlight prometheus.Gauge
 	audit    *prometheus.CounterVec
 	sandbox  *prometheus.GaugeVec
+	// tools holds each tool's series of a successful call (*toolSeries),
+	// looked up once: finding a series by its labels hashes them, a good
+	// part of what recording a call cost. Tool names are bounded (the
+	// registry reports any other name as one label).
+	tools sync.Map
+}
+
+// toolSeries are the series a successful call of one tool adds to.
+type toolSeries struct {
+	success  prometheus.Counter
+	duration prometheus.Observer
 }
 
 // New returns the metrics, registered with a fresh Prometheus registry.
@@ -72,11 +84,28 @@ func (m *Metrics) CallStarted(string) { m.inFlight.Inc() }
 // CallEnded implements registry.Observer.
 func (m *Metrics) CallEnded(tool, status, code string, d time.Duration) {
 	m.inFlight.Dec()
+	if status == "success" && code == "" {
+		ts := m.series(tool)
+		ts.success.Inc()
+		ts.duration.Observe(d.Seconds())
+		return
+	}
 	m.calls.WithLabelValues(tool, status).Inc()
 	if code != "" {
 		m.errors.WithLabelValues(tool, code).Inc()
 	}
 	m.duration.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+func (m *Metrics) series(tool string) *toolSeries {
+	if ts, ok := m.tools.Load(tool); ok {
+		return ts.(*toolSeries)
+	}
+	ts, _ := m.tools.LoadOrStore(tool, &toolSeries{
+		success:  m.calls.WithLabelValues(tool, "success"),
+		duration: m.duration.WithLabelValues(tool),
+	})
+	return ts.(*toolSeries)
 }
 
 // AuditFailed implements registry.Observer.

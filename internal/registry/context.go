@@ -42,16 +42,29 @@ type Meta struct {
 type callKey struct{}
 type progressKey struct{}
 
+// callState is what a call's context carries: the call, and what its
+// tool reports of it besides its text (one context value for both).
+type callState struct {
+	call Call
+	outcome
+}
+
 // CallFrom returns the call ctx belongs to, and false outside Invoke.
 func CallFrom(ctx context.Context) (Call, bool) {
-	c, ok := ctx.Value(callKey{}).(Call)
-	return c, ok
+	if cs, ok := ctx.Value(callKey{}).(*callState); ok {
+		return cs.call, true
+	}
+	return Call{}, false
 }
 
 // WithCall returns ctx carrying c. Invoke does this; tests of a single tool
 // may use it too.
 func WithCall(ctx context.Context, c Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return withCall(ctx, &callState{call: c})
+}
+
+func withCall(ctx context.Context, cs *callState) context.Context {
+	return context.WithValue(ctx, callKey{}, cs)
 }
 
 // WithProgress returns ctx whose Progress calls reach fn.
@@ -82,12 +95,10 @@ type outcome struct {
 	exitCode atomic.Pointer[int]
 }
 
-type outcomeKey struct{}
-
 // ReportExitCode records the exit status of the command the running call
 // ran, for the Result's exit_code. It does nothing outside Invoke.
 func ReportExitCode(ctx context.Context, code int) {
-	if o, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
-		o.exitCode.Store(&code)
+	if cs, ok := ctx.Value(callKey{}).(*callState); ok {
+		cs.exitCode.Store(&code)
 	}
 }

@@ -158,9 +158,12 @@ type entry struct {
 	tool   Tool
 	set    string // the set ReplaceSet manages it in; "" for Register's tools
 	schema *gojsonschema.Schema
-	def    Definition
-	defJS  []byte
-	rules  []Rule
+	// fast checks the arguments ahead of schema when the schema is simple
+	// enough; nil otherwise.
+	fast  *fastSchema
+	def   Definition
+	defJS []byte
+	rules []Rule
 	// shortenAt is where the checks may cut long strings of big
 	// arguments (see checkValue); 0: never.
 	shortenAt int
@@ -281,7 +284,7 @@ func newEntry(t Tool, set string) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool %q: %w", name, err)
 	}
-	return &entry{tool: t, set: set, schema: schema, def: def, defJS: defJS, rules: rules,
+	return &entry{tool: t, set: set, schema: schema, fast: compileFast(params), def: def, defJS: defJS, rules: rules,
 		shortenAt: shortenAt(params, rules), nulls: newNulls(params), example: exampleArgs(params, rules)}, nil
 }
 
@@ -372,13 +375,36 @@ func (r *Registry) namesLocked() []string {
 	return names
 }
 
+// Timeout returns how long a call of the named tool may run: the tool's
+// own timeout (Timeouter) or the registry's default. A caller that makes
+// a cancelable context for the call anyway (the HTTP doors) can give it
+// this deadline; Invoke then adds no deadline of its own.
+func (r *Registry) Timeout(name string) time.Duration {
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	return r.timeout(e)
+}
+
+func (r *Registry) timeout(e *entry) time.Duration {
+	if e != nil {
+		if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
+			return t.Timeout()
+		}
+	}
+	return r.opts.DefaultTimeout
+}
+
 // Invoke runs one call of the named tool with the model's raw arguments.
 // It never panics and never fails: every outcome, including an unknown tool,
 // malformed arguments, a timeout or a panic in the tool, is a Result.
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) (res Result) {
 	start := r.opts.Now()
 	label := name
-	if !r.Has(name) {
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	if e == nil {
 		label = UnknownToolLabel
 		// No tool has a long name: the result, audit and log carry the
 		// start of it only.
@@ -400,7 +426,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		args = []byte("{}")
 	}
 	if r.opts.Audit == nil {
-		res = r.run(ctx, call, args, meta)
+		res = r.run(ctx, e, call, args, meta)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
@@ -421,7 +447,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res = r.run(ctx, call, args, meta)
+	res = r.run(ctx, e, call, args, meta)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
@@ -467,7 +493,9 @@ const (
 	auditFailedMsg      = "the call ran, but the service's audit log could not write its final record, so it is reported as an error. Its result follows; the operator has been told. Next: do not repeat the call because of this error: what it did is done."
 )
 
-func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) Result {
+// run runs the call of e, the tool registered under call.Tool when the
+// call began (nil: none).
+func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, meta Meta) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
@@ -475,10 +503,7 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		return failed
 	}
 
-	r.mu.RLock()
-	e, ok := r.tools[call.Tool]
-	r.mu.RUnlock()
-	if !ok {
+	if e == nil {
 		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
 	}
 
@@ -487,12 +512,14 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		return fail(code, msg)
 	}
 
-	timeout := r.opts.DefaultTimeout
-	if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
-		timeout = t.Timeout()
+	timeout := r.timeout(e)
+	// A caller that already gave the call this deadline or an earlier one
+	// (the HTTP doors, see Timeout) spares it a second context and timer.
+	if dl, ok := ctx.Deadline(); !ok || dl.After(time.Now().Add(timeout)) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	progress, flush := r.opts.RedactProgress(meta.Progress)
 	// Once the tool has returned, its result follows: an event a stray
 	// goroutine sends later is dropped, not written after the result.
@@ -508,9 +535,8 @@ func (r *Registry) run(ctx context.Context, call Call, args []byte, meta Meta) R
 		ended.Store(true)
 		flush()
 	}()
-	ctx = WithProgress(WithCall(ctx, call), progress)
-	facts := &outcome{}
-	ctx = context.WithValue(ctx, outcomeKey{}, facts)
+	facts := &callState{call: call}
+	ctx = WithProgress(withCall(ctx, facts), progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {

@@ -249,6 +249,19 @@ func TestInvokeOutcomes(t *testing.T) {
 	if res := r.Invoke(ctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != toolerr.Canceled {
 		t.Errorf("canceled call: %+v", res)
 	}
+	// A caller's context with the tool's deadline (as the HTTP doors
+	// give it) times the call out the same.
+	if got := r.Timeout("slow"); got != 20*time.Millisecond {
+		t.Errorf("Timeout(slow) = %v", got)
+	}
+	if got := r.Timeout("missing"); got != 2*time.Minute {
+		t.Errorf("Timeout(missing) = %v, want the default", got)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), r.Timeout("slow"))
+	defer dcancel()
+	if res := r.Invoke(dctx, "slow", nil, Meta{}); res.Error == nil || res.Error.Code != toolerr.Timeout || !strings.Contains(res.Result, "did not finish within 20ms") {
+		t.Errorf("call with the caller's deadline: %+v", res)
+	}
 	// Every call leaves a start and a final record with the same call ID.
 	a.mu.Lock()
 	defer a.mu.Unlock()

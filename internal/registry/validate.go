@@ -99,11 +99,15 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 	if shortenAt > 0 && len(args) > bigArguments {
 		args, shortened = jsonx.ShortenStrings(args, shortenAt)
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+	// Plain arguments (no escapes) are read without encoding/json's
+	// reflection; DecodeSimple makes the same value.
+	v, ok := jsonx.DecodeSimple(args)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -130,15 +134,19 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 		}
 		args = b
 	}
-	// The schema library is handed the value decoded above (numbers as
-	// json.Number, as its own loaders decode them), not the bytes, which it
-	// would decode a second time.
-	res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
-	if err != nil {
-		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
-	}
-	for _, re := range res.Errors() {
-		problems = append(problems, describe(re))
+	// Arguments the fast form of the schema vouches for pass the library
+	// too; the others are judged by the library, which words the problems.
+	if e.fast == nil || !e.fast.accepts(v) {
+		// The schema library is handed the value decoded above (numbers as
+		// json.Number, as its own loaders decode them), not the bytes,
+		// which it would decode a second time.
+		res, err := e.schema.Validate(gojsonschema.NewRawLoader(v))
+		if err != nil {
+			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
+		}
+		for _, re := range res.Errors() {
+			problems = append(problems, describe(re))
+		}
 	}
 	for _, rule := range e.rules {
 		problems = append(problems, rule.check(obj)...)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -36,7 +37,11 @@ type ReadFile struct {
 	skills   SkillGate
 	readers  sync.Pool // *bufio.Reader of readBufSize, reused across calls
 	small    sync.Pool // *bufio.Reader of smallBufSize, for files that fit
+	outs     sync.Pool // *[]byte the lines of a file are gathered in
 }
+
+// maxPooledOut is the largest buffer of lines kept for the next call.
+const maxPooledOut = 256 << 10
 
 // readFileArgs are read_file's parameters. Exactly one of path and paths
 // is given: a rule, not a schema requirement.
@@ -168,31 +173,54 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	} else {
 		r.Reset(src)
 	}
-	sec, err := readLines(ctx, r, o, budget, fi.Size())
+	bp, _ := t.outs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer func() {
+		// A buffer that held a large output is left to the collector.
+		if cap(*bp) <= maxPooledOut {
+			t.outs.Put(bp)
+		}
+	}()
+	sec, err := readLines(ctx, r, o, budget, fi.Size(), (*bp)[:0])
+	*bp = sec.text[:0]
 	r.Reset(nil)
 	pool.Put(r)
 	if err != nil {
 		return "", 0, fileError(err, p.Display)
 	}
 
-	var b strings.Builder
 	if notice != "" {
-		b.WriteString(notice)
-		b.WriteByte('\n')
+		notice += "\n"
 	}
 	switch {
 	case sec.total == 0 && sec.complete:
-		fmt.Fprintf(&b, "[File: %s | Lines: 0]\n(empty file)", p.Display)
-		return b.String(), 0, nil
+		return notice + "[File: " + p.Display + " | Lines: 0]\n(empty file)", 0, nil
 	case o.start > sec.lastSeen:
 		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, runes.Shorten(p.Display, runes.Echo), sec.lastSeen, sec.lastSeen)
 	}
-	lines := fmt.Sprintf("%d", sec.total)
+	lines := strconv.Itoa(sec.total)
 	if !sec.complete {
-		lines = fmt.Sprintf("more than %d (%s)", sec.lastSeen, humanSize(fi.Size()))
+		lines = "more than " + strconv.Itoa(sec.lastSeen) + " (" + humanSize(fi.Size()) + ")"
 	}
-	fmt.Fprintf(&b, "[File: %s | Lines: %s | Showing: %d-%d]\n", p.Display, lines, o.start, sec.last)
-	b.WriteString(sec.text)
+	// The text is built once, at its final size: the header, which needs
+	// the count of lines, comes before the lines read to count them.
+	var num [40]byte
+	showing := strconv.AppendInt(num[:0], int64(o.start), 10)
+	showing = append(showing, '-')
+	showing = strconv.AppendInt(showing, int64(sec.last), 10)
+	var b strings.Builder
+	b.Grow(len(notice) + len(p.Display) + len(lines) + len(showing) + 32 + len(sec.text) + 1 + len(sec.note))
+	b.WriteString(notice)
+	b.WriteString("[File: ")
+	b.WriteString(p.Display)
+	b.WriteString(" | Lines: ")
+	b.WriteString(lines)
+	b.WriteString(" | Showing: ")
+	b.Write(showing)
+	b.WriteString("]\n")
+	b.Write(sec.text)
 	if sec.note != "" {
 		b.WriteString("\n")
 		b.WriteString(sec.note)
@@ -243,12 +271,12 @@ func fileError(err error, display string) error {
 
 // section is what readLines found.
 type section struct {
-	text     string
-	used     int  // characters of content in text
-	last     int  // last line shown
-	lastSeen int  // last line number read (== total when complete)
-	total    int  // lines in the file, when complete
-	complete bool // the whole file was read, so total is known
+	text     []byte // the lines shown, in the buffer readLines was given
+	used     int    // characters of content in text
+	last     int    // last line shown
+	lastSeen int    // last line number read (== total when complete)
+	total    int    // lines in the file, when complete
+	complete bool   // the whole file was read, so total is known
 	note     string
 }
 
@@ -258,15 +286,16 @@ type section struct {
 const countLimit = 4 << 20
 
 // readLines streams f and keeps only the lines asked for, within budget
-// characters. A range of a huge file costs the lines read up to it: past
-// the range, lines are only counted, and only in files up to countLimit.
-func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, size int64) (section, error) {
+// characters, appending them to out (the section's text). A range of a
+// huge file costs the lines read up to it: past the range, lines are only
+// counted, and only in files up to countLimit.
+func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, size int64, out []byte) (section, error) {
 	if head, _ := r.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
-		return section{}, errBinary
+		return section{text: out}, errBinary
 	}
-	width := len(fmt.Sprint(max(o.end, o.start+200)))
+	width := digits(max(o.end, o.start+200))
 	var (
-		b    strings.Builder
+		b    = out
 		sec  section
 		line []byte
 		done bool // the range is shown (or the cap reached); only counting from here
@@ -274,6 +303,7 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 	)
 	for n := 1; ; n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
+			sec.text = b
 			return sec, ctx.Err()
 		}
 		if done && size > countLimit {
@@ -285,6 +315,7 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 			break
 		}
 		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			sec.text = b
 			return sec, err
 		}
 		sec.lastSeen = n
@@ -292,12 +323,19 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 			err = skipLine(r, err)
 		} else {
 			// Keep at most what the budget could show of the line.
-			line, err = keepLine(r, line, chunk, err, budget*utf8.UTFMax)
-			text := strings.TrimRight(string(line), "\r\n")
-			if !utf8.ValidString(text) {
+			// A line whole in the reader's buffer is used where it is
+			// (until the next read); a longer one is gathered in line.
+			kept := chunk
+			if err == bufio.ErrBufferFull || len(chunk) > budget*utf8.UTFMax {
+				line, err = keepLine(r, line, chunk, err, budget*utf8.UTFMax)
+				kept = line
+			}
+			text := bytes.TrimRight(kept, "\r\n")
+			if !utf8.Valid(text) {
+				sec.text = b
 				return sec, errNotUTF8
 			}
-			done = sec.show(&b, n, width, text, o.numbers, budget)
+			b, done = sec.show(b, n, width, text, o.numbers, budget)
 			if o.end != 0 && n >= o.end {
 				done = true
 			}
@@ -307,15 +345,24 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 			break
 		}
 	}
-	sec.text = strings.TrimSuffix(b.String(), "\n")
+	sec.text = bytes.TrimSuffix(b, []byte("\n"))
 	sec.complete = eof
 	if eof {
 		sec.total = sec.lastSeen
 	}
 	if sec.note == "" && sec.last > 0 && (!eof || sec.total > sec.last) {
-		sec.note = fmt.Sprintf("[More lines follow. Next: continue with start_line=%d.]", sec.last+1)
+		sec.note = "[More lines follow. Next: continue with start_line=" + strconv.Itoa(sec.last+1) + ".]"
 	}
 	return sec, nil
+}
+
+// digits is the number of decimal digits of n >= 0.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // skipLine reads past the rest of a line whose first part ReadSlice
@@ -349,38 +396,46 @@ func keepLine(r *bufio.Reader, line, chunk []byte, err error, limit int) ([]byte
 	return line, err
 }
 
-// show writes line n to b if it fits in what is left of budget
+// show appends line n to b if it fits in what is left of budget
 // characters; a first line longer than the budget is cut to it. It
 // returns true when the budget is spent, with the note saying how to go
 // on.
-func (sec *section) show(b *strings.Builder, n, width int, text string, numbers bool, budget int) bool {
-	chars := utf8.RuneCountInString(text)
+func (sec *section) show(b []byte, n, width int, text []byte, numbers bool, budget int) ([]byte, bool) {
+	chars := utf8.RuneCount(text)
 	remaining := budget - sec.used
 	switch {
 	case chars <= remaining:
-		writeLine(b, n, width, text, numbers)
+		b = appendLine(b, n, width, text, numbers)
 		sec.used += chars
 		sec.last = n
-		return false
+		return b, false
 	case sec.last == 0:
 		// One line longer than the cap: show its start.
-		writeLine(b, n, width, runes.Prefix(text, remaining), numbers)
+		b = appendLine(b, n, width, []byte(runes.Prefix(string(text), remaining)), numbers)
 		sec.used += remaining
 		sec.last = n
 		sec.note = fmt.Sprintf("[Line %d is longer than the output cap of %d characters and was cut. Next: continue with start_line=%d, or use exec with 'cut -c' to see the rest of that line.]", n, budget, n+1)
-		return true
+		return b, true
 	default:
 		sec.note = fmt.Sprintf("[Output cut at %d characters. Next: continue with start_line=%d.]", budget, n)
-		return true
+		return b, true
 	}
 }
 
-func writeLine(b *strings.Builder, n, width int, text string, numbers bool) {
+// appendLine appends line n, after its number right-aligned in width
+// columns and "| " when numbers are shown.
+func appendLine(b []byte, n, width int, text []byte, numbers bool) []byte {
 	if numbers {
-		fmt.Fprintf(b, "%*d| ", width, n)
+		var d [20]byte
+		num := strconv.AppendInt(d[:0], int64(n), 10)
+		for range width - len(num) {
+			b = append(b, ' ')
+		}
+		b = append(b, num...)
+		b = append(b, '|', ' ')
 	}
-	b.WriteString(text)
-	b.WriteByte('\n')
+	b = append(b, text...)
+	return append(b, '\n')
 }
 
 var (
