@@ -693,3 +693,40 @@ func TestPrivatePathsInsideWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshTempMountPointReplaced: where the folder the commands' tmpfs
+// is mounted on was removed (a cleaner of /tmp) it is made again; where
+// something else took its name (a link to /etc), no command starts.
+func TestFreshTempMountPointReplaced(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the fresh tmpfs needs a root service")
+	}
+	af := newAttackFixture(t)
+	s := newForTest(t, None, Options{Workspace: af.ws})
+	t.Cleanup(s.Close)
+	dir, ok := s.FreshTemp()
+	if !ok {
+		t.Fatalf("no fresh tmpfs as root: %s", s.Describe())
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if out := runIn(t, s, af.ws, `echo x > "$TMPDIR/x" && cat "$TMPDIR/x"`); out != "x\n" {
+		t.Errorf("after the mount point was removed: %q", out)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(dir)
+	path, args, _ := s.Command(dir, []string{"/bin/sh", "-c", "true"})
+	c, err := s.Start(exec.CommandContext(context.Background(), path, args...), dir)
+	if err == nil {
+		c.Wait()
+		t.Error("a command started with its tmpfs mount point replaced by a link")
+	} else if !strings.Contains(err.Error(), "not a folder of the service's own") {
+		t.Errorf("refused for another reason: %v", err)
+	}
+}

@@ -257,6 +257,12 @@ func (s *Sandbox) freshTmpfs(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("making the temporary folder's mount point: %w", err)
 	}
+	// Made again by someone else in a shared /tmp, the name could be a
+	// link leading the mount elsewhere: only the service's own folder.
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("the temporary folder's mount point %s is not a folder of the service's own", dir)
+	}
 	uid, gid := 0, 0
 	if s.user != nil {
 		uid, gid = int(s.user.Uid), int(s.user.Gid)
