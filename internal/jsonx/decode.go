@@ -33,57 +33,9 @@ func simpleValue(b []byte, i, depth int) (any, int, bool) {
 	case c == '"':
 		return simpleString(b, i)
 	case c == '{':
-		m := map[string]any{}
-		i = SkipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return m, i + 1, true
-		}
-		for i < len(b) {
-			k, end, ok := simpleString(b, i)
-			if !ok {
-				return nil, i, false
-			}
-			i = SkipSpace(b, end)
-			if i >= len(b) || b[i] != ':' {
-				return nil, i, false
-			}
-			v, end, ok := simpleValue(b, SkipSpace(b, i+1), depth+1)
-			if !ok {
-				return nil, i, false
-			}
-			m[k.(string)] = v
-			i = SkipSpace(b, end)
-			if i < len(b) && b[i] == '}' {
-				return m, i + 1, true
-			}
-			if i >= len(b) || b[i] != ',' {
-				return nil, i, false
-			}
-			i = SkipSpace(b, i+1)
-		}
-		return nil, i, false
+		return simpleObject(b, i, depth)
 	case c == '[':
-		list := []any{}
-		i = SkipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return list, i + 1, true
-		}
-		for i < len(b) {
-			v, end, ok := simpleValue(b, i, depth+1)
-			if !ok {
-				return nil, i, false
-			}
-			list = append(list, v)
-			i = SkipSpace(b, end)
-			if i < len(b) && b[i] == ']' {
-				return list, i + 1, true
-			}
-			if i >= len(b) || b[i] != ',' {
-				return nil, i, false
-			}
-			i = SkipSpace(b, i+1)
-		}
-		return nil, i, false
+		return simpleArray(b, i, depth)
 	case c == 't' && hasPrefix(b[i:], "true"):
 		return true, i + 4, true
 	case c == 'f' && hasPrefix(b[i:], "false"):
@@ -96,6 +48,64 @@ func simpleValue(b []byte, i, depth int) (any, int, bool) {
 			end++
 		}
 		return json.Number(b[i:end]), end, true
+	}
+	return nil, i, false
+}
+
+// simpleObject reads the object at i.
+func simpleObject(b []byte, i, depth int) (any, int, bool) {
+	m := map[string]any{}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return m, i + 1, true
+	}
+	for i < len(b) {
+		k, end, ok := simpleString(b, i)
+		if !ok {
+			return nil, i, false
+		}
+		i = SkipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, i, false
+		}
+		v, end, ok := simpleValue(b, SkipSpace(b, i+1), depth+1)
+		if !ok {
+			return nil, i, false
+		}
+		m[k.(string)] = v
+		i = SkipSpace(b, end)
+		if i < len(b) && b[i] == '}' {
+			return m, i + 1, true
+		}
+		if i >= len(b) || b[i] != ',' {
+			return nil, i, false
+		}
+		i = SkipSpace(b, i+1)
+	}
+	return nil, i, false
+}
+
+// simpleArray reads the array at i.
+func simpleArray(b []byte, i, depth int) (any, int, bool) {
+	list := []any{}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return list, i + 1, true
+	}
+	for i < len(b) {
+		v, end, ok := simpleValue(b, i, depth+1)
+		if !ok {
+			return nil, i, false
+		}
+		list = append(list, v)
+		i = SkipSpace(b, end)
+		if i < len(b) && b[i] == ']' {
+			return list, i + 1, true
+		}
+		if i >= len(b) || b[i] != ',' {
+			return nil, i, false
+		}
+		i = SkipSpace(b, i+1)
 	}
 	return nil, i, false
 }

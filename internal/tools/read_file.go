@@ -162,35 +162,11 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	if !fi.Mode().IsRegular() {
 		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "'%s' is not a regular file (a device, pipe or socket) and cannot be read.", runes.Shorten(p.Display, runes.Echo))
 	}
-	src := upToSize(f, fi.Size())
-	pool, size := &t.readers, readBufSize
-	if fi.Size() > 0 && fi.Size() < smallBufSize {
-		pool, size = &t.small, smallBufSize
-	}
-	r, _ := pool.Get().(*bufio.Reader)
-	if r == nil {
-		r = bufio.NewReaderSize(src, size)
-	} else {
-		r.Reset(src)
-	}
-	bp, _ := t.outs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	defer func() {
-		// A buffer that held a large output is left to the collector.
-		if cap(*bp) <= maxPooledOut {
-			t.outs.Put(bp)
-		}
-	}()
-	sec, err := readLines(ctx, r, o, budget, fi.Size(), (*bp)[:0])
-	*bp = sec.text[:0]
-	r.Reset(nil)
-	pool.Put(r)
+	sec, release, err := t.readSection(ctx, f, fi.Size(), o, budget)
+	defer release()
 	if err != nil {
 		return "", 0, fileError(err, p.Display)
 	}
-
 	if notice != "" {
 		notice += "\n"
 	}
@@ -200,21 +176,57 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 	case o.start > sec.lastSeen:
 		return "", 0, toolerr.Errorf(toolerr.InvalidArguments, "start_line %d is beyond the end of '%s', which has %d lines. Next: use a start_line between 1 and %d.", o.start, runes.Shorten(p.Display, runes.Echo), sec.lastSeen, sec.lastSeen)
 	}
+	return renderSection(notice, p.Display, fi.Size(), o, sec), sec.used, nil
+}
+
+// readSection reads the lines o asks for from f (size bytes when opened)
+// through pooled buffers. The section's text lives in one of them until
+// release is called.
+func (t *ReadFile) readSection(ctx context.Context, f io.Reader, size int64, o readOpts, budget int) (section, func(), error) {
+	src := upToSize(f, size)
+	pool, bufSize := &t.readers, readBufSize
+	if size > 0 && size < smallBufSize {
+		pool, bufSize = &t.small, smallBufSize
+	}
+	r, _ := pool.Get().(*bufio.Reader)
+	if r == nil {
+		r = bufio.NewReaderSize(src, bufSize)
+	} else {
+		r.Reset(src)
+	}
+	bp, _ := t.outs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	sec, err := readLines(ctx, r, o, budget, size, (*bp)[:0])
+	*bp = sec.text[:0]
+	r.Reset(nil)
+	pool.Put(r)
+	return sec, func() {
+		// A buffer that held a large output is left to the collector.
+		if cap(*bp) <= maxPooledOut {
+			t.outs.Put(bp)
+		}
+	}, err
+}
+
+// renderSection builds a file's text once, at its final size: the header,
+// which needs the count of lines, comes before the lines read to count
+// them.
+func renderSection(notice, display string, size int64, o readOpts, sec section) string {
 	lines := strconv.Itoa(sec.total)
 	if !sec.complete {
-		lines = "more than " + strconv.Itoa(sec.lastSeen) + " (" + humanSize(fi.Size()) + ")"
+		lines = "more than " + strconv.Itoa(sec.lastSeen) + " (" + humanSize(size) + ")"
 	}
-	// The text is built once, at its final size: the header, which needs
-	// the count of lines, comes before the lines read to count them.
 	var num [40]byte
 	showing := strconv.AppendInt(num[:0], int64(o.start), 10)
 	showing = append(showing, '-')
 	showing = strconv.AppendInt(showing, int64(sec.last), 10)
 	var b strings.Builder
-	b.Grow(len(notice) + len(p.Display) + len(lines) + len(showing) + 32 + len(sec.text) + 1 + len(sec.note))
+	b.Grow(len(notice) + len(display) + len(lines) + len(showing) + 32 + len(sec.text) + 1 + len(sec.note))
 	b.WriteString(notice)
 	b.WriteString("[File: ")
-	b.WriteString(p.Display)
+	b.WriteString(display)
 	b.WriteString(" | Lines: ")
 	b.WriteString(lines)
 	b.WriteString(" | Showing: ")
@@ -225,7 +237,7 @@ func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget 
 		b.WriteString("\n")
 		b.WriteString(sec.note)
 	}
-	return b.String(), sec.used, nil
+	return b.String()
 }
 
 // upToSize reads a file as large as it was when opened (size from Stat),
