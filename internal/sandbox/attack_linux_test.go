@@ -678,7 +678,14 @@ func TestPrivatePathsInsideWorkspace(t *testing.T) {
 					t.Errorf("mode %s: a private path's content reached the command:\n%s", mode, out)
 				}
 			}
-			if !strings.Contains(out, "visible") {
+			switch {
+			case strings.Contains(out, "visible"):
+			case mode == Landlock && !s.mountns:
+				// Without mounts of its own, Landlock can only grant the
+				// workspace's other entries one by one: no new file can be
+				// made at its top.
+				t.Logf("mode %s as uid %d: no new file at the top of a workspace holding private paths (Landlock cannot take away below a grant)", mode, os.Geteuid())
+			default:
 				t.Errorf("mode %s: the rest of the workspace is not writable:\n%s", mode, out)
 			}
 			if b, err := os.ReadFile(file); err != nil || string(b) != "TOKEN-IN-FILE" {
