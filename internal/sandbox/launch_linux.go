@@ -49,7 +49,9 @@ type Child struct {
 // so the command is killed if the service dies, and not before.
 //
 // This avoids re-executing the service's binary as a launcher, whose
-// start-up would cost more than the command.
+// start-up would cost more than the command. Where the sandbox makes the
+// command's temporary folder itself, the thread is usually one confined
+// ahead, while no call waited (see spare_linux.go).
 func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -68,13 +70,19 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		c.mark = newMark()
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
-	if s.cg != nil {
+	sp := s.takeSpare(tmpDir)
+	switch {
+	case sp != nil:
+		c.group = sp.group
+	case s.cg != nil:
 		g, err := s.cg.Get()
 		if err != nil {
 			return nil, err
 		}
-		g.Prepare(attr)
 		c.group = g
+	}
+	if c.group != nil {
+		c.group.Prepare(attr)
 	}
 	cmd.Cancel = func() error { c.kill(); return nil }
 	if s.mode == Bwrap && s.seccomp != nil {
@@ -96,11 +104,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
 	}
 	errc := make(chan error, 1)
-	onDisposableThread(func() {
-		if err := s.confineThread(c.group, tmpDir); err != nil {
-			errc <- err
-			return
-		}
+	launch := func() {
 		// Descriptors the service inherited from whatever started it
 		// (a supervisor, a shell) are not close-on-exec: mark them so
 		// that no command gets them. Go opens its own close-on-exec.
@@ -122,7 +126,18 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		}
 		errc <- nil
 		<-c.release
-	})
+	}
+	if sp != nil {
+		sp.run <- launch
+	} else {
+		onDisposableThread(func() {
+			if err := s.confineThread(c.group, tmpDir); err != nil {
+				errc <- err
+				return
+			}
+			launch()
+		})
+	}
 	if err := <-errc; err != nil {
 		c.cleanup()
 		return nil, err

@@ -44,6 +44,11 @@ type Sandbox struct {
 	leaders   sync.Map         // pid -> true: the shells of running commands, which os/exec reaps
 	launching sync.RWMutex     // held to read while a command starts, to write while a sweep reaps
 	cg        *cgroups.Manager // nil without writable control groups
+	spareMu   sync.Mutex       // guards the four below
+	spares    bool             // New has finished and Close not begun: spares may be made
+	spare     *spare           // a launching thread confined ahead, or nil
+	warming   bool             // a spare is being made
+	warmed    *sync.Cond       // signalled when warming ends
 	limits    cgroups.Limits
 	ulimit    string   // shell prefix setting rlimits where control groups cannot
 	common    []string // what setupCommon found, for Describe
@@ -56,6 +61,19 @@ type Sandbox struct {
 // wrapping ErrNoSandbox, so that commands never run unconfined by surprise.
 // An explicitly requested mode that is unavailable is an error naming why.
 func New(opts Options) (*Sandbox, error) {
+	s, err := newSandbox(opts)
+	if err != nil {
+		return nil, err
+	}
+	// The trial runs are over: from here on the settings are fixed, and
+	// a thread confined ahead is confined as a command's would be.
+	s.spareMu.Lock()
+	s.spares = true
+	s.spareMu.Unlock()
+	return s, nil
+}
+
+func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.Mode == "" {
 		opts.Mode = Auto
 	}
@@ -72,6 +90,7 @@ func New(opts Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
+	s.warmed = sync.NewCond(&s.spareMu)
 	for _, p := range opts.Private {
 		if resolved, err := realPath(p); err == nil {
 			s.private = append(s.private, resolved)
@@ -148,6 +167,7 @@ func (s *Sandbox) setupCommon() {
 // Close releases the control group folders and the temporary folders'
 // mount point.
 func (s *Sandbox) Close() {
+	s.stopSpares()
 	if s.cg != nil {
 		s.cg.Close()
 	}

@@ -1,0 +1,171 @@
+package sandbox
+
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/countbot/toolsvc/internal/cgroups"
+)
+
+// spare is a launching thread confined ahead of its command: in its
+// control group, with its own mounts, Landlock domain and seccomp filter
+// in force, waiting for the command to fork. Making and confining a
+// thread is most of what the service itself spends on a command (a new
+// mount namespace with /proc and the tmpfs, the Landlock rules, the
+// seccomp program compiled for the thread, the moves into v1 control
+// groups); a spare does it while no call waits, and a call takes it
+// ready. Only commands whose temporary folder the sandbox makes itself
+// (FreshTemp) can use one: the rules and mounts name that folder.
+//
+// A spare holds its confinement, never a decision about the command: the
+// command's credentials, environment, folder and descriptors are set when
+// it forks, as for a thread confined on the spot.
+type spare struct {
+	group  *cgroups.Group
+	tmpDir string
+	marks  []fileMark  // the paths the confinement named, as they were
+	run    chan func() // the fork, run on the spare's thread; closed to end it unused
+}
+
+// fileMark is what a path was when a spare's confinement was built: gone,
+// or which file it was.
+type fileMark struct {
+	exists   bool
+	dev, ino uint64
+}
+
+// marks records the paths whose identity a spare's confinement depends
+// on: the folder its tmpfs is mounted on (were it removed, the mount would
+// go with it, and the name could lead elsewhere by the time the command
+// runs), the private paths covered by mounts (a path made or replaced
+// later would not be covered) and the folders the Landlock rules grant
+// (rules name the file opened when they were built).
+func (s *Sandbox) marks(tmpDir string) []fileMark {
+	if !s.mountns {
+		return nil
+	}
+	out := []fileMark{mark(tmpDir, unix.Lstat)}
+	if s.mode == Landlock {
+		for _, p := range append(append([]string{s.ws}, s.writable...), s.hidden...) {
+			out = append(out, mark(p, unix.Stat))
+		}
+	}
+	return out
+}
+
+func mark(path string, stat func(string, *unix.Stat_t) error) fileMark {
+	var st unix.Stat_t
+	if stat(path, &st) != nil {
+		return fileMark{}
+	}
+	return fileMark{exists: true, dev: st.Dev, ino: st.Ino}
+}
+
+// takeSpare returns a spare confined for tmpDir, or nil when there is
+// none ready or the paths it depends on changed since it was made (it is
+// then ended unused). Either way another is made in the background for
+// the next command.
+func (s *Sandbox) takeSpare(tmpDir string) *spare {
+	if d, ok := s.FreshTemp(); !ok || d != tmpDir {
+		return nil
+	}
+	s.spareMu.Lock()
+	if !s.spares {
+		s.spareMu.Unlock()
+		return nil
+	}
+	sp := s.spare
+	s.spare = nil
+	s.spareMu.Unlock()
+	go s.makeSpare(tmpDir)
+	if sp == nil {
+		return nil
+	}
+	if !slices.Equal(sp.marks, s.marks(tmpDir)) {
+		sp.end()
+		return nil
+	}
+	return sp
+}
+
+// makeSpare confines a thread for a command with temporary folder tmpDir
+// and keeps it as the spare, unless one is there or being made. A thread
+// that fails to confine itself is dropped without a word: the command
+// that would have used it confines a thread on the spot, and reports the
+// failure if it happens again.
+func (s *Sandbox) makeSpare(tmpDir string) {
+	s.spareMu.Lock()
+	if !s.spares || s.spare != nil || s.warming {
+		s.spareMu.Unlock()
+		return
+	}
+	s.warming = true
+	s.spareMu.Unlock()
+	sp := s.newSpare(tmpDir)
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	s.warming = false
+	s.warmed.Broadcast()
+	if sp == nil {
+		return
+	}
+	if !s.spares {
+		sp.end()
+		return
+	}
+	s.spare = sp
+}
+
+// newSpare makes and confines a spare's thread, or returns nil.
+func (s *Sandbox) newSpare(tmpDir string) *spare {
+	sp := &spare{tmpDir: tmpDir, run: make(chan func())}
+	if s.cg != nil {
+		g, err := s.cg.Get()
+		if err != nil {
+			return nil
+		}
+		sp.group = g
+	}
+	ready := make(chan bool, 1)
+	onDisposableThread(func() {
+		sp.marks = s.marks(tmpDir) // before the thread's mounts hide anything
+		if err := s.confineThread(sp.group, tmpDir); err != nil {
+			ready <- false
+			return
+		}
+		ready <- true
+		if launch, ok := <-sp.run; ok {
+			launch()
+		}
+	})
+	if !<-ready {
+		if sp.group != nil {
+			sp.group.Release()
+		}
+		return nil
+	}
+	return sp
+}
+
+// end ends an unused spare's thread and gives its control group back.
+func (sp *spare) end() {
+	close(sp.run)
+	if sp.group != nil {
+		sp.group.Release()
+	}
+}
+
+// stopSpares ends the spare, waits for one being made, and makes no more.
+func (s *Sandbox) stopSpares() {
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	s.spares = false
+	for s.warming {
+		s.warmed.Wait()
+	}
+	if s.spare != nil {
+		s.spare.end()
+		s.spare = nil
+	}
+}
