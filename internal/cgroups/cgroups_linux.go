@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,12 +361,20 @@ const (
 // state looks into the group's folders: whether the v2 group or a group
 // below it holds a process (cgroup.events; the service's threads are
 // never in a v2 group: the child is cloned into it), and the tasks of each
-// v1 folder, which list the launching thread too.
+// v1 folder, which list the launching thread too. A group holding only
+// the service's threads and processes that are ending is busy: it will
+// be empty in a moment.
 func (g *Group) state() int {
 	st := stateEmpty
 	if g.v2 != "" {
 		b, err := os.ReadFile(filepath.Join(g.v2, "cgroup.events"))
-		if err != nil || !bytes.Contains(b, []byte("populated 0")) {
+		switch {
+		case err != nil:
+			return stateForeign
+		case bytes.Contains(b, []byte("populated 0")):
+		case len(members(g.v2)) == 0:
+			st = stateBusy // only processes that are ending
+		default:
 			return stateForeign
 		}
 	}
@@ -377,7 +386,7 @@ func (g *Group) state() int {
 		}
 		for _, f := range strings.Fields(string(b)) {
 			tid, err := strconv.Atoi(f)
-			if err != nil || !ownThread(self, tid) {
+			if err != nil || !(ownThread(self, tid) || ending(tid)) {
 				return stateForeign
 			}
 			st = stateBusy
@@ -462,6 +471,21 @@ func (g *Group) Kill(timeout time.Duration) bool {
 		}
 		time.Sleep(wait)
 	}
+}
+
+// AwaitEmpty waits, at most timeout, until no process is left in the
+// group, looking often: it is for processes known to be ending by
+// themselves, whose end a caller waits for. It reports whether the group
+// was seen empty.
+func (g *Group) AwaitEmpty(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !g.empty() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return true
 }
 
 // empty reports whether no process is left in the group's folders. The
@@ -577,12 +601,43 @@ func members(dir string) []int {
 	}
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil && n != os.Getpid() {
+		if n, err := strconv.Atoi(f); err == nil && n != os.Getpid() && !ending(n) {
 			out = append(out, n)
 		}
 	}
 	return out
 }
+
+// ending reports whether process (or thread) pid is past the point of no
+// return: exiting (PF_EXITING), a zombie, or gone. It runs no code of its
+// own again; it stays listed in its control group while the kernel tears
+// down what it held, such as the mount namespace of a bubblewrap
+// sandbox, which takes milliseconds. A caller that waits for a command's
+// processes to end need not wait for that.
+func ending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) // gone; anything else: unknown
+	}
+	// The fields after the name (which may hold spaces and parentheses):
+	// state, ppid, pgrp, session, tty_nr, tpgid, flags.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfExiting != 0
+}
+
+// pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h).
+const pfExiting = 0x4
 
 func killMembers(dir string) {
 	for _, pid := range members(dir) {

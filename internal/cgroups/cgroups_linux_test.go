@@ -216,3 +216,46 @@ func TestPoolDropsKilledGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestEnding: a running process is not ending, even one whose name
+// mimics the fields that follow it in /proc/PID/stat; a zombie and a
+// process that is gone are.
+func TestEnding(t *testing.T) {
+	if ending(os.Getpid()) {
+		t.Error("this test's own process counted as ending")
+	}
+	// A program named like the fields after the name: "a) Z (b".
+	prog := filepath.Join(t.TempDir(), "a) Z 4 (b")
+	b, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(prog, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command(prog, "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	if ending(sleeper.Process.Pid) {
+		t.Error("a sleeping process with a tricky name counted as ending")
+	}
+
+	zombie := exec.Command("/bin/true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := zombie.Process.Pid
+	var info unix.Siginfo // waits for the exit, leaving the zombie
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !ending(pid) {
+		t.Error("a zombie did not count as ending")
+	}
+	zombie.Wait()
+	if !ending(pid) {
+		t.Error("a reaped process did not count as ending")
+	}
+}

@@ -57,5 +57,8 @@ func (g *Group) EnterThread() error { return errors.New("control groups are Linu
 // Kill reports false: nothing is known about the command's processes.
 func (g *Group) Kill(time.Duration) bool { return false }
 
+// AwaitEmpty reports false: there are no groups here.
+func (g *Group) AwaitEmpty(time.Duration) bool { return false }
+
 // Release does nothing.
 func (g *Group) Release() {}

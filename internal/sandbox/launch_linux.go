@@ -21,12 +21,13 @@ import (
 
 // Child is a command started by Start.
 type Child struct {
-	cmd     *exec.Cmd
-	group   *cgroups.Group // nil without control groups
-	pidns   bool           // the command's PID namespace ends with it
-	mark    string         // the call's mark where the service is the subreaper
-	release chan struct{}  // lets the launching thread end
-	s       *Sandbox
+	cmd      *exec.Cmd
+	group    *cgroups.Group // nil without control groups
+	pidns    bool           // the command's PID namespace ends with it
+	mark     string         // the call's mark where the service is the subreaper
+	release  chan struct{}  // lets the launching thread end
+	spareDir *string        // where a spare is made for the next command once this one ended
+	s        *Sandbox
 
 	mu   sync.Mutex // orders kill and cleanup
 	done bool       // cleaned up: nothing of the command is left to kill
@@ -66,6 +67,9 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
 	}
 	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{}), s: s}
+	if s.spareFor(tmpDir) {
+		c.spareDir = &tmpDir
+	}
 	if s.subreaper {
 		c.mark = newMark()
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
@@ -439,6 +443,13 @@ func (c *Child) Wait() (err error, contained bool) {
 	c.s.leaders.Delete(c.cmd.Process.Pid)
 	switch {
 	case c.group != nil:
+		if c.s.mode == Bwrap {
+			// bubblewrap may end before the first process of its PID
+			// namespace has: the namespace is going away by itself, and a
+			// group left to empty needs no kill (after which a v2 group
+			// could not be reused).
+			c.group.AwaitEmpty(5 * time.Millisecond)
+		}
 		contained = c.group.Kill(2 * time.Second)
 		if c.pidns {
 			contained = true
@@ -464,5 +475,8 @@ func (c *Child) cleanup() {
 	close(c.release)
 	if c.group != nil {
 		c.group.Release()
+	}
+	if c.spareDir != nil {
+		go c.s.makeSpare(*c.spareDir)
 	}
 }

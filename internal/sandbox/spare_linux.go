@@ -62,23 +62,26 @@ func mark(path string, stat func(string, *unix.Stat_t) error) fileMark {
 	return fileMark{exists: true, dev: st.Dev, ino: st.Ino}
 }
 
+// spareFor reports whether a command with temporary folder tmpDir can
+// start from a spare.
+func (s *Sandbox) spareFor(tmpDir string) bool {
+	d, ok := s.FreshTemp()
+	return ok && d == tmpDir
+}
+
 // takeSpare returns a spare confined for tmpDir, or nil when there is
 // none ready or the paths it depends on changed since it was made (it is
-// then ended unused). Either way another is made in the background for
-// the next command.
+// then ended unused). The next is made when the command has ended (see
+// Child.cleanup), not now: it would compete for the processor with the
+// command starting.
 func (s *Sandbox) takeSpare(tmpDir string) *spare {
-	if d, ok := s.FreshTemp(); !ok || d != tmpDir {
+	if !s.spareFor(tmpDir) {
 		return nil
 	}
 	s.spareMu.Lock()
-	if !s.spares {
-		s.spareMu.Unlock()
-		return nil
-	}
 	sp := s.spare
 	s.spare = nil
 	s.spareMu.Unlock()
-	go s.makeSpare(tmpDir)
 	if sp == nil {
 		return nil
 	}
