@@ -7,19 +7,24 @@ import "sync"
 // Buffer is an io.Writer that keeps the first headCap and the last tailCap
 // bytes written to it. Memory stays flat whatever is written. It is safe
 // for concurrent use.
+//
+// Memory is taken as the stream grows: a command that prints a line costs
+// that line, not the capacity.
 type Buffer struct {
-	mu    sync.Mutex
-	head  []byte
-	tail  []byte // ring of tailCap bytes
-	pos   int    // next write position in tail
-	full  bool   // tail has wrapped
-	total int64
+	mu      sync.Mutex
+	headCap int
+	tailCap int
+	head    []byte // up to headCap bytes
+	tail    []byte // ring of tailCap bytes, made when the head is full
+	pos     int    // next write position in tail
+	full    bool   // tail has wrapped
+	total   int64
 }
 
 // New returns a Buffer keeping headCap bytes at the start and tailCap at
 // the end.
 func New(headCap, tailCap int) *Buffer {
-	return &Buffer{head: make([]byte, 0, headCap), tail: make([]byte, tailCap)}
+	return &Buffer{headCap: headCap, tailCap: tailCap}
 }
 
 // Write keeps what fits and never fails.
@@ -28,15 +33,18 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	n := len(p)
 	b.total += int64(n)
-	if room := cap(b.head) - len(b.head); room > 0 {
+	if room := b.headCap - len(b.head); room > 0 {
 		k := min(room, len(p))
 		b.head = append(b.head, p[:k]...)
 		p = p[k:]
 	}
-	size := len(b.tail)
-	if len(p) == 0 || size == 0 {
+	if len(p) == 0 || b.tailCap == 0 {
 		return n, nil
 	}
+	if b.tail == nil {
+		b.tail = make([]byte, b.tailCap)
+	}
+	size := len(b.tail)
 	if len(p) >= size {
 		copy(b.tail, p[len(p)-size:])
 		b.pos, b.full = 0, true

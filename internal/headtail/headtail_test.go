@@ -2,6 +2,7 @@ package headtail
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,31 @@ func BenchmarkWrite(b *testing.B) {
 	b.SetBytes(int64(len(chunk)))
 	for b.Loop() {
 		buf.Write(chunk)
+	}
+}
+
+// TestBufferAgainstWhole writes streams in random pieces and checks what
+// is kept against the whole stream, for heads and tails of several sizes.
+func TestBufferAgainstWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 500; i++ {
+		headCap, tailCap := rng.IntN(40), rng.IntN(40)
+		b := New(headCap, tailCap)
+		var all []byte
+		for n := rng.IntN(12); n > 0; n-- {
+			p := make([]byte, rng.IntN(30))
+			for j := range p {
+				p[j] = byte('a' + rng.IntN(26))
+			}
+			b.Write(p)
+			all = append(all, p...)
+		}
+		h, tl, d := b.Snapshot()
+		wantHead := all[:min(headCap, len(all))]
+		rest := all[len(wantHead):]
+		wantTail := rest[len(rest)-min(tailCap, len(rest)):]
+		if string(h) != string(wantHead) || string(tl) != string(wantTail) || d != int64(len(rest)-len(wantTail)) {
+			t.Fatalf("head %d tail %d over %q: got %q %q %d", headCap, tailCap, all, h, tl, d)
+		}
 	}
 }
