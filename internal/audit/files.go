@@ -8,8 +8,6 @@ import (
 // The parts of files that are the same on every system; how a record is
 // placed differs (files_linux.go, files_other.go).
 
-func newFiles(root string) *files { return &files{root: root} }
-
 // exists reports whether rel is in the audit folder.
 func (f *files) exists(rel string) bool {
 	_, err := os.Lstat(filepath.Join(f.root, rel))

@@ -28,6 +28,35 @@ type files struct {
 
 	noTmpfile   atomic.Bool // O_TMPFILE refused here: use a temporary name
 	noEmptyPath atomic.Bool // linkat(AT_EMPTY_PATH) refused: link through /proc/self/fd
+
+	// An unnamed file made ahead in a day folder, for the next record
+	// there: making one costs a tenth of a millisecond or more on ext4
+	// (its inode allocator scans past recently freed inodes), which a
+	// call would otherwise wait for. Guarded by mu.
+	ahead    int // descriptor, or -1
+	aheadDay string
+	aheadDir int // the day folder's descriptor it was made in
+	closed   bool
+	wake     chan string   // a day folder to make a file ahead in
+	done     chan struct{} // closed by close: the maker ends
+}
+
+func newFiles(root string) *files {
+	f := &files{root: root, ahead: -1, wake: make(chan string, 1), done: make(chan struct{})}
+	go f.maker()
+	return f
+}
+
+// maker makes files ahead, one at a time, until close.
+func (f *files) maker() {
+	for {
+		select {
+		case day := <-f.wake:
+			f.makeAhead(day)
+		case <-f.done:
+			return
+		}
+	}
 }
 
 // place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
@@ -42,12 +71,12 @@ func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
 	defer f.use.RUnlock()
 	dfd, err := f.dir(day)
 	if err == nil {
-		err = f.placeAt(dfd, name, data, ifAbsent)
+		err = f.placeAt(day, dfd, name, data, ifAbsent)
 		if errors.Is(err, unix.ENOENT) {
 			// The day folder was deleted under us: make it again.
 			f.drop(day)
 			if dfd, err = f.dir(day); err == nil {
-				err = f.placeAt(dfd, name, data, ifAbsent)
+				err = f.placeAt(day, dfd, name, data, ifAbsent)
 			}
 		}
 	}
@@ -57,9 +86,18 @@ func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
 	return nil
 }
 
-func (f *files) placeAt(dfd int, name string, data []byte, ifAbsent bool) error {
+func (f *files) placeAt(day string, dfd int, name string, data []byte, ifAbsent bool) error {
 	if !f.noTmpfile.Load() {
-		fd, err := unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+		fd, err := f.takeAhead(day, dfd)
+		if fd < 0 {
+			fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+		}
+		if err == nil {
+			select {
+			case f.wake <- day:
+			default: // the maker has one to make already
+			}
+		}
 		switch err {
 		case nil:
 			err = writeAll(fd, data)
@@ -152,6 +190,58 @@ func (f *files) dir(day string) (int, error) {
 	return fd, nil
 }
 
+// takeAhead returns the unnamed file made ahead in day's folder open as
+// dfd, or -1.
+func (f *files) takeAhead(day string, dfd int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ahead < 0 || f.aheadDay != day || f.aheadDir != dfd {
+		return -1, nil
+	}
+	fd := f.ahead
+	f.ahead = -1
+	return fd, nil
+}
+
+// makeAhead makes an unnamed file in day's folder for the next record,
+// unless one is there. It gives up without a word: the next record then
+// makes its own.
+func (f *files) makeAhead(day string) {
+	f.mu.Lock()
+	skip := f.closed || (f.ahead >= 0 && f.aheadDay == day)
+	f.mu.Unlock()
+	if skip {
+		return
+	}
+	// Held for reading so that the folder's descriptor stays open.
+	f.use.RLock()
+	defer f.use.RUnlock()
+	dfd, ok := f.days.Load(day)
+	if !ok {
+		return // forgotten meanwhile: a record makes the folder again
+	}
+	fd, err := unix.Openat(dfd.(int), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now, ok := f.days.Load(day); !ok || now != dfd || f.closed {
+		unix.Close(fd) // the folder was forgotten or made again meanwhile
+		return
+	}
+	f.dropAhead()
+	f.ahead, f.aheadDay, f.aheadDir = fd, day, dfd.(int)
+}
+
+// dropAhead closes the file made ahead, if any. f.mu is held.
+func (f *files) dropAhead() {
+	if f.ahead >= 0 {
+		unix.Close(f.ahead)
+		f.ahead = -1
+	}
+}
+
 // forget closes the descriptor of a day folder about to be deleted.
 func (f *files) forget(day string) {
 	f.use.Lock()
@@ -160,6 +250,9 @@ func (f *files) forget(day string) {
 	defer f.mu.Unlock()
 	if fd, ok := f.days.LoadAndDelete(day); ok {
 		unix.Close(fd.(int))
+	}
+	if f.aheadDay == day {
+		f.dropAhead()
 	}
 }
 
@@ -171,6 +264,9 @@ func (f *files) drop(day string) {
 	if fd, ok := f.days.LoadAndDelete(day); ok {
 		f.old = append(f.old, fd.(int))
 	}
+	if f.aheadDay == day {
+		f.dropAhead()
+	}
 }
 
 func (f *files) close() {
@@ -178,6 +274,10 @@ func (f *files) close() {
 	defer f.use.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.closed {
+		f.closed = true
+		close(f.done)
+	}
 	f.days.Range(func(k, fd any) bool {
 		unix.Close(fd.(int))
 		f.days.Delete(k)
@@ -187,6 +287,7 @@ func (f *files) close() {
 		unix.Close(fd)
 	}
 	f.old = nil
+	f.dropAhead()
 }
 
 func writeAll(fd int, data []byte) error {

@@ -12,6 +12,8 @@ import (
 // unnamed file in place instead.)
 type files struct{ root string }
 
+func newFiles(root string) *files { return &files{root: root} }
+
 // place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
 // file of that name is kept and place succeeds.
 func (f *files) place(rel string, data []byte, ifAbsent bool) error {

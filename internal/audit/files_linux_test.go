@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// waitAhead waits until an unnamed file is made ahead, and reports
+// whether one was.
+func waitAhead(f *files) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		ready := f.ahead >= 0
+		f.mu.Unlock()
+		if ready {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFileMadeAhead: after a record, the next record's file is made
+// ahead and used; when its day folder is deleted (retention, an
+// operator) or made again meanwhile, the next record still lands whole,
+// in the folder as it is now.
+func TestFileMadeAhead(t *testing.T) {
+	l := newLog(t, Options{})
+	day := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	write := func(id string) {
+		t.Helper()
+		rec := Record{CallID: id, ToolName: "read_file", Timestamp: day}
+		st, err := l.Start(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Status, rec.Result = "success", "content of "+id
+		if err := l.Finish(st, rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := readRecord(t, l.Dir(), rec); got.Result != "content of "+id {
+			t.Errorf("record %s: %+v", id, got)
+		}
+	}
+	write("first")
+	if !waitAhead(l.files) {
+		t.Fatal("no file was made ahead after a record")
+	}
+	l.files.mu.Lock()
+	made := l.files.ahead
+	l.files.mu.Unlock()
+	write("second")
+	l.files.mu.Lock()
+	if l.files.ahead == made {
+		t.Error("the file made ahead was not used by the next record")
+	}
+	l.files.mu.Unlock()
+
+	for _, c := range []struct {
+		id     string
+		change func(dir string)
+	}{
+		{"after-delete", func(dir string) { os.RemoveAll(dir) }},
+		{"after-remake", func(dir string) { os.RemoveAll(dir); os.Mkdir(dir, 0o750) }},
+	} {
+		if !waitAhead(l.files) {
+			t.Fatal("no file was made ahead")
+		}
+		c.change(filepath.Join(l.Dir(), "2026-12-02"))
+		write(c.id)
+	}
+}
