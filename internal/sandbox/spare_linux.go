@@ -79,6 +79,11 @@ func (s *Sandbox) takeSpare(tmpDir string) *spare {
 		return nil
 	}
 	s.spareMu.Lock()
+	// One being made is further along than a thread this call would
+	// start confining now: calls in quick succession wait for it.
+	for s.spare == nil && s.warming {
+		s.warmed.Wait()
+	}
 	sp := s.spare
 	s.spare = nil
 	s.spareMu.Unlock()
