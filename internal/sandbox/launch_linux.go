@@ -74,6 +74,25 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		c.mark = newMark()
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
+	if s.mode == Bwrap && s.seccomp != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		// The program is far smaller than a pipe's buffer: the write
+		// cannot block, and bubblewrap reads it before the command starts.
+		_, err = w.Write(s.seccomp.bytes())
+		w.Close()
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		defer r.Close()
+		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
+	}
+	// Nothing below returns before the launch is handed to a thread: a
+	// failure after that ends the thread, and c.cleanup gives the group
+	// back.
 	sp := s.takeSpare(tmpDir)
 	switch {
 	case sp != nil:
@@ -89,24 +108,6 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		c.group.Prepare(attr)
 	}
 	cmd.Cancel = func() error { c.kill(); return nil }
-	if s.mode == Bwrap && s.seccomp != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			c.cleanup()
-			return nil, err
-		}
-		// The program is far smaller than a pipe's buffer: the write
-		// cannot block, and bubblewrap reads it before the command starts.
-		_, err = w.Write(s.seccomp.bytes())
-		w.Close()
-		if err != nil {
-			r.Close()
-			c.cleanup()
-			return nil, err
-		}
-		defer r.Close()
-		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
-	}
 	errc := make(chan error, 1)
 	launch := func() {
 		// Descriptors the service inherited from whatever started it
