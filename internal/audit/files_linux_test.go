@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitAhead waits until an unnamed file is made ahead, and reports
@@ -48,14 +50,20 @@ func TestFileMadeAhead(t *testing.T) {
 		t.Fatal("no file was made ahead after a record")
 	}
 	l.files.mu.Lock()
-	made := l.files.ahead
+	var made unix.Stat_t
+	err := unix.Fstat(l.files.ahead, &made)
 	l.files.mu.Unlock()
-	write("second")
-	l.files.mu.Lock()
-	if l.files.ahead == made {
-		t.Error("the file made ahead was not used by the next record")
+	if err != nil {
+		t.Fatal(err)
 	}
-	l.files.mu.Unlock()
+	write("second")
+	var got unix.Stat_t
+	if err := unix.Stat(filepath.Join(l.Dir(), FileName(Record{CallID: "second", Timestamp: day})), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Ino != made.Ino || got.Dev != made.Dev {
+		t.Error("the next record is not the file made ahead")
+	}
 
 	for _, c := range []struct {
 		id     string
