@@ -75,16 +75,8 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
 	if s.mode == Bwrap && s.seccomp != nil {
-		r, w, err := os.Pipe()
+		r, err := s.seccompPipe()
 		if err != nil {
-			return nil, err
-		}
-		// The program is far smaller than a pipe's buffer: the write
-		// cannot block, and bubblewrap reads it before the command starts.
-		_, err = w.Write(s.seccomp.bytes())
-		w.Close()
-		if err != nil {
-			r.Close()
 			return nil, err
 		}
 		defer r.Close()
@@ -94,10 +86,9 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	// failure after that ends the thread, and c.cleanup gives the group
 	// back.
 	sp := s.takeSpare(tmpDir)
-	switch {
-	case sp != nil:
+	if sp != nil {
 		c.group = sp.group
-	case s.cg != nil:
+	} else if s.cg != nil {
 		g, err := s.cg.Get()
 		if err != nil {
 			return nil, err
@@ -109,7 +100,31 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	}
 	cmd.Cancel = func() error { c.kill(); return nil }
 	errc := make(chan error, 1)
-	launch := func() {
+	launch := s.launch(c, errc)
+	if sp != nil {
+		sp.run <- launch
+	} else {
+		onDisposableThread(func() {
+			if err := s.confineThread(c.group, tmpDir); err != nil {
+				errc <- err
+				return
+			}
+			launch()
+		})
+	}
+	if err := <-errc; err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch returns what a confined thread runs to start c's command: it
+// reports the start on errc, then holds the thread until the command has
+// ended.
+func (s *Sandbox) launch(c *Child, errc chan<- error) func() {
+	cmd := c.cmd
+	return func() {
 		// Descriptors the service inherited from whatever started it
 		// (a supervisor, a shell) are not close-on-exec: mark them so
 		// that no command gets them. Go opens its own close-on-exec.
@@ -132,22 +147,24 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		errc <- nil
 		<-c.release
 	}
-	if sp != nil {
-		sp.run <- launch
-	} else {
-		onDisposableThread(func() {
-			if err := s.confineThread(c.group, tmpDir); err != nil {
-				errc <- err
-				return
-			}
-			launch()
-		})
-	}
-	if err := <-errc; err != nil {
-		c.cleanup()
+}
+
+// seccompPipe returns the read end of a pipe holding the seccomp program,
+// for bubblewrap's --seccomp. The program is far smaller than a pipe's
+// buffer: the write cannot block, and bubblewrap reads it before the
+// command starts.
+func (s *Sandbox) seccompPipe() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	_, err = w.Write(s.seccomp.bytes())
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // onDisposableThread runs f in a new goroutine locked to an OS thread
