@@ -393,10 +393,19 @@ func (e *argumentsError) Error() string {
 // Decode unmarshals validated arguments into a tool's typed struct. A value
 // the schema allows but the struct cannot hold (an integer beyond 64 bits)
 // becomes a problem in the schema's form, never a Go decoder message.
+//
+// A T whose pointer is a jsonx.MemberDecoder reads plain arguments (see
+// jsonx.DecodeMembers) itself, to the same value, without encoding/json's
+// reflection, which was most of what decoding a small call cost.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
 	if len(args) > bigArguments {
 		if decodeBig(args, &v, bigString) {
+			return v, nil
+		}
+		v = *new(T)
+	} else if d, ok := any(&v).(jsonx.MemberDecoder); ok {
+		if jsonx.DecodeMembers(args, d) {
 			return v, nil
 		}
 		v = *new(T)
