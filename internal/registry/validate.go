@@ -66,6 +66,12 @@ func compileSchema(raw json.RawMessage) (*gojsonschema.Schema, error) {
 // Schema's "integer" allows), or an error code and message. Every problem
 // found (schema and cross-field rules) is listed, in a stable order.
 func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string) {
+	return checkValidity(e, tool, args, json.Valid(args))
+}
+
+// checkValidity is checkArguments where whether args are JSON (valid) is
+// known already.
+func checkValidity(e *entry, tool string, args []byte, valid bool) ([]byte, string, string) {
 	if !utf8.Valid(args) {
 		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' are not valid UTF-8 (the first bad byte is at offset %d). Next: %s",
 			tool, firstInvalidUTF8(args), whatToSend(e))
@@ -74,7 +80,7 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' hold only whitespace (%d bytes), no JSON object. Next: %s",
 			tool, len(args), whatToSend(e))
 	}
-	if !json.Valid(args) {
+	if !valid {
 		msg := fmt.Sprintf("Tool call arguments for '%s' were truncated or malformed before execution (%s). Please regenerate the tool call with valid JSON arguments.",
 			tool, jsonProblem(args))
 		if h, ok := e.tool.(MalformedHinter); ok {
