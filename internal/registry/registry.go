@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -523,23 +522,22 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, va
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	ctx, facts := withCall(ctx, call)
 	progress, flush := r.opts.RedactProgress(meta.Progress)
 	// Once the tool has returned, its result follows: an event a stray
 	// goroutine sends later is dropped, not written after the result.
-	var ended atomic.Bool
 	if send := progress; send != nil {
 		progress = func(event, data string) {
-			if !ended.Load() {
+			if !facts.ended.Load() {
 				send(event, data)
 			}
 		}
 	}
 	defer func() {
-		ended.Store(true)
+		facts.ended.Store(true)
 		flush()
 	}()
-	facts := &callState{call: call}
-	ctx = WithProgress(withCall(ctx, facts), progress)
+	ctx = WithProgress(ctx, progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {
