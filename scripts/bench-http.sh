@@ -18,6 +18,9 @@
 # usage: scripts/bench-http.sh [seconds per wrk run, default 10]
 # AUDIT_ONLY=1 stops after the read_file comparisons (tmpfs and disk);
 # ROUNDS=n runs each read_file comparison n times (default 3).
+# BASE=<git revision> also runs toolsvc built from that revision (audit
+# on) in the same rounds, beside this one's, for a before-and-after in one
+# run: its columns are added to the read_file tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10}
@@ -33,6 +36,11 @@ trap cleanup EXIT
 mkdir -p "$W/ws"
 go build -o "$W/toolsvc" ./cmd/toolsvc
 go build -o "$W/barehttp" ./scripts/barehttp
+if [ -n "${BASE:-}" ]; then
+  mkdir "$W/base"
+  git archive "$BASE" | tar -x -C "$W/base"
+  (cd "$W/base" && go build -o "$W/toolsvc-base" ./cmd/toolsvc)
+fi
 printf 'hello\n%.0s' {1..10} > "$W/ws/small.txt"
 
 rss() { awk '/^VmRSS/ {print $2/1024 " MiB"}' /proc/$1/status; }
@@ -63,10 +71,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
 # start_set BASEPORT DATAROOT: toolsvc with the audit log on (BASEPORT),
 # the bare handler (+1), toolsvc with it off (+2), the bare handler
-# writing a file per request (+3), all with their data under DATAROOT.
+# writing a file per request (+3), all with their data under DATAROOT; with
+# BASE, toolsvc of that revision with the audit log on (+4).
 start_set() {
   local p=$1 d=$2
-  mkdir -p "$d/on" "$d/off" "$d/bare-files"
+  mkdir -p "$d/on" "$d/off" "$d/bare-files" "$d/base"
+  BSVC=
+  if [ -n "${BASE:-}" ]; then
+    TOOLSVC_ADDR=127.0.0.1:$((p + 4)) TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$d/base" "$W/toolsvc-base" > "$d/base.log" &
+    BSVC=$!
+    ready http://127.0.0.1:$((p + 4))/healthz
+  fi
   TOOLSVC_ADDR=127.0.0.1:$p TOOLSVC_WORKSPACE="$W/ws" TOOLSVC_DATA_DIR="$d/on" "$W/toolsvc" > "$d/on.log" &
   SVC=$!
   "$W/barehttp" -addr 127.0.0.1:$((p + 1)) -root "$W/ws" &
@@ -79,8 +94,9 @@ start_set() {
   ready http://127.0.0.1:$((p + 2))/healthz
   for q in 1 3; do for _ in $(seq 50); do curl -s http://127.0.0.1:$((p + q))/ -d "$SMALL" >/dev/null && break; sleep 0.1; done; done
   curl -s http://127.0.0.1:$p/tools/read_file/invoke -d "$SMALL" | grep -q '"status":"success"' || { echo "toolsvc read_file failed"; exit 1; }
+  [ -z "$BSVC" ] || curl -s http://127.0.0.1:$((p + 4))/tools/read_file/invoke -d "$SMALL" | grep -q '"status":"success"' || { echo "base toolsvc read_file failed"; exit 1; }
 }
-stop_set() { kill $SVC $BARE $OFF $BFILE; wait $SVC $BARE $OFF $BFILE 2>/dev/null || true; }
+stop_set() { kill $SVC $BARE $OFF $BFILE $BSVC; wait $SVC $BARE $OFF $BFILE $BSVC 2>/dev/null || true; }
 
 # compare BASEPORT: the read_file table for the set started on BASEPORT.
 # The four servers take turns, ROUNDS times (default 3), and the ratios
@@ -96,9 +112,17 @@ measure() {
 }
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 compare() {
-  local p=$1 rounds=${ROUNDS:-3}
+  local p=$1 rounds=${ROUNDS:-3} n=12
+  local fmt='%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s'
   echo "calls/s, their ratios, then server CPU time per call in us and its ratios (the goal: cpu on/b+f <= 1.3):"
-  printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off" "cpu on/b+f" "cpu off/bare"
+  if [ -n "$BSVC" ]; then
+    echo "base: toolsvc of $BASE, audit on"
+    fmt="$fmt %10s %8s %8s"
+    n=15
+    printf "$fmt\n" conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off" "cpu on/b+f" "cpu off/bare" "base" "cpu base" "cpu base/b+f"
+  else
+    printf "$fmt\n" conns bare+file "audit on" bare "audit off" "on/b+f" "off/bare" "cpu b+f" "cpu on" "cpu bare" "cpu off" "cpu on/b+f" "cpu off/bare"
+  fi
   for c in 16 1; do
     : > "$W/r"
     for _ in $(seq "$rounds"); do
@@ -106,10 +130,15 @@ compare() {
       read -r s sc < <(measure $SVC http://127.0.0.1:$p/tools/read_file/invoke $c)
       read -r b bc < <(measure $BARE http://127.0.0.1:$((p + 1))/ $c)
       read -r o oc < <(measure $OFF http://127.0.0.1:$((p + 2))/tools/read_file/invoke $c)
-      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc $(ratio "$sc" "$fc") $(ratio "$oc" "$bc")" >> "$W/r"
-      printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' "$c" $(tail -1 "$W/r")
+      extra=
+      if [ -n "$BSVC" ]; then
+        read -r x xc < <(measure $BSVC http://127.0.0.1:$((p + 4))/tools/read_file/invoke $c)
+        extra="$x $xc $(ratio "$xc" "$fc")"
+      fi
+      echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc $(ratio "$sc" "$fc") $(ratio "$oc" "$bc") $extra" >> "$W/r"
+      printf "$fmt\n" "$c" $(tail -1 "$W/r")
     done
-    printf '%-6s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' "median" $(for k in $(seq 12); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
+    printf "$fmt\n" "median" $(for k in $(seq $n); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
   done
 }
 

@@ -186,7 +186,13 @@ func (l *Log) Start(rec Record) (Started, error) {
 	rec = l.prepare(rec, nil)
 	rec.Status = StatusStarted
 	rec.Result, rec.ResultLength, rec.ResultTruncated, rec.ErrorCode, rec.DurationMS = "", 0, false, "", 0
-	line, args, err := appendRecordArgs(make([]byte, 0, 512), &rec)
+	// The line is encoded in a pooled buffer, as final records are: it is
+	// written at once and kept by nothing.
+	bp, _ := l.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	line, args, err := appendRecordArgs((*bp)[:0], &rec)
 	if err != nil {
 		return Started{}, fmt.Errorf("audit: encode %s: %w", rec.CallID, err)
 	}
@@ -197,7 +203,14 @@ func (l *Log) Start(rec Record) (Started, error) {
 		return Started{}, fmt.Errorf("audit: journal: %w", err)
 	}
 	// The final record has the same arguments: they are kept encoded, as
-	// they are in the line (which nothing reuses).
+	// they are in the line. A line of common size goes back to the pool,
+	// so the arguments are copied out of it; a large one is left to the
+	// collector and keeps them.
+	if cap(line) <= 64<<10 {
+		args = bytes.Clone(args)
+		*bp = line[:0]
+		l.bufs.Put(bp)
+	}
 	return Started{seg: seg, args: args, cut: rec.ArgumentsTruncated}, nil
 }
 

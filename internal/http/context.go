@@ -32,14 +32,29 @@ func stateFrom(ctx context.Context) *requestState {
 	return st
 }
 
+// stateCtx is a request's context holding its state: one allocation for
+// both, where context.WithValue would take one of its own.
+type stateCtx struct {
+	context.Context
+	st requestState
+}
+
+// Value returns the state for stateKey, as a context.WithValue would.
+func (c *stateCtx) Value(key any) any {
+	if _, ok := key.(stateKey); ok {
+		return &c.st
+	}
+	return c.Context.Value(key)
+}
+
 // withState returns r with a request state in its context, and the state;
 // a request that has one keeps it.
 func withState(r *http.Request) (*http.Request, *requestState) {
 	if st := stateFrom(r.Context()); st != nil {
 		return r, st
 	}
-	st := &requestState{}
-	return r.WithContext(context.WithValue(r.Context(), stateKey{}, st)), st
+	c := &stateCtx{Context: r.Context()}
+	return r.WithContext(c), &c.st
 }
 
 func requestIDFrom(ctx context.Context) string {

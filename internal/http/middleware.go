@@ -20,7 +20,7 @@ func requestID(next http.Handler) http.Handler {
 		// Header names are spelled as net/http keeps them (canonical), so
 		// that looking them up costs no conversion.
 		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern().MatchString(id) {
+		if id == "" || !requestIDPattern().MatchString(id) { // most clients send none
 			id = uuid.NewString()
 		}
 		w.Header().Set("X-Request-Id", id)

@@ -433,8 +433,13 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// A tool call may take as long as its own deadline allows (the server's
 	// write timeout is for the other routes); the result, once there, must
-	// be taken by the client within the write timeout.
-	_ = rc.SetWriteDeadline(time.Time{})
+	// be taken by the client within the write timeout. Over HTTP/1 the
+	// deadline bounds writes only, and none is made while the call runs:
+	// setting it afresh before the result is enough. HTTP/2 resets a
+	// stream when its write deadline passes, so there it is lifted first.
+	if r.ProtoMajor != 1 {
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
 	res := s.opts.Registry.Invoke(ctx, name, body, meta)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))

@@ -47,6 +47,25 @@ type progressKey struct{}
 type callState struct {
 	call Call
 	outcome
+	// ended is set once the tool has returned: progress events sent
+	// later are dropped.
+	ended atomic.Bool
+}
+
+// callCtx is a call's context holding its state: one allocation for both,
+// where context.WithValue would take one of its own.
+type callCtx struct {
+	context.Context
+	cs callState
+}
+
+// Value returns the call's state for callKey, as a context.WithValue
+// would.
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return &c.cs
+	}
+	return c.Context.Value(key)
 }
 
 // CallFrom returns the call ctx belongs to, and false outside Invoke.
@@ -60,11 +79,14 @@ func CallFrom(ctx context.Context) (Call, bool) {
 // WithCall returns ctx carrying c. Invoke does this; tests of a single tool
 // may use it too.
 func WithCall(ctx context.Context, c Call) context.Context {
-	return withCall(ctx, &callState{call: c})
+	ctx, _ = withCall(ctx, c)
+	return ctx
 }
 
-func withCall(ctx context.Context, cs *callState) context.Context {
-	return context.WithValue(ctx, callKey{}, cs)
+// withCall returns ctx carrying c, and the state it carries.
+func withCall(ctx context.Context, c Call) (context.Context, *callState) {
+	cc := &callCtx{Context: ctx, cs: callState{call: c}}
+	return cc, &cc.cs
 }
 
 // WithProgress returns ctx whose Progress calls reach fn.

@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -425,8 +424,11 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
+	// Whether args are JSON is asked once, for the checks and the audit
+	// record.
+	valid := json.Valid(args)
 	if r.opts.Audit == nil {
-		res = r.run(ctx, e, call, args, meta)
+		res = r.run(ctx, e, call, args, valid, meta)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
@@ -434,7 +436,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source, Key: meta.Key,
 		Timestamp: start.UTC(),
 	}
-	rec.Arguments = r.auditArguments(args)
+	rec.Arguments = r.auditArguments(args, valid)
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
 		r.opts.Observer.AuditFailed("start")
@@ -447,7 +449,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res = r.run(ctx, e, call, args, meta)
+	res = r.run(ctx, e, call, args, valid, meta)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
@@ -474,11 +476,11 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 // auditArguments is args as the audit log gets them: redacted, as raw
 // JSON when they are JSON, else as text. Arguments without a secret (the
 // rule) are not copied: a 50 MB write_file would otherwise hold its
-// content twice more for the whole call. args is never changed.
-func (r *Registry) auditArguments(args []byte) any {
+// content twice more for the whole call. args is never changed; valid
+// says whether they are JSON.
+func (r *Registry) auditArguments(args []byte, valid bool) any {
 	view := unsafe.String(unsafe.SliceData(args), len(args))
 	red := r.opts.Redact(view)
-	valid := json.Valid(args)
 	switch {
 	case valid && unsafe.StringData(red) == unsafe.StringData(view) && len(red) == len(view):
 		return json.RawMessage(args)
@@ -494,8 +496,8 @@ const (
 )
 
 // run runs the call of e, the tool registered under call.Tool when the
-// call began (nil: none).
-func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, meta Meta) Result {
+// call began (nil: none); valid says whether args are JSON.
+func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, valid bool, meta Meta) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
@@ -507,7 +509,7 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, me
 		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
 	}
 
-	args, code, msg := checkArguments(e, call.Tool, args)
+	args, code, msg := checkValidity(e, call.Tool, args, valid)
 	if code != "" {
 		return fail(code, msg)
 	}
@@ -520,23 +522,22 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, me
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	ctx, facts := withCall(ctx, call)
 	progress, flush := r.opts.RedactProgress(meta.Progress)
 	// Once the tool has returned, its result follows: an event a stray
 	// goroutine sends later is dropped, not written after the result.
-	var ended atomic.Bool
 	if send := progress; send != nil {
 		progress = func(event, data string) {
-			if !ended.Load() {
+			if !facts.ended.Load() {
 				send(event, data)
 			}
 		}
 	}
 	defer func() {
-		ended.Store(true)
+		facts.ended.Store(true)
 		flush()
 	}()
-	facts := &callState{call: call}
-	ctx = WithProgress(withCall(ctx, facts), progress)
+	ctx = WithProgress(ctx, progress)
 
 	out, err := r.execute(ctx, e.tool, args)
 	if err == nil {

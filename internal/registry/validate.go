@@ -66,6 +66,12 @@ func compileSchema(raw json.RawMessage) (*gojsonschema.Schema, error) {
 // Schema's "integer" allows), or an error code and message. Every problem
 // found (schema and cross-field rules) is listed, in a stable order.
 func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string) {
+	return checkValidity(e, tool, args, json.Valid(args))
+}
+
+// checkValidity is checkArguments where whether args are JSON (valid) is
+// known already.
+func checkValidity(e *entry, tool string, args []byte, valid bool) ([]byte, string, string) {
 	if !utf8.Valid(args) {
 		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' are not valid UTF-8 (the first bad byte is at offset %d). Next: %s",
 			tool, firstInvalidUTF8(args), whatToSend(e))
@@ -74,7 +80,7 @@ func checkArguments(e *entry, tool string, args []byte) ([]byte, string, string)
 		return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' hold only whitespace (%d bytes), no JSON object. Next: %s",
 			tool, len(args), whatToSend(e))
 	}
-	if !json.Valid(args) {
+	if !valid {
 		msg := fmt.Sprintf("Tool call arguments for '%s' were truncated or malformed before execution (%s). Please regenerate the tool call with valid JSON arguments.",
 			tool, jsonProblem(args))
 		if h, ok := e.tool.(MalformedHinter); ok {
@@ -393,10 +399,19 @@ func (e *argumentsError) Error() string {
 // Decode unmarshals validated arguments into a tool's typed struct. A value
 // the schema allows but the struct cannot hold (an integer beyond 64 bits)
 // becomes a problem in the schema's form, never a Go decoder message.
+//
+// A T whose pointer is a jsonx.MemberDecoder reads plain arguments (see
+// jsonx.DecodeMembers) itself, to the same value, without encoding/json's
+// reflection, which was most of what decoding a small call cost.
 func Decode[T any](args json.RawMessage) (T, error) {
 	var v T
 	if len(args) > bigArguments {
 		if decodeBig(args, &v, bigString) {
+			return v, nil
+		}
+		v = *new(T)
+	} else if d, ok := any(&v).(jsonx.MemberDecoder); ok {
+		if jsonx.DecodeMembers(args, d) {
 			return v, nil
 		}
 		v = *new(T)

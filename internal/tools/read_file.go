@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
@@ -51,6 +52,41 @@ type readFileArgs struct {
 	StartLine       int      `json:"start_line,omitempty" jsonschema:"First line to show, 1-based (default 1)"`
 	EndLine         int      `json:"end_line,omitempty" jsonschema:"Last line to show, inclusive (default: as far as the output cap allows)"`
 	ShowLineNumbers *bool    `json:"show_line_numbers,omitempty" jsonschema:"Prefix each line with its number (default true)"`
+}
+
+// DecodeMember reads one of read_file's arguments as encoding/json would,
+// for registry.Decode's fast path (jsonx.DecodeMembers): a call's
+// arguments are read without reflection. Keys are matched exactly; any
+// other spelling is left to encoding/json.
+func (a *readFileArgs) DecodeMember(key, val []byte) bool {
+	known := true
+	switch string(key) {
+	case "path", "paths", "start_line", "end_line", "show_line_numbers":
+	default:
+		known = false
+	}
+	if jsonx.IsNull(val) {
+		// encoding/json leaves a string or number alone and sets a slice
+		// or pointer to nil, which each field is until it is given.
+		return known
+	}
+	var ok bool
+	switch string(key) {
+	case "path":
+		a.Path, ok = jsonx.String(val)
+	case "paths":
+		a.Paths, ok = jsonx.Strings(val)
+	case "start_line":
+		a.StartLine, ok = jsonx.Int(val)
+	case "end_line":
+		a.EndLine, ok = jsonx.Int(val)
+	case "show_line_numbers":
+		var b bool
+		if b, ok = jsonx.Bool(val); ok {
+			a.ShowLineNumbers = &b
+		}
+	}
+	return ok
 }
 
 // readBufSize is the read buffer of one file; pooled, since allocating and
