@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +38,7 @@ type files struct {
 	aheadDay string
 	aheadDir int // the day folder's descriptor it was made in
 	closed   bool
+	last     atomic.Int64  // when the last record was placed, Unix nanoseconds
 	wake     chan string   // a day folder to make a file ahead in
 	done     chan struct{} // closed by close: the maker ends
 }
@@ -93,10 +95,7 @@ func (f *files) placeAt(day string, dfd int, name string, data []byte, ifAbsent 
 			fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
 		}
 		if err == nil {
-			select {
-			case f.wake <- day:
-			default: // the maker has one to make already
-			}
+			f.wakeMaker(day)
 		}
 		switch err {
 		case nil:
@@ -188,6 +187,25 @@ func (f *files) dir(day string) (int, error) {
 	}
 	f.days.Store(day, fd)
 	return fd, nil
+}
+
+// aheadGap is the shortest time between records for which files are
+// made ahead. Records closer together than that come from calls that
+// wait for nothing else (a saturated service): the maker could not get
+// ahead of them, and would only add the cost of waking it to each call.
+const aheadGap = time.Millisecond
+
+// wakeMaker asks for a file to be made ahead in day's folder, unless
+// records come too close together for it to help.
+func (f *files) wakeMaker(day string) {
+	now := time.Now().UnixNano()
+	if now-f.last.Swap(now) < int64(aheadGap) {
+		return
+	}
+	select {
+	case f.wake <- day:
+	default: // the maker has one to make already
+	}
 }
 
 // takeAhead returns the unnamed file made ahead in day's folder open as

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +12,8 @@ import (
 
 // waitAhead waits until an unnamed file is made ahead, and reports
 // whether one was.
-func waitAhead(f *files) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+func waitAhead(f *files, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		f.mu.Lock()
 		ready := f.ahead >= 0
 		f.mu.Unlock()
@@ -24,7 +25,8 @@ func waitAhead(f *files) bool {
 }
 
 // TestFileMadeAhead: after a record, the next record's file is made
-// ahead and used; when its day folder is deleted (retention, an
+// ahead and used; records close together make none (tested by
+// TestBackToBackRecordsMakeNoneAhead); when its day folder is deleted (retention, an
 // operator) or made again meanwhile, the next record still lands whole,
 // in the folder as it is now.
 func TestFileMadeAhead(t *testing.T) {
@@ -32,6 +34,7 @@ func TestFileMadeAhead(t *testing.T) {
 	day := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	write := func(id string) {
 		t.Helper()
+		time.Sleep(2 * aheadGap) // as calls that do some work between records
 		rec := Record{CallID: id, ToolName: "read_file", Timestamp: day}
 		st, err := l.Start(rec)
 		if err != nil {
@@ -46,7 +49,7 @@ func TestFileMadeAhead(t *testing.T) {
 		}
 	}
 	write("first")
-	if !waitAhead(l.files) {
+	if !waitAhead(l.files, 5*time.Second) {
 		t.Fatal("no file was made ahead after a record")
 	}
 	l.files.mu.Lock()
@@ -72,10 +75,31 @@ func TestFileMadeAhead(t *testing.T) {
 		{"after-delete", func(dir string) { os.RemoveAll(dir) }},
 		{"after-remake", func(dir string) { os.RemoveAll(dir); os.Mkdir(dir, 0o750) }},
 	} {
-		if !waitAhead(l.files) {
+		if !waitAhead(l.files, 5*time.Second) {
 			t.Fatal("no file was made ahead")
 		}
 		c.change(filepath.Join(l.Dir(), "2026-12-02"))
 		write(c.id)
+	}
+}
+
+// TestBackToBackRecordsMakeNoneAhead: records that follow one another at
+// once leave the maker asleep: it could not get ahead of them.
+func TestBackToBackRecordsMakeNoneAhead(t *testing.T) {
+	l := newLog(t, Options{})
+	l.files.last.Store(time.Now().Add(time.Hour).UnixNano()) // as if a record had just been placed
+	for i := range 20 {
+		rec := Record{CallID: fmt.Sprint(i), ToolName: "read_file", Timestamp: time.Now()}
+		st, err := l.Start(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Status = "success"
+		if err := l.Finish(st, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if waitAhead(l.files, 50*time.Millisecond) {
+		t.Error("a file was made ahead for records back to back")
 	}
 }
