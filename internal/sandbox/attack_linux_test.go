@@ -715,12 +715,16 @@ func TestFreshTempMountPointReplaced(t *testing.T) {
 	if !ok {
 		t.Fatalf("no fresh tmpfs as root: %s", s.Describe())
 	}
+	// A spare being made for the next command makes the folder again if
+	// it is missing: the folder is replaced only once it is ready.
+	waitSpare(s)
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}
 	if out := runIn(t, s, af.ws, `echo x > "$TMPDIR/x" && cat "$TMPDIR/x"`); out != "x\n" {
 		t.Errorf("after the mount point was removed: %q", out)
 	}
+	waitSpare(s)
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}

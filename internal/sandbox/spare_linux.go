@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"slices"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
@@ -29,10 +27,14 @@ type spare struct {
 }
 
 // fileMark is what a path was when a spare's confinement was built: gone,
-// or which file it was.
+// or which file it was. The file is held open (O_PATH) for as long as the
+// spare waits: a file system gives a freed inode's number to the next
+// file it makes, so that a folder removed and replaced at once by a link
+// could otherwise look like the same file.
 type fileMark struct {
-	exists   bool
-	dev, ino uint64
+	path   string
+	follow bool // the path's last link is followed, as the mounts and rules do
+	fd     int  // the file, or -1: the path did not exist
 }
 
 // marks records the paths whose identity a spare's confinement depends
@@ -45,21 +47,59 @@ func (s *Sandbox) marks(tmpDir string) []fileMark {
 	if !s.mountns {
 		return nil
 	}
-	out := []fileMark{mark(tmpDir, unix.Lstat)}
+	out := []fileMark{markPath(tmpDir, false)}
 	if s.mode == Landlock {
 		for _, p := range append(append([]string{s.ws}, s.writable...), s.hidden...) {
-			out = append(out, mark(p, unix.Stat))
+			out = append(out, markPath(p, true))
 		}
 	}
 	return out
 }
 
-func mark(path string, stat func(string, *unix.Stat_t) error) fileMark {
-	var st unix.Stat_t
-	if stat(path, &st) != nil {
-		return fileMark{}
+func markPath(path string, follow bool) fileMark {
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
 	}
-	return fileMark{exists: true, dev: st.Dev, ino: st.Ino}
+	fd, err := unix.Open(path, flags, 0)
+	if err != nil {
+		fd = -1
+	}
+	return fileMark{path: path, follow: follow, fd: fd}
+}
+
+// unchanged reports whether every path still names the file it named
+// when the marks were made, or is still missing.
+func unchanged(marks []fileMark) bool {
+	for _, m := range marks {
+		var now unix.Stat_t
+		var err error
+		if m.follow {
+			err = unix.Stat(m.path, &now)
+		} else {
+			err = unix.Lstat(m.path, &now)
+		}
+		if m.fd < 0 || err != nil {
+			if (m.fd < 0) != (err != nil) {
+				return false
+			}
+			continue
+		}
+		var then unix.Stat_t
+		if unix.Fstat(m.fd, &then) != nil || then.Dev != now.Dev || then.Ino != now.Ino {
+			return false
+		}
+	}
+	return true
+}
+
+// closeMarks lets the marked files go.
+func closeMarks(marks []fileMark) {
+	for _, m := range marks {
+		if m.fd >= 0 {
+			unix.Close(m.fd)
+		}
+	}
 }
 
 // spareFor reports whether a command with temporary folder tmpDir can
@@ -90,7 +130,10 @@ func (s *Sandbox) takeSpare(tmpDir string) *spare {
 	if sp == nil {
 		return nil
 	}
-	if !slices.Equal(sp.marks, s.marks(tmpDir)) {
+	ok := unchanged(sp.marks)
+	closeMarks(sp.marks)
+	sp.marks = nil
+	if !ok {
 		sp.end()
 		return nil
 	}
@@ -148,6 +191,7 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 		}
 	})
 	if !<-ready {
+		closeMarks(sp.marks)
 		if sp.group != nil {
 			sp.group.Release()
 		}
@@ -158,6 +202,8 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 
 // end ends an unused spare's thread and gives its control group back.
 func (sp *spare) end() {
+	closeMarks(sp.marks)
+	sp.marks = nil
 	close(sp.run)
 	if sp.group != nil {
 		sp.group.Release()

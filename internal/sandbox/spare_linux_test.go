@@ -119,3 +119,50 @@ func TestSpareFollowsReplacedPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestMarksSeeReplacement: a marked path replaced by another file is
+// seen as changed, even where the file system gives the new file the
+// freed inode number of the old (ext4 does at once), since the mark holds
+// the old file open.
+func TestMarksSeeReplacement(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		exists  bool
+		change  func(p string) error
+		changed bool
+	}{
+		{"untouched folder", true, func(string) error { return nil }, false},
+		{"still missing", false, func(string) error { return nil }, false},
+		{"made since", false, func(p string) error { return os.Mkdir(p, 0o700) }, true},
+		{"removed", true, os.Remove, true},
+		{"replaced by a link", true, func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink("/etc", p)
+		}, true},
+		{"replaced by a folder", true, func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Mkdir(p, 0o700)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "d")
+			if c.exists {
+				if err := os.Mkdir(p, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			marks := []fileMark{markPath(p, false)}
+			defer closeMarks(marks)
+			if err := c.change(p); err != nil {
+				t.Fatal(err)
+			}
+			if got := !unchanged(marks); got != c.changed {
+				t.Errorf("changed = %v, want %v", got, c.changed)
+			}
+		})
+	}
+}
