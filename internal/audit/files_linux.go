@@ -94,9 +94,6 @@ func (f *files) placeAt(day string, dfd int, name string, data []byte, ifAbsent 
 		if fd < 0 {
 			fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o640)
 		}
-		if err == nil {
-			f.wakeMaker(day)
-		}
 		switch err {
 		case nil:
 			err = writeAll(fd, data)
@@ -104,6 +101,12 @@ func (f *files) placeAt(day string, dfd int, name string, data []byte, ifAbsent 
 				err = f.link(fd, dfd, name)
 			}
 			unix.Close(fd)
+			if err == nil {
+				// Placed: the next record's file can be made. (A record
+				// whose folder was deleted under it is placed on the
+				// second try, in the folder made again.)
+				f.wakeMaker(day)
+			}
 			if err == unix.EEXIST && ifAbsent {
 				return nil
 			}

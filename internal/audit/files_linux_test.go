@@ -87,8 +87,10 @@ func TestFileMadeAhead(t *testing.T) {
 // once leave the maker asleep: it could not get ahead of them.
 func TestBackToBackRecordsMakeNoneAhead(t *testing.T) {
 	l := newLog(t, Options{})
-	l.files.last.Store(time.Now().Add(time.Hour).UnixNano()) // as if a record had just been placed
 	for i := range 20 {
+		// As if the last record had just been placed, however slowly
+		// this machine runs the loop.
+		l.files.last.Store(time.Now().Add(time.Hour).UnixNano())
 		rec := Record{CallID: fmt.Sprint(i), ToolName: "read_file", Timestamp: time.Now()}
 		st, err := l.Start(rec)
 		if err != nil {
