@@ -21,13 +21,13 @@ import (
 
 // Child is a command started by Start.
 type Child struct {
-	cmd      *exec.Cmd
-	group    *cgroups.Group // nil without control groups
-	pidns    bool           // the command's PID namespace ends with it
-	mark     string         // the call's mark where the service is the subreaper
-	release  chan struct{}  // lets the launching thread end
-	spareDir *string        // where a spare is made for the next command once this one ended
-	s        *Sandbox
+	cmd       *exec.Cmd
+	group     *cgroups.Group // nil without control groups
+	pidns     bool           // the command's PID namespace ends with it
+	mark      string         // the call's mark where the service is the subreaper
+	release   chan struct{}  // lets the launching thread end
+	spareNext bool           // a spare is made for the next command once this one ended
+	s         *Sandbox
 
 	mu   sync.Mutex // orders kill and cleanup
 	done bool       // cleaned up: nothing of the command is left to kill
@@ -68,7 +68,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	}
 	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{}), s: s}
 	if s.spareFor(tmpDir) {
-		c.spareDir = &tmpDir
+		c.spareNext = true
 	}
 	if s.subreaper {
 		c.mark = newMark()
@@ -494,7 +494,7 @@ func (c *Child) cleanup() {
 	if c.group != nil {
 		c.group.Release()
 	}
-	if c.spareDir != nil {
-		go c.s.makeSpare(*c.spareDir)
+	if c.spareNext {
+		go c.s.makeSpare()
 	}
 }

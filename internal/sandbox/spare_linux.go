@@ -20,10 +20,9 @@ import (
 // command's credentials, environment, folder and descriptors are set when
 // it forks, as for a thread confined on the spot.
 type spare struct {
-	group  *cgroups.Group
-	tmpDir string
-	marks  []fileMark  // the paths the confinement named, as they were
-	run    chan func() // the fork, run on the spare's thread; closed to end it unused
+	group *cgroups.Group
+	marks []fileMark  // the paths the confinement named, as they were
+	run   chan func() // the fork, run on the spare's thread; closed to end it unused
 }
 
 // fileMark is what a path was when a spare's confinement was built: gone,
@@ -140,12 +139,12 @@ func (s *Sandbox) takeSpare(tmpDir string) *spare {
 	return sp
 }
 
-// makeSpare confines a thread for a command with temporary folder tmpDir
-// and keeps it as the spare, unless one is there or being made. A thread
+// makeSpare confines a thread for a command with the temporary folder the
+// sandbox makes (FreshTemp) and keeps it as the spare, unless one is there or being made. A thread
 // that fails to confine itself is dropped without a word: the command
 // that would have used it confines a thread on the spot, and reports the
 // failure if it happens again.
-func (s *Sandbox) makeSpare(tmpDir string) {
+func (s *Sandbox) makeSpare() {
 	s.spareMu.Lock()
 	if !s.spares || s.spare != nil || s.warming {
 		s.spareMu.Unlock()
@@ -153,6 +152,7 @@ func (s *Sandbox) makeSpare(tmpDir string) {
 	}
 	s.warming = true
 	s.spareMu.Unlock()
+	tmpDir, _ := s.FreshTemp()
 	sp := s.newSpare(tmpDir)
 	s.spareMu.Lock()
 	defer s.spareMu.Unlock()
@@ -170,7 +170,7 @@ func (s *Sandbox) makeSpare(tmpDir string) {
 
 // newSpare makes and confines a spare's thread, or returns nil.
 func (s *Sandbox) newSpare(tmpDir string) *spare {
-	sp := &spare{tmpDir: tmpDir, run: make(chan func())}
+	sp := &spare{run: make(chan func())}
 	if s.cg != nil {
 		g, err := s.cg.Get()
 		if err != nil {
