@@ -367,7 +367,7 @@ const (
 func (g *Group) state() int {
 	st := stateEmpty
 	if g.v2 != "" {
-		b, err := os.ReadFile(filepath.Join(g.v2, "cgroup.events"))
+		b, err := readSmall(filepath.Join(g.v2, "cgroup.events"))
 		switch {
 		case err != nil:
 			return stateForeign
@@ -380,7 +380,7 @@ func (g *Group) state() int {
 	}
 	self := os.Getpid()
 	for _, d := range g.v1 {
-		b, err := os.ReadFile(filepath.Join(d, "tasks"))
+		b, err := readSmall(filepath.Join(d, "tasks"))
 		if err != nil {
 			return stateForeign
 		}
@@ -595,13 +595,14 @@ func (m *Manager) cleanStale(dir string, v2 bool) {
 
 // members lists the processes in one folder (not below it).
 func members(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readSmall(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
 	var out []int
+	self := os.Getpid()
 	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil && n != os.Getpid() && !ending(n) {
+		if n, err := strconv.Atoi(f); err == nil && n != self && !ending(n) {
 			out = append(out, n)
 		}
 	}
@@ -615,7 +616,7 @@ func members(dir string) []int {
 // sandbox, which takes milliseconds. A caller that waits for a command's
 // processes to end need not wait for that.
 func ending(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readSmall("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) // gone; anything else: unknown
 	}
@@ -634,6 +635,35 @@ func ending(pid int) bool {
 	}
 	flags, err := strconv.ParseUint(f[6], 10, 64)
 	return err == nil && flags&pfExiting != 0
+}
+
+// readSmall reads a small kernel file (a control group's list, a
+// process's stat) with plain system calls. os.ReadFile would register the
+// file with Go's poller, which takes kernfs files, and set and clear
+// non-blocking mode: nine system calls where three do, several times a
+// command while its group is watched.
+func readSmall(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
 }
 
 // pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h).

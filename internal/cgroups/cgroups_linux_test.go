@@ -1,11 +1,14 @@
 package cgroups
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,5 +260,31 @@ func TestEnding(t *testing.T) {
 	zombie.Wait()
 	if !ending(pid) {
 		t.Error("a reaped process did not count as ending")
+	}
+}
+
+// TestReadSmall checks the plain-syscall reader against os.ReadFile: an
+// empty file, one that fits the first buffer, one that makes it grow,
+// and a missing one, which must still count as not existing (ending
+// relies on that for a process that is gone).
+func TestReadSmall(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 100, 511, 512, 513, 5000} {
+		path := filepath.Join(dir, "f")
+		want := bytes.Repeat([]byte("0123456789\n"), size/11+1)[:size]
+		if err := os.WriteFile(path, want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readSmall(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("size %d: got %d bytes, %v", size, len(got), err)
+		}
+	}
+	got, err := readSmall("/proc/self/stat")
+	if err != nil || !bytes.HasPrefix(got, []byte(strconv.Itoa(os.Getpid())+" (")) {
+		t.Fatalf("/proc/self/stat: %q, %v", got, err)
+	}
+	if _, err := readSmall(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }
