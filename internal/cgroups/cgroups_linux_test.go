@@ -263,10 +263,10 @@ func TestEnding(t *testing.T) {
 	}
 }
 
-// TestReadSmall checks the plain-syscall reader against os.ReadFile: an
-// empty file, one that fits the first buffer, one that makes it grow,
-// and a missing one, which must still count as not existing (ending
-// relies on that for a process that is gone).
+// TestReadSmall checks the plain-syscall reader on an empty file, files
+// around the size of its first buffer and one that makes it grow, a
+// process's stat, and a missing file, which must still count as not
+// existing (ending relies on that for a process that is gone).
 func TestReadSmall(t *testing.T) {
 	dir := t.TempDir()
 	for _, size := range []int{0, 100, 511, 512, 513, 5000} {
