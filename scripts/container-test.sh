@@ -16,10 +16,22 @@
 # rebuilds what changed.
 #
 # Needs root (podman with runc; debootstrap). Missing Debian packages are
-# installed with apt-get. Usage: scripts/container-test.sh
+# installed with apt-get.
+# Usage: scripts/container-test.sh [build|check]
+#   build: the base images and the image (scripts/test.sh runs this part
+#          in the background, beside the compile checks); check: the
+#          checks of an image built so; neither: both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+mode=${1:-all}
+case $mode in
+all | build | check) ;;
+*)
+	echo "usage: $0 [build|check]" >&2
+	exit 2
+	;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "container-test: needs root (rootful podman, debootstrap)" >&2
@@ -55,35 +67,9 @@ runtime = "runc"
 EOF
 export CONTAINERS_CONF=$cache/containers.conf
 mirror=${TOOLSVC_TEST_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-
-# The runtime base: Debian bookworm minbase.
-base_tar=$cache/bookworm-minbase.tar
-if [ ! -s "$base_tar" ]; then
-	log "debootstrap bookworm minbase (first run only)"
-	rm -rf "$cache/rootfs.tmp"
-	debootstrap --variant=minbase bookworm "$cache/rootfs.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
-		fail "debootstrap failed; see $cache/debootstrap.log"
-	# As in Debian's own images: updates and security too.
-	rm -f "$cache/rootfs.tmp/etc/apt/sources.list"
-	cat >"$cache/rootfs.tmp/etc/apt/sources.list.d/debian.sources" <<EOF
-Types: deb
-URIs: $mirror
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: ${TOOLSVC_TEST_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-	chroot "$cache/rootfs.tmp" apt-get clean
-	tar --numeric-owner -C "$cache/rootfs.tmp" -cf "$base_tar.tmp" .
-	mv "$base_tar.tmp" "$base_tar"
-	rm -rf "$cache/rootfs.tmp"
-fi
-base_id=$(stat -c %Y-%s "$base_tar")
+image=localhost/toolsvc:container-test
+# The version the image reports: the checkout's, as git describes it.
+version=$(git describe --always --dirty 2>/dev/null || echo devel)
 
 # import_image NAME ID TAR [--change ...]: imports TAR as NAME unless the
 # image there was made from the same ID (the label toolsvc.test.source).
@@ -96,41 +82,78 @@ import_image() {
 	log "importing $name"
 	podman import -q --change "LABEL toolsvc.test.source=$id" "$@" "$tar" "$name" >/dev/null
 }
-import_image debian:bookworm-slim "$base_id" "$base_tar" --change 'CMD ["bash"]'
 
-# The build base: the same plus this machine's Go toolchain and its CA
-# bundle (the build reaches the Go module proxy).
-goroot=$(go env GOROOT)
-gover=$(go env GOVERSION)
-build_tar=$cache/golang-$gover-bookworm.tar
-if [ ! -s "$build_tar" ] || [ "$build_tar" -ot "$base_tar" ]; then
-	log "making the build base with $gover"
-	cp "$base_tar" "$build_tar.tmp"
-	tar --numeric-owner -rf "$build_tar.tmp" -C "$goroot" --transform 's,^\.,./usr/local/go,' .
-	tar -rf "$build_tar.tmp" -C / etc/ssl/certs/ca-certificates.crt
-	mv "$build_tar.tmp" "$build_tar"
-fi
-import_image golang:1.26-bookworm "$base_id-$gover" "$build_tar" \
-	--change 'ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-	--change 'ENV GOPATH=/go' --change 'ENV GOTOOLCHAIN=local' --change 'WORKDIR /go'
+# build_image makes the base images and builds the image.
+build_image() {
+	# The runtime base: Debian bookworm minbase.
+	base_tar=$cache/bookworm-minbase.tar
+	if [ ! -s "$base_tar" ]; then
+		log "debootstrap bookworm minbase (first run only)"
+		rm -rf "$cache/rootfs.tmp"
+		debootstrap --variant=minbase bookworm "$cache/rootfs.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+			fail "debootstrap failed; see $cache/debootstrap.log"
+		# As in Debian's own images: updates and security too.
+		rm -f "$cache/rootfs.tmp/etc/apt/sources.list"
+		cat >"$cache/rootfs.tmp/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $mirror
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
-image=localhost/toolsvc:container-test
-# The version the image reports: the checkout's, as git describes it.
-version=$(git describe --always --dirty 2>/dev/null || echo devel)
-log "podman build (version $version)"
-podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version" -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
-	{
-		tail -40 "$cache/build.log" >&2
-		fail "podman build failed; see $cache/build.log"
-	}
-# The image's size is held: deploy/Dockerfile keeps out what the service
-# never reads (docs, translations, apt's lists and caches, the GPU
-# drivers). 900 MB, decimal.
-size=$(podman image inspect --format '{{.Size}}' "$image")
-log "built a $((size / 1000000)) MB image"
-if [ "$size" -gt 900000000 ]; then
-	podman history --format '{{.Size}}\t{{.CreatedBy}}' "$image" | cut -c1-160 >&2
-	fail "the image is $((size / 1000000)) MB, over 900 MB: see its layers above"
+Types: deb
+URIs: ${TOOLSVC_TEST_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+		chroot "$cache/rootfs.tmp" apt-get clean
+		tar --numeric-owner -C "$cache/rootfs.tmp" -cf "$base_tar.tmp" .
+		mv "$base_tar.tmp" "$base_tar"
+		rm -rf "$cache/rootfs.tmp"
+	fi
+	base_id=$(stat -c %Y-%s "$base_tar")
+
+	import_image debian:bookworm-slim "$base_id" "$base_tar" --change 'CMD ["bash"]'
+
+	# The build base: the same plus this machine's Go toolchain and its CA
+	# bundle (the build reaches the Go module proxy).
+	goroot=$(go env GOROOT)
+	gover=$(go env GOVERSION)
+	build_tar=$cache/golang-$gover-bookworm.tar
+	if [ ! -s "$build_tar" ] || [ "$build_tar" -ot "$base_tar" ]; then
+		log "making the build base with $gover"
+		cp "$base_tar" "$build_tar.tmp"
+		tar --numeric-owner -rf "$build_tar.tmp" -C "$goroot" --transform 's,^\.,./usr/local/go,' .
+		tar -rf "$build_tar.tmp" -C / etc/ssl/certs/ca-certificates.crt
+		mv "$build_tar.tmp" "$build_tar"
+	fi
+	import_image golang:1.26-bookworm "$base_id-$gover" "$build_tar" \
+		--change 'ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'ENV GOPATH=/go' --change 'ENV GOTOOLCHAIN=local' --change 'WORKDIR /go'
+
+	log "podman build (version $version)"
+	podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version" -f deploy/Dockerfile -t "$image" . >"$cache/build.log" 2>&1 ||
+		{
+			tail -40 "$cache/build.log" >&2
+			fail "podman build failed; see $cache/build.log"
+		}
+	# The image's size is held: deploy/Dockerfile keeps out what the service
+	# never reads (docs, translations, apt's lists and caches, the GPU
+	# drivers). 900 MB, decimal.
+	size=$(podman image inspect --format '{{.Size}}' "$image")
+	log "built a $((size / 1000000)) MB image"
+	if [ "$size" -gt 900000000 ]; then
+		podman history --format '{{.Size}}\t{{.CreatedBy}}' "$image" | cut -c1-160 >&2
+		fail "the image is $((size / 1000000)) MB, over 900 MB: see its layers above"
+	fi
+}
+
+if [ "$mode" != check ]; then
+	build_image
+	[ "$mode" = build ] && exit 0
+elif ! podman image exists "$image"; then
+	fail "no image $image to check: run scripts/container-test.sh build first"
 fi
 
 work=$(mktemp -d)

@@ -18,6 +18,13 @@ cd "$(dirname "$0")/.."
 packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 haproxy)
 # PostgreSQL by what answers: a server of another origin on 5432 will do.
 command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432 || packages+=(postgresql)
+# The image built and checked on a real engine (podman, as root): in CI
+# (CI=true, as .ci/run sets), else opt-in, as it needs root and a few
+# minutes (scripts/container-test.sh). TOOLSVC_TEST_CONTAINER=0 skips it.
+container="${TOOLSVC_TEST_CONTAINER:-}"
+if [ -z "$container" ] && [ "${CI:-}" = "true" ]; then container=1; fi
+# Its packages go in with the others, in the one apt run.
+if [ "$container" = "1" ]; then packages+=(podman runc debootstrap podman-compose curl); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,31 +34,58 @@ done
 # refuse Debian's npm as a conflict.
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
 
-# The shared store's tests need PostgreSQL at 127.0.0.1:5432 with trust
-# authentication for local connections (Debian's cluster: user postgres).
-if ! pg_isready -q -h 127.0.0.1 -p 5432; then
-  cluster=$(ls /etc/postgresql | sort -V | tail -1)
-  hba="/etc/postgresql/$cluster/main/pg_hba.conf"
-  if ! grep -q "^host all all 127.0.0.1/32 trust" "$hba"; then
-    sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
+# On a fresh machine the installs and the image's first build wait mostly
+# on the network, the compile checks below on the processors: they run
+# side by side. In the background: the missing packages, then, with the
+# container test, the image's build (scripts/container-test.sh build).
+# Its output is kept in a file and shown when it is joined; the tests
+# wait for the packages only.
+# Should a step fail meanwhile, the script still waits for the
+# background before it ends: apt stopped midway leaves dpkg broken.
+bg_dir=$(mktemp -d)
+trap 'wait; rm -rf "$bg_dir"' EXIT
+(
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-  pg_ctlcluster --skip-systemctl-redirect "$cluster" main start
-  for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
-fi
+  touch "$bg_dir/installed"
+  if [ "$container" = "1" ]; then
+    bash scripts/container-test.sh build
+  fi
+) >"$bg_dir/log" 2>&1 &
+bg_pid=$!
+# join_background waits for the background work to end, shows its output
+# and stops here if it failed.
+join_background() {
+  local rc=0
+  wait "$bg_pid" || rc=$?
+  cat "$bg_dir/log"
+  if [ "$rc" -ne 0 ]; then
+    echo "the installs or the image's build failed (exit $rc): see above" >&2
+    exit 1
+  fi
+}
+# wait_installed waits for the packages, or for the background to fail.
+wait_installed() {
+  while [ ! -e "$bg_dir/installed" ]; do
+    kill -0 "$bg_pid" 2>/dev/null || join_background
+    sleep 1
+  done
+}
 
 go mod download
 go vet ./...
 # toolsvc also runs on macOS and Windows desktops: vet compiles every
 # package (tests included) for them, which keeps the build tags honest.
-for t in darwin/amd64 darwin/arm64 windows/amd64; do
+# No file of the project is chosen by processor, so darwin/arm64 stands
+# for macOS on both (each system is a full compile: close to two minutes
+# on a fresh machine).
+for t in darwin/arm64 windows/amd64; do
   GOOS=${t%/*} GOARCH=${t#*/} go vet ./...
 done
 unformatted=$(gofmt -l cmd internal scripts deploy)
@@ -116,6 +150,19 @@ if [ $# -eq 0 ]; then
   (cd deploy/k8s && go vet ./... && go test -count=1 ./...)
   set -- ./...
 fi
+wait_installed
+# The shared store's tests need PostgreSQL at 127.0.0.1:5432 with trust
+# authentication for local connections (Debian's cluster: user postgres).
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+  cluster=$(ls /etc/postgresql | sort -V | tail -1)
+  hba="/etc/postgresql/$cluster/main/pg_hba.conf"
+  if ! grep -q "^host all all 127.0.0.1/32 trust" "$hba"; then
+    sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
+  fi
+  pg_ctlcluster --skip-systemctl-redirect "$cluster" main start
+  for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+
 go test -race -count=1 -timeout 18m "$@"
 
 # A short fuzzing pass over every fuzz target (CI, or FUZZ=1): go test -fuzz
@@ -156,11 +203,8 @@ if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
   done
 fi
 
-# The image built and checked on a real engine (podman, as root): in CI
-# (CI=true, as .ci/run sets), else opt-in, as it needs root and a few
-# minutes (scripts/container-test.sh). TOOLSVC_TEST_CONTAINER=0 skips it.
-container="${TOOLSVC_TEST_CONTAINER:-}"
-if [ -z "$container" ] && [ "${CI:-}" = "true" ]; then container=1; fi
+# The image, built in the background above, checked on podman.
+join_background
 if [ "$container" = "1" ]; then
-  bash scripts/container-test.sh
+  bash scripts/container-test.sh check
 fi
