@@ -44,7 +44,9 @@ command -v npm >/dev/null || missing+=(npm)
 # Should a step fail meanwhile, the script still waits for the
 # background before it ends: apt stopped midway leaves dpkg broken.
 bg_dir=$(mktemp -d)
-trap 'wait; rm -rf "$bg_dir"' EXIT
+trap '[ -z "$(jobs -p)" ] || echo "waiting for the background installs or image build to end" >&2
+  wait
+  rm -rf "$bg_dir"' EXIT
 (
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}"
