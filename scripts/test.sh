@@ -41,25 +41,32 @@ command -v npm >/dev/null || missing+=(npm)
 # container test, the image's build (scripts/container-test.sh build).
 # Its output is kept in a file and shown when it is joined; the tests
 # wait for the packages only.
+# sudo asks for its password here, in the foreground, where it can be
+# seen; the background then uses the credentials it keeps for a while.
+SUDO=""
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing in the background: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+    sudo -v
+  fi
+fi
+bg_dir=$(mktemp -d)
 # Should a step fail meanwhile, the script still waits for the
 # background before it ends: apt stopped midway leaves dpkg broken.
-bg_dir=$(mktemp -d)
 trap '[ -z "$(jobs -p)" ] || echo "waiting for the background installs or image build to end" >&2
   wait
   rm -rf "$bg_dir"' EXIT
 (
   if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing: ${missing[*]}"
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
   touch "$bg_dir/installed"
   if [ "$container" = "1" ]; then
     bash scripts/container-test.sh build
   fi
-) >"$bg_dir/log" 2>&1 &
+) >"$bg_dir/log" 2>&1 </dev/null &
 bg_pid=$!
 # join_background waits for the background work to end, shows its output
 # and stops here if it failed.
