@@ -568,7 +568,7 @@ func (m *Manager) cleanStale(dir string, v2 bool) {
 			continue
 		}
 		n, err := strconv.Atoi(pid)
-		if err != nil || n == os.Getpid() || unix.Kill(n, 0) == nil {
+		if err != nil || n == os.Getpid() || running(n) {
 			continue // not ours, or its service still runs
 		}
 		parent := filepath.Join(dir, e.Name())
@@ -591,6 +591,15 @@ func (m *Manager) cleanStale(dir string, v2 bool) {
 		}
 		_ = unix.Rmdir(parent)
 	}
+}
+
+// running reports whether process pid exists. A process of another user
+// exists too: signal 0 is then refused with EPERM, not ESRCH. Taking that
+// refusal for "gone" would let a service run by one user kill the
+// commands of another user's live service sharing the parent group,
+// wherever both run commands as the same account.
+func running(pid int) bool {
+	return unix.Kill(pid, 0) != unix.ESRCH
 }
 
 // members lists the processes in one folder (not below it).

@@ -288,3 +288,78 @@ func TestReadSmall(t *testing.T) {
 		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// cleanStaleDir names the folder that a copy of this test binary, run as
+// another user, cleans the way a service starting there would.
+const cleanStaleDir = "TOOLSVC_TEST_CLEAN_STALE_DIR"
+
+// TestCleanStaleSparesOtherUsersServices tries the attack: a service run
+// by an unprivileged user starts beside a live service of root's whose
+// command runs as that same user. The newcomer must take root's groups
+// for live ones and kill nothing in them, though it could: the command
+// is its own user's. The groups of a service that is gone are still
+// cleaned, which shows the newcomer did run and could kill.
+func TestCleanStaleSparesOtherUsersServices(t *testing.T) {
+	if dir := os.Getenv(cleanStaleDir); dir != "" {
+		(&Manager{}).cleanStale(dir, false)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the newcomer as another user")
+	}
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		os.Chmod(d, 0o755)
+	}
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	// command starts `sleep` as uid 65534 and lists it in a call group of
+	// the service with process ID owner, as cgroup.procs would.
+	command := func(owner int) int {
+		cmd := exec.Command("sleep", "60")
+		cmd.SysProcAttr = nobody
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		group := filepath.Join(base, "toolsvc-"+strconv.Itoa(owner)+"-1a2b3c4d", "call-1")
+		if err := os.MkdirAll(group, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return cmd.Process.Pid
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := command(os.Getpid())
+	orphan := command(gone.Process.Pid)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "cgroups.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	newcomer := exec.Command(bin, "-test.run", "^TestCleanStaleSparesOtherUsersServices$", "-test.count=1")
+	newcomer.Dir = base
+	newcomer.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + base, cleanStaleDir + "=" + base}
+	newcomer.SysProcAttr = nobody
+	if out, err := newcomer.CombinedOutput(); err != nil {
+		t.Fatalf("the newcomer as uid 65534: %v\n%s", err, out)
+	}
+	if ending(live) {
+		t.Errorf("a new service of another user killed the command of root's live service")
+	}
+	if !ending(orphan) {
+		t.Errorf("the command of a service that is gone was left running")
+	}
+}
