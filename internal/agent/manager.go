@@ -146,6 +146,11 @@ type entry struct {
 	hook func(Event)
 	subs map[*Subscription]struct{}
 
+	// stored: the store has the task, so its lease may be renewed. A
+	// task is in tasks before its first save ends; renewing it then would
+	// find no row and take it for lost. Guarded by the manager's mu.
+	stored bool
+
 	saveMu  sync.Mutex      // orders snapshots and their writes
 	events  int             // events numbered so far
 	pending []NumberedEvent // events a SharedStore has not taken yet
@@ -300,6 +305,9 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 			return Task{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
+	m.mu.Lock()
+	e.stored = true
+	m.mu.Unlock()
 	snap := m.snapshot(e)
 	go m.run(tctx, e, task)
 	return snap, nil

@@ -43,7 +43,7 @@ func (m *Manager) tend() {
 	var running []string
 	m.mu.Lock()
 	for id, e := range m.tasks {
-		if e.cancel != nil {
+		if e.cancel != nil && e.stored {
 			running = append(running, id)
 		}
 	}

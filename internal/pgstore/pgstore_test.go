@@ -324,3 +324,49 @@ func TestManagersShareTasks(t *testing.T) {
 	}
 	<-sub.Done()
 }
+
+// slowFirstSave is the store with a slow first save of each task, as on a
+// loaded database: the lease loop runs meanwhile.
+type slowFirstSave struct {
+	*pgstore.Store
+	delay time.Duration
+	mu    sync.Mutex
+	saved map[string]bool
+}
+
+func (s *slowFirstSave) Save(ctx context.Context, t agent.Task, evs []agent.NumberedEvent) error {
+	s.mu.Lock()
+	first := !s.saved[t.ID]
+	s.saved[t.ID] = true
+	s.mu.Unlock()
+	if first {
+		time.Sleep(s.delay)
+	}
+	return s.Store.Save(ctx, t, evs)
+}
+
+// TestLeaseLoopWaitsForFirstSave: a task whose first save is still on its
+// way is not renewed, so not taken for lost by its own replica (found in
+// no row, then marked interrupted a few milliseconds after it started).
+func TestLeaseLoopWaitsForFirstSave(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	const lease = 300 * time.Millisecond // renewed every 100 ms
+	s := &slowFirstSave{Store: open(t, url, "a"), delay: 4 * lease / 3, saved: map[string]bool{}}
+	model := blockingModel{started: make(chan struct{}, 1)}
+	m, err := agent.NewManager(agent.ManagerOptions{Store: s, Replica: "a", Lease: lease, Model: model, Tools: noTools{}, MaxConcurrent: 4, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	task, err := m.Start("look around", "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-model.started
+	// Three more rounds of the lease loop, now that the row is there.
+	time.Sleep(lease)
+	got, ok, err := m.Find(context.Background(), task.ID)
+	if err != nil || !ok || got.Status != agent.StatusRunning {
+		t.Fatalf("the task a round after it started: %+v %v %v (want running)", got, ok, err)
+	}
+}
