@@ -277,7 +277,14 @@ func (noTools) Invoke(context.Context, string, []byte, registry.Meta) registry.R
 
 func manager(t *testing.T, s *pgstore.Store, replica string, model agent.Chatter) *agent.Manager {
 	t.Helper()
-	m, err := agent.NewManager(agent.ManagerOptions{Store: s, Replica: replica, Lease: 3 * time.Second, Model: model, Tools: noTools{}, MaxConcurrent: 4, Log: zerolog.Nop()})
+	return managerWithLease(t, s, replica, model, 3*time.Second)
+}
+
+// managerWithLease is manager on any shared store, renewing its tasks'
+// leases every third of lease.
+func managerWithLease(t *testing.T, s agent.SharedStore, replica string, model agent.Chatter, lease time.Duration) *agent.Manager {
+	t.Helper()
+	m, err := agent.NewManager(agent.ManagerOptions{Store: s, Replica: replica, Lease: lease, Model: model, Tools: noTools{}, MaxConcurrent: 4, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,11 +360,7 @@ func TestLeaseLoopWaitsForFirstSave(t *testing.T) {
 	const lease = 300 * time.Millisecond // renewed every 100 ms
 	s := &slowFirstSave{Store: open(t, url, "a"), delay: 4 * lease / 3, saved: map[string]bool{}}
 	model := blockingModel{started: make(chan struct{}, 1)}
-	m, err := agent.NewManager(agent.ManagerOptions{Store: s, Replica: "a", Lease: lease, Model: model, Tools: noTools{}, MaxConcurrent: 4, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	m := managerWithLease(t, s, "a", model, lease)
 	task, err := m.Start("look around", "l")
 	if err != nil {
 		t.Fatal(err)
