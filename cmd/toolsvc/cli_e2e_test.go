@@ -155,7 +155,12 @@ func TestVersionOf(t *testing.T) {
 // that version.
 func TestLinkedVersion(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "toolsvc")
-	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.buildVersion=v0.0.0-linked-test", "-o", bin, ".")
+	args := []string{"build", "-buildvcs=false", "-ldflags", "-X main.buildVersion=v0.0.0-linked-test", "-o", bin}
+	if raceEnabled {
+		// The packages then come from the build cache the test binary filled.
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
