@@ -150,6 +150,7 @@ func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Wri
 	}
 	defer a.Close()
 	log := a.Log()
+	// scripts/barehttp -timeouts sets the same, for the benchmarks.
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -7,7 +7,10 @@
 // file linked into place): the floor of any log that keeps a file per
 // call, which toolsvc with its audit log on is compared with.
 //
-//	go run ./scripts/barehttp -addr 127.0.0.1:18081 -root DIR [-files DIR]
+// With -timeouts the server has the timeouts cmd/toolsvc's has (each sets
+// a deadline on the connection per request), to tell their cost apart.
+//
+//	go run ./scripts/barehttp -addr 127.0.0.1:18081 -root DIR [-files DIR] [-timeouts]
 package main
 
 import (
@@ -24,6 +27,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:18081", "listen address")
 	root := flag.String("root", ".", "folder the paths are relative to")
 	files := flag.String("files", "", "write one small file per request under this folder")
+	timeouts := flag.Bool("timeouts", false, "set the server timeouts toolsvc sets")
 	flag.Parse()
 	var w *fileWriter
 	if *files != "" {
@@ -57,5 +61,13 @@ func main() {
 		rw.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(rw).Encode(map[string]string{"result": string(data)})
 	})
-	log.Fatal(http.ListenAndServe(*addr, nil))
+	srv := &http.Server{Addr: *addr}
+	if *timeouts {
+		srv.ReadHeaderTimeout = 10 * time.Second
+		srv.ReadTimeout = 2 * time.Minute
+		srv.WriteTimeout = time.Minute
+		srv.IdleTimeout = 2 * time.Minute
+		srv.MaxHeaderBytes = 64 << 10
+	}
+	log.Fatal(srv.ListenAndServe())
 }
