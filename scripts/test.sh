@@ -93,6 +93,9 @@ go mod download
 # instead of one without it and one with it (on a fresh machine that
 # second compile took about four minutes of processor time).
 race_flags="${GOFLAGS:+$GOFLAGS }-race"
+# The race detector needs cgo's C compiler, which may be among the
+# packages still going in.
+command -v "$(go env CC)" >/dev/null || wait_installed
 go vet -race ./...
 # toolsvc also runs on macOS and Windows desktops: vet compiles every
 # package (tests included) for them, which keeps the build tags honest.
