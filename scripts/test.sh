@@ -92,7 +92,6 @@ go mod download
 # vet, staticcheck and the tests share one compile of every package
 # instead of one without it and one with it (on a fresh machine that
 # second compile took about four minutes of processor time).
-race_flags="${GOFLAGS:+$GOFLAGS }-race"
 # The race detector needs cgo's C compiler, which may be among the
 # packages still going in.
 command -v "$(go env CC)" >/dev/null || wait_installed
@@ -135,7 +134,7 @@ if [ ! -x "$gocyclo" ]; then
   GOBIN="$tools_bin" go install "github.com/fzipp/gocyclo/cmd/gocyclo@$gocyclo_version"
   mv "$tools_bin/gocyclo" "$gocyclo"
 fi
-GOFLAGS="$race_flags" "$staticcheck" ./...
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" "$staticcheck" ./...  # -race: see vet above
 for t in darwin/arm64 windows/amd64; do
   GOOS=${t%/*} GOARCH=${t#*/} "$staticcheck" ./...
 done
