@@ -95,6 +95,11 @@ func startServer(t testing.TB, env map[string]string, opts ...startOption) *test
 	if _, ok := env["LOG_LEVEL"]; !ok {
 		vars["LOG_LEVEL"] = "info" // the "listening" line is read from the log
 	}
+	if _, ok := env["LOG_FLUSH_INTERVAL"]; !ok {
+		// Tests read the log right after a request: each line at once.
+		// TestLogBatches checks the default.
+		vars["LOG_FLUSH_INTERVAL"] = "0"
+	}
 	s := &testServer{Key: spec.key, DataDir: vars["DATA_DIR"], done: make(chan error, 1), logs: &syncBuffer{}, reload: make(chan struct{})}
 	pr, pw := io.Pipe()
 	if spec.process {

@@ -168,6 +168,7 @@ func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Wri
 	// to the OS before idling.
 	debug.FreeOSMemory()
 	log.Info().Str("version", ver).Str("addr", ln.Addr().String()).Func(a.Describe).Msg("listening")
+	a.FlushLog()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -24,6 +24,7 @@ import (
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
 	toolhttp "github.com/countbot/toolsvc/internal/http"
+	"github.com/countbot/toolsvc/internal/logbuf"
 	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/metrics"
@@ -56,7 +57,7 @@ type App struct {
 	tools    *Tools
 	replica  string         // TOOLSVC_REPLICA_ID, or the host name and a random suffix
 	shared   *pgstore.Store // TOOLSVC_DATABASE_URL's store; nil without one
-	out      io.Writer      // the log's output, which audit records may share
+	out      *logbuf.Writer // the log's output, which audit records may share
 	custom   *custom        // the tools file's tools; nil without one
 	handler  http.Handler
 	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
@@ -148,14 +149,15 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 
 // newApp is the App before anything is built: its configuration, its
 // replica's name and its log, written to out. Log lines and audit records
-// (TOOLSVC_AUDIT_STDOUT) share out a line at a time.
+// (TOOLSVC_AUDIT_STDOUT) share out a line at a time; info lines wait up to
+// TOOLSVC_LOG_FLUSH_INTERVAL to be written together.
 func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
 	if out == nil {
 		out = io.Discard
 	}
-	out = &lineWriter{w: out}
+	buf := logbuf.New(out, cfg.LogFlushInterval)
 	level, _ := zerolog.ParseLevel(cfg.LogLevel)
-	return &App{cfg: cfg, out: out, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(out)).Level(level).With().Timestamp().Logger()}
+	return &App{cfg: cfg, out: buf, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(buf)).Level(level).With().Timestamp().Logger()}
 }
 
 // openFolders opens the workspace and creates the data folder; with a
@@ -349,5 +351,12 @@ func (a *App) Close() {
 		for i := len(a.closers) - 1; i >= 0; i-- {
 			a.closers[i]()
 		}
+		// Last, so the lines of the closing reach the log; later lines
+		// are written at once.
+		_ = a.out.Close()
 	})
 }
+
+// FlushLog writes the log lines that wait (the start-up lines, say, so
+// that the listening line is seen at once).
+func (a *App) FlushLog() { _ = a.out.Flush() }

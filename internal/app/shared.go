@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/countbot/toolsvc/internal/agent"
@@ -71,17 +69,4 @@ func replicaID(set string) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return strings.ToLower(host) + "-" + hex.EncodeToString(b[:])
-}
-
-// lineWriter passes whole writes (log lines, audit records) to w one at a
-// time, so that lines of two writers never mix.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -96,6 +96,7 @@ type Server struct {
 	RestrictWorkspace bool          `env:"RESTRICT_TO_WORKSPACE" default:"true" desc:"confine every path tools use to the workspace"`
 	MinFreeBytes      int64         `env:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
 	LogLevel          string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFlushInterval  time.Duration `env:"LOG_FLUSH_INTERVAL" default:"100ms" desc:"how long info lines (the access log, one per request) may wait to be written together; warnings and errors are written at once, after the lines before them, and shutdown writes what waits (0: every line at once; at most 10s)"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
 }
 
@@ -110,6 +111,9 @@ func (s Server) validate(bad report) {
 		bad("LOG_LEVEL", "%q is not one of debug, info, warn, error", s.LogLevel)
 	}
 	positive(bad, limit{"SHUTDOWN_TIMEOUT", int64(s.ShutdownTimeout)})
+	if s.LogFlushInterval < 0 || s.LogFlushInterval > 10*time.Second {
+		bad("LOG_FLUSH_INTERVAL", "must be from 0 (every line at once) to 10s")
+	}
 	if s.MinFreeBytes < 0 {
 		bad("MIN_FREE_BYTES", "must be zero (no check) or more")
 	}
