@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -251,16 +255,45 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// BenchmarkWrite: an access log line passed on at once against in
+// batches, to a file and to a pipe that another process reads (a
+// container engine's), a write(2) each, and to nothing (the buffer's own
+// cost).
 func BenchmarkWrite(b *testing.B) {
 	line := []byte(info2)
-	for _, every := range []time.Duration{0, 100 * time.Millisecond} {
-		b.Run(fmt.Sprint(every), func(b *testing.B) {
-			w := New(discard{}, every)
-			for b.Loop() {
-				w.Write(line)
-			}
-			w.Close()
-		})
+	for _, to := range []string{"file", "pipe", "discard"} {
+		for _, every := range []time.Duration{0, 100 * time.Millisecond} {
+			b.Run(fmt.Sprintf("%s/%s", to, every), func(b *testing.B) {
+				var out io.Writer = discard{}
+				if to == "file" {
+					f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer f.Close()
+					out = f
+				}
+				if to == "pipe" {
+					cat := exec.Command("cat")
+					cat.Stdout = io.Discard
+					pipe, err := cat.StdinPipe()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := cat.Start(); err != nil {
+						b.Skip("no cat to read the pipe: ", err)
+					}
+					defer cat.Wait()
+					defer pipe.Close()
+					out = pipe
+				}
+				w := New(out, every)
+				for b.Loop() {
+					w.Write(line)
+				}
+				w.Close()
+			})
+		}
 	}
 }
 
