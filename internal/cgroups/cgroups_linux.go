@@ -476,7 +476,8 @@ func (g *Group) Kill(timeout time.Duration) bool {
 // AwaitEmpty waits, at most timeout, until no process is left in the
 // group, looking often: it is for processes known to be ending by
 // themselves, whose end a caller waits for. It reports whether the group
-// was seen empty.
+// was seen empty; a group seen empty is fit for reuse, as after a Kill
+// that finds it so, and needs no Kill.
 func (g *Group) AwaitEmpty(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for !g.empty() {
@@ -485,6 +486,7 @@ func (g *Group) AwaitEmpty(timeout time.Duration) bool {
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
+	g.spoiled.Store(false)
 	return true
 }
 

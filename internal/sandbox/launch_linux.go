@@ -461,14 +461,15 @@ func (c *Child) Wait() (err error, contained bool) {
 	c.s.leaders.Delete(c.cmd.Process.Pid)
 	switch {
 	case c.group != nil:
-		if c.s.mode == Bwrap {
-			// bubblewrap may end before the first process of its PID
-			// namespace has: the namespace is going away by itself, and a
-			// group left to empty needs no kill (after which a v2 group
-			// could not be reused).
-			c.group.AwaitEmpty(5 * time.Millisecond)
+		// bubblewrap may end before the first process of its PID
+		// namespace has: the namespace is going away by itself, and a
+		// group left to empty needs no kill (after which a v2 group could
+		// not be reused), nor a second look at its lists.
+		if c.s.mode == Bwrap && c.group.AwaitEmpty(5*time.Millisecond) {
+			contained = true
+		} else {
+			contained = c.group.Kill(2 * time.Second)
 		}
-		contained = c.group.Kill(2 * time.Second)
 		if c.pidns {
 			contained = true
 		}
