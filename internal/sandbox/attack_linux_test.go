@@ -82,7 +82,9 @@ func newAttackFixture(t *testing.T) attackFixture {
 	return f
 }
 
-// runIn runs script in s with a deadline and returns its output.
+// runIn runs script in s with a deadline and returns its output. It
+// starts it as exec does, through StartContext: under bubblewrap the
+// commands after a sandbox's first run in a bubblewrap started ahead.
 func runIn(t *testing.T, s *Sandbox, ws, script string) string {
 	t.Helper()
 	tmp := tempFor(t, s)
@@ -94,7 +96,7 @@ func runIn(t *testing.T, s *Sandbox, ws, script string) string {
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "TMPDIR=" + childTmp}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	c, err := s.Start(cmd, tmp)
+	c, err := s.StartContext(ctx, cmd, tmp)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

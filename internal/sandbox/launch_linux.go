@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +32,8 @@ type Child struct {
 
 	mu   sync.Mutex // orders kill and cleanup
 	done bool       // cleaned up: nothing of the command is left to kill
+
+	warmState // when started in a warm bubblewrap (warm_linux.go)
 }
 
 // Start starts cmd, built from Command with the same tmpDir and made with
@@ -54,6 +57,44 @@ type Child struct {
 // command's temporary folder itself, the thread is usually one confined
 // ahead, while no call waited (see spare_linux.go).
 func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
+	return s.start(context.Background(), cmd, tmpDir, false)
+}
+
+// StartContext is Start for a command made with exec.CommandContext(ctx):
+// knowing the context, it may run the command in a bubblewrap sandbox
+// built ahead (warm_linux.go), which it then kills when ctx is done.
+func (s *Sandbox) StartContext(ctx context.Context, cmd *exec.Cmd, tmpDir string) (*Child, error) {
+	return s.start(ctx, cmd, tmpDir, true)
+}
+
+func (s *Sandbox) start(ctx context.Context, cmd *exec.Cmd, tmpDir string, warmOK bool) (*Child, error) {
+	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{}), s: s}
+	if s.spareFor(tmpDir) {
+		c.spareNext = true
+	}
+	if s.mode != Bwrap {
+		return s.startOn(c, s.takeSpare(tmpDir), cmd, tmpDir)
+	}
+	// Under bubblewrap a spare is for a command that can run in the
+	// bubblewrap it started ahead; any other confines a thread of its
+	// own and leaves the spare to the next.
+	script, prefix, ok := s.warmFits(cmd)
+	if !warmOK || !ok {
+		return s.startOn(c, nil, cmd, tmpDir)
+	}
+	sp := s.takeSpare(tmpDir)
+	if sp != nil && sp.warm != nil && s.startInWarm(ctx, c, sp, cmd, script, prefix) == nil {
+		return c, nil
+	}
+	// No spare, one whose bubblewrap could not start, or one whose
+	// bubblewrap is gone: the spare's thread is used as it is.
+	return s.startOn(c, sp, cmd, tmpDir)
+}
+
+// prepareAttr sets what every command's process gets: a session of its
+// own, death with its launching thread, its PID namespace where the
+// sandbox makes one, and the account commands run as.
+func (s *Sandbox) prepareAttr(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -66,26 +107,35 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	if s.user != nil {
 		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
 	}
-	c := &Child{cmd: cmd, pidns: s.pidns || s.mode == Bwrap, release: make(chan struct{}), s: s}
-	if s.spareFor(tmpDir) {
-		c.spareNext = true
+}
+
+// startOn starts c's command, prepared, on the spare sp's thread, or on a
+// thread confined now when sp is nil.
+// Nothing here returns before the launch is handed to a thread but a
+// failure to prepare: a failure after that ends the thread, and c.cleanup
+// gives the group back.
+func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*Child, error) {
+	if sp != nil && sp.warm != nil {
+		sp.warm.end(s) // not used by a command started on the spot
+		sp.warm = nil
 	}
-	if s.subreaper {
-		c.mark = newMark()
-		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
-	}
+	s.prepareAttr(cmd)
 	if s.mode == Bwrap && s.seccomp != nil {
 		r, err := s.seccompPipe()
 		if err != nil {
+			if sp != nil {
+				sp.end()
+			}
 			return nil, err
 		}
 		defer r.Close()
 		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
 	}
-	// Nothing below returns before the launch is handed to a thread: a
-	// failure after that ends the thread, and c.cleanup gives the group
-	// back.
-	sp := s.takeSpare(tmpDir)
+	attr := cmd.SysProcAttr
+	if s.subreaper {
+		c.mark = newMark()
+		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
+	}
 	if sp != nil {
 		c.group = sp.group
 	} else if s.cg != nil {
@@ -477,6 +527,9 @@ func (c *Child) Wait() (err error, contained bool) {
 		contained = true
 	case c.mark != "":
 		contained = c.s.sweep(c.mark, c.cmd.Process.Pid, 2*time.Second)
+	}
+	if c.call != nil {
+		c.finishWarm()
 	}
 	c.cleanup()
 	return err, contained

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -103,6 +104,12 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 		return nil, err
 	}
 	return &Child{cmd: cmd}, nil
+}
+
+// StartContext is Start: there is no sandbox built ahead here, and the
+// command's own context ends it.
+func (s *Sandbox) StartContext(_ context.Context, cmd *exec.Cmd, tmpDir string) (*Child, error) {
+	return s.Start(cmd, tmpDir)
 }
 
 // Pid returns the command's process ID.

@@ -18,11 +18,16 @@ import (
 //
 // A spare holds its confinement, never a decision about the command: the
 // command's credentials, environment, folder and descriptors are set when
-// it forks, as for a thread confined on the spot.
+// it forks, as for a thread confined on the spot. Under bubblewrap the
+// thread also starts bubblewrap ahead (warm_linux.go), whose sandbox is
+// the same for every command; the command's environment and folder are
+// then set inside it.
 type spare struct {
 	group *cgroups.Group
 	marks []fileMark  // the paths the confinement named, as they were
 	run   chan func() // the fork, run on the spare's thread; closed to end it unused
+	warm  *warm       // bubblewrap started ahead, or nil
+	s     *Sandbox
 }
 
 // fileMark is what a path was when a spare's confinement was built: gone,
@@ -43,6 +48,9 @@ type fileMark struct {
 // later would not be covered) and the folders the Landlock rules grant
 // (rules name the file opened when they were built).
 func (s *Sandbox) marks(tmpDir string) []fileMark {
+	if s.mode == Bwrap {
+		return s.bwrapMarks()
+	}
 	if !s.mountns {
 		return nil
 	}
@@ -170,7 +178,7 @@ func (s *Sandbox) makeSpare() {
 
 // newSpare makes and confines a spare's thread, or returns nil.
 func (s *Sandbox) newSpare(tmpDir string) *spare {
-	sp := &spare{run: make(chan func())}
+	sp := &spare{run: make(chan func()), s: s}
 	if s.cg != nil {
 		g, err := s.cg.Get()
 		if err != nil {
@@ -184,6 +192,9 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 		if err := s.confineThread(sp.group, tmpDir); err != nil {
 			ready <- false
 			return
+		}
+		if s.mode == Bwrap {
+			sp.warm = s.startWarm(sp)
 		}
 		ready <- true
 		if launch, ok := <-sp.run; ok {
@@ -204,6 +215,10 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 func (sp *spare) end() {
 	closeMarks(sp.marks)
 	sp.marks = nil
+	if sp.warm != nil {
+		sp.warm.end(sp.s)
+		sp.warm = nil
+	}
 	close(sp.run)
 	if sp.group != nil {
 		sp.group.Release()

@@ -110,7 +110,7 @@ func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 	// Bounds how long Wait waits for the output pipes once the command's
 	// processes are gone or killed.
 	cmd.WaitDelay = 2 * time.Second
-	child, err := sb.Start(cmd, tmp)
+	child, err := sb.StartContext(cctx, cmd, tmp)
 	if err != nil {
 		return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not start %s: %w", j.what, err)
 	}

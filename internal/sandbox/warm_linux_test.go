@@ -1,0 +1,361 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newWarm returns a bubblewrap sandbox over a fresh workspace whose
+// spare has bubblewrap started, or skips where there is none.
+func newWarm(t *testing.T, opts Options) (*Sandbox, attackFixture) {
+	t.Helper()
+	af := newAttackFixture(t)
+	opts.Workspace = af.ws
+	s := newForTest(t, Bwrap, opts)
+	t.Cleanup(s.Close)
+	if _, ok := s.FreshTemp(); !ok {
+		t.Skip("bubblewrap cannot make the temporary folder here (no --size): no spares")
+	}
+	runIn(t, s, af.ws, "true") // the first command leaves a spare behind
+	awaitWarm(t, s)
+	return s, af
+}
+
+// awaitWarm waits until the sandbox's spare has bubblewrap started.
+func awaitWarm(t *testing.T, s *Sandbox) {
+	t.Helper()
+	if !waitSpare(s) {
+		t.Fatal("no spare was made")
+	}
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	if s.spare.warm == nil {
+		t.Fatal("the spare has no bubblewrap started ahead")
+	}
+}
+
+// startProbe starts argv in s as exec does, warm when warm is true (the
+// spare is then taken), else on the spot, and returns the child, its
+// command and its outputs.
+func startProbe(t *testing.T, s *Sandbox, dir string, env []string, argv []string, warm bool) (*Child, *exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	tmp := tempFor(t, s)
+	path, args, childTmp := s.Command(tmp, argv)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp/home", "TMPDIR=" + childTmp}, env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var c *Child
+	var err error
+	if warm {
+		c, err = s.StartContext(ctx, cmd, tmp)
+	} else {
+		c, err = s.Start(cmd, tmp)
+	}
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if got := c.call != nil; got != warm {
+		t.Fatalf("started warm: %v, want %v", got, warm)
+	}
+	return c, cmd, &out, &errOut
+}
+
+// TestWarmMatchesCold: a command run in a bubblewrap started ahead sees
+// what one started on the spot sees: the same environment, folder,
+// identity, capabilities, seccomp and no_new_privs, open descriptors,
+// standard input, exit status and outputs.
+func TestWarmMatchesCold(t *testing.T) {
+	s, af := newWarm(t, Options{})
+	sub := filepath.Join(af.ws, "sub dir")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	probe := `env | sort; pwd; id; echo "pid $$ ppid $PPID";
+grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; ls /proc/self/fd;
+[ -t 0 ] && echo tty; wc -c; ls -ld /dev/stdin | sed 's/.*-> //'; echo err >&2; exit 7`
+	results := map[bool]string{}
+	for _, warm := range []bool{false, true} {
+		if warm {
+			awaitWarm(t, s)
+		}
+		c, cmd, out, errOut := startProbe(t, s, sub, []string{"EXTRA=it's $x"}, []string{"/bin/sh", "-c", probe}, warm)
+		err, contained := c.Wait()
+		if !contained || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+			t.Fatalf("warm %v: err %v, contained %v, state %v", warm, err, contained, cmd.ProcessState)
+		}
+		results[warm] = out.String() + "STDERR:" + errOut.String()
+	}
+	if results[true] != results[false] {
+		t.Errorf("warm and cold commands differ:\ncold:\n%s\nwarm:\n%s", results[false], results[true])
+	}
+	for _, want := range []string{"EXTRA=it's $x\n", "PWD=" + sub + "\n", "\n0\n", "STDERR:err\n"} {
+		if !strings.Contains(results[true], want) {
+			t.Errorf("warm output lacks %q:\n%s", want, results[true])
+		}
+	}
+}
+
+// TestWarmArgumentsAreWords: whatever a command line holds (quotes,
+// newlines, substitutions, options), it reaches the program as the same
+// words, none of it read by the waiting shell.
+func TestWarmArgumentsAreWords(t *testing.T) {
+	s, af := newWarm(t, Options{})
+	words := []string{
+		"plain", "", " spaced  out ", "it's", `"double"`, `'\''`, "$(touch pwned1)", "`touch pwned2`",
+		"${HOME}", "a\nb\n", "\\", "-n", "--", "; touch pwned3", "' ; touch pwned4 ; '", "ünïcödé ✓", "\t\r",
+	}
+	argv := append([]string{"/bin/sh", "-c", `for w; do printf '[%s]' "$w"; done`, "sh"}, words...)
+	c, _, out, errOut := startProbe(t, s, af.ws, nil, argv, true)
+	c.Wait()
+	var want strings.Builder
+	for _, w := range words {
+		fmt.Fprintf(&want, "[%s]", w)
+	}
+	if out.String() != want.String() {
+		t.Errorf("words arrived as\n%q\nwant\n%q\nstderr: %s", out.String(), want.String(), errOut.String())
+	}
+	for i := 1; i <= 4; i++ {
+		if _, err := os.Stat(filepath.Join(af.ws, fmt.Sprintf("pwned%d", i))); err == nil {
+			t.Errorf("pwned%d was made: a word was run as shell syntax", i)
+		}
+	}
+}
+
+// TestWarmCanceled: the caller's context ends a command run warm, and
+// everything it started.
+func TestWarmCanceled(t *testing.T) {
+	s, af := newWarm(t, Options{})
+	tmp := tempFor(t, s)
+	path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "sleep 600 & sleep 600"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = af.ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdout = &bytes.Buffer{}
+	c, err := s.StartContext(ctx, cmd, tmp)
+	if err != nil || c.call == nil {
+		t.Fatalf("start: %v (warm %v)", err, c != nil && c.call != nil)
+	}
+	time.AfterFunc(200*time.Millisecond, cancel)
+	done := make(chan bool)
+	go func() {
+		_, contained := c.Wait()
+		done <- contained
+	}()
+	select {
+	case contained := <-done:
+		if !contained {
+			t.Error("the canceled command was not known to be gone")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the canceled command was not ended")
+	}
+	if cmd.ProcessState == nil || cmd.ProcessState.Success() {
+		t.Errorf("process state of the canceled command: %v", cmd.ProcessState)
+	}
+}
+
+// TestWarmNotUsedWhenPathsChanged: a workspace replaced, or a private path
+// made, after bubblewrap was started ahead leaves that bubblewrap unused:
+// its mounts were made for what was there before.
+func TestWarmNotUsedWhenPathsChanged(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, af attackFixture)
+	}{
+		{"workspace replaced", func(t *testing.T, af attackFixture) {
+			if err := os.Rename(af.ws, af.ws+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(af.ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(af.ws, "new.txt"), []byte("new\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"private folder made again", func(t *testing.T, af attackFixture) {
+			if err := os.MkdirAll(filepath.Join(af.ws, "later"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(af.ws, "later", "secret"), []byte("SECRET\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			af := newAttackFixture(t)
+			// A private path must exist when the sandbox is made; it is
+			// gone when the spare's bubblewrap is started, then made again.
+			later := filepath.Join(af.ws, "later")
+			if err := os.Mkdir(later, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := newForTest(t, Bwrap, Options{Workspace: af.ws, Private: []string{later}})
+			t.Cleanup(s.Close)
+			if _, ok := s.FreshTemp(); !ok {
+				t.Skip("no spares here")
+			}
+			if err := os.Remove(later); err != nil {
+				t.Fatal(err)
+			}
+			runIn(t, s, af.ws, "true")
+			awaitWarm(t, s)
+			c.change(t, af)
+			tmp := tempFor(t, s)
+			path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "cat new.txt later/secret 2>&1; true"})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, path, args...)
+			cmd.Dir = af.ws
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			child, err := s.StartContext(ctx, cmd, tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if child.call != nil {
+				t.Error("the command ran in the bubblewrap started before the change")
+			}
+			child.Wait()
+			if strings.Contains(out.String(), "SECRET") {
+				t.Errorf("a private path made after the spare reached the command:\n%s", out.String())
+			}
+			if c.name == "workspace replaced" && !strings.Contains(out.String(), "new\n") {
+				t.Errorf("the command did not see the new workspace:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestWarmReusesGroups: commands run warm give their control group back,
+// as others do: many calls leave a few groups, not one each.
+func TestWarmReusesGroups(t *testing.T) {
+	s, af := newWarm(t, Options{})
+	if s.cg == nil {
+		t.Skip("no control groups here")
+	}
+	for range 8 {
+		awaitWarm(t, s)
+		c, _, _, _ := startProbe(t, s, af.ws, nil, []string{"/bin/true"}, true)
+		if c.group == nil {
+			t.Fatal("a command run warm has no control group")
+		}
+		c.Wait()
+	}
+	if n := callGroups(t); n > 3 {
+		t.Errorf("%d control groups were made for 9 commands: run warm, they are not given back", n)
+	}
+}
+
+// callGroups counts the call groups this process made in the first
+// hierarchy where it finds its folder.
+func callGroups(t *testing.T) int {
+	prefix := fmt.Sprintf("toolsvc-%d-", os.Getpid())
+	most := 0
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Count(p, "/") > 7 {
+			return fs.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), prefix) {
+			calls, _ := filepath.Glob(filepath.Join(p, "call-*"))
+			most = max(most, len(calls))
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return most
+}
+
+// TestWarmFallsBack: a command that cannot run warm (a variable a shell
+// cannot set, input of its own) starts on the spot and works, leaving
+// the warm spare for the next.
+func TestWarmFallsBack(t *testing.T) {
+	s, af := newWarm(t, Options{})
+	s.spareMu.Lock()
+	ready := s.spare
+	s.spareMu.Unlock()
+	tmp := tempFor(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		name  string
+		argv  []string
+		env   []string
+		stdin string
+		want  string
+	}{
+		// A shell drops such a variable, the program gets it.
+		{"odd variable", []string{"/usr/bin/env"}, []string{"PATH=/usr/bin:/bin", "odd.name=1"}, "", "odd.name=1\n"},
+		{"input", []string{"/bin/cat"}, []string{"PATH=/usr/bin:/bin"}, "input\n", "input\n"},
+	} {
+		path, args, _ := s.Command(tmp, c.argv)
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Dir, cmd.Env = af.ws, c.env
+		if c.stdin != "" {
+			cmd.Stdin = strings.NewReader(c.stdin)
+		}
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		child, err := s.StartContext(ctx, cmd, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if child.call != nil {
+			t.Errorf("%s: the command ran warm", c.name)
+		}
+		child.Wait()
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%s: output %q, want %q in it", c.name, out.String(), c.want)
+		}
+	}
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	if s.spare != ready || ready.warm == nil {
+		t.Error("a command that could not run warm used the warm spare")
+	}
+}
+
+func TestWarmScript(t *testing.T) {
+	for _, c := range []struct {
+		argv, env []string
+		dir       string
+		ok        bool
+	}{
+		{[]string{"/bin/sh", "-c", "echo 'hi'"}, []string{"A=1", "B_2=x y"}, "/w", true},
+		{[]string{"/bin/sh"}, nil, "/w", true},
+		{nil, nil, "/w", false},
+		{[]string{"/bin/sh"}, []string{"2A=1"}, "/w", false},
+		{[]string{"/bin/sh"}, []string{"A-B=1"}, "/w", false},
+		{[]string{"/bin/sh"}, []string{"NOEQUALS"}, "/w", false},
+		{[]string{"/bin/sh"}, []string{"PWD=/x"}, "/w", false},
+		{[]string{"/bin/sh"}, []string{"OLDPWD=/x"}, "/w", false},
+		{[]string{"/bin/sh", "a\x00b"}, nil, "/w", false},
+	} {
+		script, ok := warmScript(c.argv, c.env, c.dir)
+		if ok != c.ok {
+			t.Errorf("warmScript(%q, %q): ok %v, want %v\n%s", c.argv, c.env, ok, c.ok, script)
+		}
+	}
+	got, _ := warmScript([]string{"/bin/sh", "-c", "echo 'hi'"}, []string{"A=it's"}, "/w d")
+	want := "export 'A=it'\\''s'\ncd -- '/w d' 2>/dev/null || cd -- \"${HOME:-/}\" 2>/dev/null || cd /\nexport PWD\nunset OLDPWD\nexec '/bin/sh' '-c' 'echo '\\''hi'\\''' </dev/null\n"
+	if got != want {
+		t.Errorf("script:\n%s\nwant:\n%s", got, want)
+	}
+}
