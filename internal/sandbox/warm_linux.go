@@ -28,9 +28,9 @@ import (
 //
 // bubblewrap is started with an empty environment and no folder of the
 // call's: what a call decides is in the lines it writes, never in how the
-// sandbox was built, and the sandbox is the one Command would describe
-// for the call (Start checks that the call's command line names the same
-// bubblewrap arguments).
+// sandbox was built, and the sandbox is the one Command describes for
+// the call (StartContext checks that the call's command line has the
+// very arguments this bubblewrap was started with).
 type warm struct {
 	args   []string // bubblewrap's arguments before the program (prefix of Command's)
 	cmd    *exec.Cmd
