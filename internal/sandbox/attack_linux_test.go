@@ -125,10 +125,13 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 	secret := fmt.Sprintf("VICTIM-SECRET-%d", time.Now().UnixNano())
 	victim := exec.Command("/bin/sh", "-c", "sleep 300", "CMDLINE-"+secret)
 	victim.Env = []string{"PATH=/usr/bin:/bin", "VICTIM_TOKEN=" + secret}
+	// A group of its own, killed whole: killing the shell alone would
+	// leave its sleep behind for five minutes.
+	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { victim.Process.Kill(); victim.Wait() }()
+	defer func() { _ = syscall.Kill(-victim.Process.Pid, syscall.SIGKILL); victim.Wait() }()
 	vpid := strconv.Itoa(victim.Process.Pid)
 	self := strconv.Itoa(os.Getpid())
 	// The service makes itself undumpable at start-up (cmd/toolsvc), as
