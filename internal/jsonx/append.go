@@ -8,12 +8,18 @@ const hex = "0123456789abcdef"
 // (encoding/json with HTML escaping off): invalid UTF-8 becomes U+FFFD, and
 // U+2028 and U+2029 are escaped. Hand-written encoders of the hot paths
 // (audit records, call results) use it instead of reflection.
-func AppendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// AppendStringHTML is AppendString with <, > and & escaped as well, as
+// json.Marshal escapes them.
+func AppendStringHTML(b []byte, s string) []byte { return appendString(b, s, true) }
+
+func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
 				i++
 				continue
 			}

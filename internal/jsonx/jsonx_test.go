@@ -27,34 +27,38 @@ func TestMarshalKeepsHTMLCharacters(t *testing.T) {
 }
 
 // TestAppendStringMatchesMarshal: AppendString escapes what Marshal
-// escapes, and nothing else.
+// escapes, and nothing else; AppendStringHTML what json.Marshal escapes.
 func TestAppendStringMatchesMarshal(t *testing.T) {
 	for _, s := range []string{
 		"", "plain", "quote \" backslash \\ slash /", "nl \n cr \r tab \t bs \b ff \f",
 		"bell \x07 nul \x00 us \x1f del \x7f", "<html>&amp;", "界 \u2028 \u2029 😀",
 		"bad \xff\xfe end", "\xe2\x80", "cut \xf0\x9f\x98",
 	} {
-		want, err := Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
-		}
+		checkAppend(t, s)
+	}
+}
+
+func checkAppend(t *testing.T, s string) {
+	t.Helper()
+	want, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+		t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+	}
+	wantHTML, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendStringHTML([]byte("x"), s); string(got) != "x"+string(wantHTML) {
+		t.Errorf("AppendStringHTML(%q) = %s, want %s", s, got[1:], wantHTML)
 	}
 }
 
 func FuzzAppendString(f *testing.F) {
 	f.Add("a\"b\\c\n\u2028\xff<>&")
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendString(nil, s); string(got) != string(want) {
-			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
-		}
-	})
+	f.Fuzz(func(t *testing.T, s string) { checkAppend(t, s) })
 }
 
 // decodeStd is what DecodeSimple must make: json.Decoder with UseNumber.
