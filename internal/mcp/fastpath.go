@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -238,13 +239,73 @@ type response struct {
 	Result  callResult      `json:"result"`
 }
 
-// writeResponse encodes the response straight to w.
-func writeResponse(w io.Writer, id json.RawMessage, res callResult) {
-	b, err := marshal(response{JSONRPC: "2.0", ID: id, Result: res})
-	if err != nil {
-		return // strings and integers: cannot fail
+// writeResponse encodes the response, by hand into a pooled buffer (a
+// call's result is most of what the server does for it besides the
+// tool; reflection and the text block's MarshalJSON, whose output
+// encoding/json scans again, took about a tenth of a small call), and
+// writes it to w. The bytes are those of marshal(response{...}), which
+// TestAppendResponseMatchesMarshal checks.
+func writeResponse(w io.Writer, bufs *sync.Pool, id json.RawMessage, res callResult) {
+	var b []byte
+	bp, _ := bufs.Get().(*[]byte)
+	if bp != nil {
+		b = (*bp)[:0]
 	}
+	b = appendResponse(b, id, res)
 	_, _ = w.Write(b)
+	if cap(b) > maxPooledResponse {
+		return
+	}
+	if bp == nil {
+		bp = new([]byte)
+	}
+	*bp = b
+	bufs.Put(bp)
+}
+
+// maxPooledResponse is the largest response buffer kept for another
+// call; a larger one is left to the collector.
+const maxPooledResponse = 64 << 10
+
+// appendResponse appends the JSON-RPC response carrying res: the SDK's
+// field order, the text and the _meta strings escaped as json.Marshal
+// escapes them (see textContent.MarshalJSON), the rest unescaped.
+func appendResponse(b []byte, id json.RawMessage, res callResult) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"content":[`...)
+	for i, c := range res.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = jsonx.AppendStringHTML(b, c.Type)
+		b = append(b, `,"text":`...)
+		b = jsonx.AppendStringHTML(b, c.Text)
+		if m := c.Meta; m != nil {
+			b = append(b, `,"_meta":{"call_id":`...)
+			b = jsonx.AppendStringHTML(b, m.CallID)
+			b = append(b, `,"duration_ms":`...)
+			b = strconv.AppendInt(b, m.DurationMS, 10)
+			if m.ErrorCode != nil {
+				b = append(b, `,"error_code":`...)
+				b = jsonx.AppendStringHTML(b, *m.ErrorCode)
+			}
+			if m.ExitCode != nil {
+				b = append(b, `,"exit_code":`...)
+				b = strconv.AppendInt(b, int64(*m.ExitCode), 10)
+			}
+			b = append(b, `,"status":`...)
+			b = jsonx.AppendStringHTML(b, m.Status)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, "}}"...)
 }
 
 // marshal encodes v as the SDK's messages are encoded.

@@ -228,3 +228,32 @@ func FuzzPlainCall(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendResponseMatchesMarshal: the hand-written response is, byte
+// for byte, what encoding/json makes of the same result (the text
+// block's MarshalJSON escaping <, > and & as the SDK does).
+func TestAppendResponseMatchesMarshal(t *testing.T) {
+	code, exit := "path_denied", 3
+	texts := []string{
+		"", "plain", "[File: a.txt]\n  1| <b>&amp;</b> \"quoted\" \\ back",
+		"tab\tcr\rbell\x07nul\x00", "界 \u2028 \u2029 😀", "bad \xff\xfe end",
+	}
+	for _, id := range []string{`7`, `"id-\u003c1\u003e"`, `-12`} {
+		for _, text := range texts {
+			for _, res := range []callResult{
+				{Content: []textContent{{Type: "text", Text: text, Meta: &callMeta{CallID: "c1", Status: "success", DurationMS: 12}}}},
+				{IsError: true, Content: []textContent{{Type: "text", Text: text, Meta: &callMeta{CallID: "c<2>", Status: "error", ErrorCode: &code}}}},
+				{Content: []textContent{{Type: "text", Text: text, Meta: &callMeta{CallID: "c3", Status: "success", ExitCode: &exit}}}},
+				{IsError: true, Content: []textContent{{Type: "text", Text: "Error: " + text}}},
+			} {
+				want, err := marshal(response{JSONRPC: "2.0", ID: json.RawMessage(id), Result: res})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := appendResponse(nil, json.RawMessage(id), res); string(got) != string(want) {
+					t.Errorf("appendResponse:\n%s\nwant:\n%s", got, want)
+				}
+			}
+		}
+	}
+}

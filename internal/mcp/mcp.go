@@ -50,6 +50,7 @@ type Handler struct {
 	sdk  http.Handler
 	// noFastPath sends every request to the SDK (tests compare the two).
 	noFastPath bool
+	respBufs   sync.Pool // *[]byte: the fast path's response buffers
 
 	mu    sync.Mutex
 	gen   uint64
@@ -121,7 +122,7 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, c toolCall) {
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	writeResponse(w, c.id, res)
+	writeResponse(w, &h.respBufs, c.id, res)
 }
 
 // newServer is an MCP server offering defs.
