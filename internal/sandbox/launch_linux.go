@@ -115,10 +115,6 @@ func (s *Sandbox) prepareAttr(cmd *exec.Cmd) {
 // failure to prepare: a failure after that ends the thread, and c.cleanup
 // gives the group back.
 func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*Child, error) {
-	if sp != nil && sp.warm != nil {
-		sp.warm.end(s) // not used by a command started on the spot
-		sp.warm = nil
-	}
 	s.prepareAttr(cmd)
 	if s.mode == Bwrap && s.seccomp != nil {
 		r, err := s.seccompPipe()

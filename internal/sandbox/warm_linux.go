@@ -113,12 +113,14 @@ func (w *warm) end(s *Sandbox) {
 }
 
 // warmFits reports whether cmd, about to be started, can run in a warm
-// bubblewrap, and returns the lines that run it there. It can when it is
-// the sandbox's own command line with no temporary folder of the
-// caller's, its standard input is empty and its output goes to writers
-// (which get pipes either way), it sets none of the process attributes
-// Start sets, and every variable of its environment can be set by a
-// shell.
+// bubblewrap, and returns the lines that run it there and the bubblewrap
+// arguments it asks for (up to and with bubblewrap's "--", which no
+// argument before it can be: paths are absolute). It can when its
+// standard input is empty and its output goes to writers (which get
+// pipes either way), it sets none of the process attributes Start sets,
+// and every variable of its environment can be set by a shell. Whether
+// the arguments are those the warm bubblewrap was started with,
+// startInWarm checks.
 func (s *Sandbox) warmFits(cmd *exec.Cmd) (script string, prefix []string, ok bool) {
 	if s.mode != Bwrap || cmd.Stdin != nil || cmd.SysProcAttr != nil || len(cmd.ExtraFiles) > 0 || cmd.Dir == "" {
 		return "", nil, false
@@ -129,13 +131,13 @@ func (s *Sandbox) warmFits(cmd *exec.Cmd) (script string, prefix []string, ok bo
 	if _, ok := cmd.Stderr.(*os.File); ok {
 		return "", nil, false
 	}
-	path, prefix, _ := s.Command("", nil)
 	args := cmd.Args[1:]
-	if cmd.Path != path || len(args) <= len(prefix) || !slices.Equal(args[:len(prefix)], prefix) {
+	end := slices.Index(args, "--")
+	if end < 0 {
 		return "", nil, false
 	}
-	script, ok = warmScript(args[len(prefix):], cmd.Env, cmd.Dir)
-	return script, prefix, ok
+	script, ok = warmScript(args[end+1:], cmd.Env, cmd.Dir)
+	return script, args[:end+1], ok
 }
 
 // warmScript is what the waiting shell reads: export the environment,
@@ -195,7 +197,7 @@ func shellQuote(s string) string {
 func (s *Sandbox) startInWarm(ctx context.Context, c *Child, sp *spare, cmd *exec.Cmd, script string, prefix []string) error {
 	w := sp.warm
 	sp.warm = nil
-	if !slices.Equal(w.args, prefix) {
+	if cmd.Path != w.cmd.Path || !slices.Equal(w.args, prefix) {
 		// Built with other arguments (a private path made or removed
 		// since): not the sandbox this command asks for.
 		w.end(s)
