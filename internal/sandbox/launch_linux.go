@@ -72,22 +72,29 @@ func (s *Sandbox) start(ctx context.Context, cmd *exec.Cmd, tmpDir string, warmO
 	if s.spareFor(tmpDir) {
 		c.spareNext = true
 	}
-	if s.mode != Bwrap {
-		return s.startOn(c, s.takeSpare(tmpDir), cmd, tmpDir)
-	}
-	// Under bubblewrap a spare is for a command that can run in the
-	// bubblewrap it started ahead; any other confines a thread of its
-	// own and leaves the spare to the next.
-	script, prefix, ok := s.warmFits(cmd)
-	if !warmOK || !ok {
-		return s.startOn(c, nil, cmd, tmpDir)
+	if !warmOK || !s.warmFits(cmd) {
+		if s.mode == Bwrap {
+			// Under bubblewrap a spare is for a command that can run in
+			// the bubblewrap it started ahead, which is most of what it
+			// saves; any other starts bubblewrap on a thread of its own
+			// and leaves the spare to the next.
+			return s.startOn(c, nil, cmd, tmpDir)
+		}
+		// Elsewhere the confined thread is most of what a spare saves:
+		// the command takes it, and the shell started ahead goes.
+		sp := s.takeSpare(tmpDir)
+		if sp != nil && sp.warm != nil {
+			sp.warm.end(s)
+			sp.warm = nil
+		}
+		return s.startOn(c, sp, cmd, tmpDir)
 	}
 	sp := s.takeSpare(tmpDir)
-	if sp != nil && sp.warm != nil && s.startInWarm(ctx, c, sp, cmd, script, prefix) == nil {
+	if sp != nil && sp.warm != nil && s.startInWarm(ctx, c, sp, cmd) == nil {
 		return c, nil
 	}
-	// No spare, one whose bubblewrap could not start, or one whose
-	// bubblewrap is gone: the spare's thread is used as it is.
+	// No spare, one whose warm start failed, or one whose sandbox is
+	// gone: the spare's thread is used as it is.
 	return s.startOn(c, sp, cmd, tmpDir)
 }
 

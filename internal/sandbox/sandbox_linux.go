@@ -252,13 +252,20 @@ func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []str
 	if s.mode == Bwrap {
 		argv = append([]string{s.bwrap}, s.bwrapArgs(tmpDir, argv)...)
 	}
-	if s.ulimit != "" {
-		// The limits are set by a shell before anything else runs, around
-		// bubblewrap too (inside its user namespace the process limit
-		// would count afresh): nothing can fork between start and limit.
-		argv = append([]string{"/bin/sh", "-c", s.ulimit + ` || exit 125; exec "$0" "$@"`}, argv...)
-	}
+	argv = s.limited(argv)
 	return argv[0], argv[1:], childTmp
+}
+
+// limited returns argv run with the sandbox's resource limits where they
+// are set by a shell (no control groups): the shell sets them before
+// anything else runs, around bubblewrap too (inside its user namespace
+// the process limit would count afresh), so nothing can fork between
+// start and limit.
+func (s *Sandbox) limited(argv []string) []string {
+	if s.ulimit == "" {
+		return argv
+	}
+	return append([]string{"/bin/sh", "-c", s.ulimit + ` || exit 125; exec "$0" "$@"`}, argv...)
 }
 
 // childTmp returns where a command sees its temporary folder tmpDir.

@@ -18,15 +18,15 @@ import (
 //
 // A spare holds its confinement, never a decision about the command: the
 // command's credentials, environment, folder and descriptors are set when
-// it forks, as for a thread confined on the spot. Under bubblewrap the
-// thread also starts bubblewrap ahead (warm_linux.go), whose sandbox is
-// the same for every command; the command's environment and folder are
-// then set inside it.
+// it forks, as for a thread confined on the spot. Where every command
+// starts the same way (bubblewrap, or a shell first in a PID namespace
+// of its own) the thread also starts that ahead (warm_linux.go); the
+// command's environment and folder are then set inside it.
 type spare struct {
 	group *cgroups.Group
 	marks []fileMark  // the paths the confinement named, as they were
 	run   chan func() // the fork, run on the spare's thread; closed to end it unused
-	warm  *warm       // bubblewrap started ahead, or nil
+	warm  *warm       // the command's sandbox started ahead, or nil
 	s     *Sandbox
 }
 
@@ -193,8 +193,8 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 			ready <- false
 			return
 		}
-		if s.mode == Bwrap {
-			sp.warm = s.startWarm(sp)
+		if s.warmable() {
+			sp.warm = s.startWarm(sp, tmpDir)
 		}
 		ready <- true
 		if launch, ok := <-sp.run; ok {

@@ -16,26 +16,33 @@ import (
 	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
-// warm is bubblewrap started ahead by a spare's thread: its namespaces,
-// mounts and seccomp filter are built while no call waits, which is most
-// of what a command costs in this mode (milliseconds: each mount, the
-// PID namespace, bubblewrap's own start). Inside it a shell waits on its
-// standard input for a few lines that the call writes: the command's
-// environment, its folder, and an exec of its program with standard input
-// from /dev/null, as a command started on the spot gets them. The
-// program then runs as the same process, the one bubblewrap started, so
-// nothing of the shell is left.
+// warm is a command's sandbox started ahead by a spare's thread, with a
+// shell inside it waiting on its standard input for a few lines that the
+// call writes: the command's environment, its folder, and its program
+// with standard input from /dev/null, as a command started on the spot
+// gets them.
 //
-// bubblewrap is started with an empty environment and no folder of the
+// Under bubblewrap that is bubblewrap's namespaces, mounts and seccomp
+// filter, most of what a command costs in that mode (milliseconds: each
+// mount, the PID namespace, bubblewrap's own start), with a shell inside
+// that replaces itself with the program: the program runs as the process
+// bubblewrap started, and nothing of that shell is left. Elsewhere (as
+// root) it is the command's PID namespace and the shell that stays first
+// in it, with the resource limits set: that shell reads the lines itself
+// and runs the program as its child, as it does for a command started on
+// the spot.
+//
+// The sandbox is started with an empty environment and no folder of the
 // call's: what a call decides is in the lines it writes, never in how the
 // sandbox was built, and the sandbox is the one Command describes for
-// the call (StartContext checks that the call's command line has the
-// very arguments this bubblewrap was started with).
+// the call (startInWarm checks that the call's command line begins with
+// the very arguments this one was started with).
 type warm struct {
-	args   []string // bubblewrap's arguments before the program (prefix of Command's)
-	cmd    *exec.Cmd
-	script *os.File // the shell's standard input, write end
-	stdout *os.File // read ends of the output pipes
+	path   string    // the program of Command's command line
+	args   []string  // its arguments before the call's program
+	cmd    *exec.Cmd // the sandbox started ahead
+	script *os.File  // the shell's standard input, write end
+	stdout *os.File  // read ends of the output pipes
 	stderr *os.File
 }
 
@@ -46,14 +53,36 @@ const warmShell = "/bin/sh"
 // lines; past it the command is started on the spot.
 const warmWriteTimeout = 10 * time.Second
 
-// startWarm starts bubblewrap for a spare, on the spare's confined
-// thread (the parent-death signal and the v1 control groups are the
-// thread's). It returns nil when it cannot: the spare is then a confined
-// thread only, and the call starts bubblewrap itself.
-func (s *Sandbox) startWarm(sp *spare) *warm {
-	path, args, _ := s.Command("", []string{warmShell})
-	cmd := exec.Command(path, args...)
-	prefix := args[:len(args)-1]
+// warmable reports whether commands can be started ahead: where every
+// command line is the same up to the program (see Command), that is under
+// bubblewrap or where a shell stays first in each command's PID
+// namespace. Where the service finds a command's processes by a mark in
+// their environment instead, the mark is the call's own: not there.
+func (s *Sandbox) warmable() bool {
+	return s.mode == Bwrap || s.pidns && !s.subreaper
+}
+
+// startWarm starts a command's sandbox for a spare, on the spare's
+// confined thread (the parent-death signal, the v1 control groups and,
+// outside bubblewrap, the thread's mounts, Landlock domain and seccomp
+// filter are the thread's). It returns nil when it cannot: the spare is
+// then a confined thread only, and the call starts its command itself.
+func (s *Sandbox) startWarm(sp *spare, tmpDir string) *warm {
+	w := &warm{}
+	var argv []string
+	if s.mode == Bwrap {
+		var args []string
+		w.path, args, _ = s.Command(tmpDir, []string{warmShell})
+		w.args = args[:len(args)-1]
+		argv = append([]string{w.path}, args...)
+	} else {
+		// The shell that stays first in the PID namespace is the one
+		// that waits: its own command line (Command's with no program)
+		// would have it run the program as its child.
+		w.path, w.args, _ = s.Command(tmpDir, nil)
+		argv = s.limited([]string{warmShell})
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	s.prepareAttr(cmd)
@@ -84,7 +113,7 @@ func (s *Sandbox) startWarm(sp *spare) *warm {
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
-	if s.seccomp != nil {
+	if s.mode == Bwrap && s.seccomp != nil {
 		r, err := s.seccompPipe()
 		if err != nil {
 			return fail()
@@ -99,10 +128,11 @@ func (s *Sandbox) startWarm(sp *spare) *warm {
 		return fail()
 	}
 	s.leaders.Store(cmd.Process.Pid, true)
-	return &warm{args: prefix, cmd: cmd, script: parent[0], stdout: parent[1], stderr: parent[2]}
+	w.cmd, w.script, w.stdout, w.stderr = cmd, parent[0], parent[1], parent[2]
+	return w
 }
 
-// end kills an unused warm bubblewrap and reaps it.
+// end kills an unused warm sandbox and reaps it.
 func (w *warm) end(s *Sandbox) {
 	w.script.Close()
 	_ = procgroup.Kill(w.cmd.Process.Pid)
@@ -113,58 +143,74 @@ func (w *warm) end(s *Sandbox) {
 }
 
 // warmFits reports whether cmd, about to be started, can run in a warm
-// bubblewrap, and returns the lines that run it there and the bubblewrap
-// arguments it asks for (up to and with bubblewrap's "--", which no
-// argument before it can be: paths are absolute). It can when its
-// standard input is empty and its output goes to writers (which get
-// pipes either way), it sets none of the process attributes Start sets,
-// and every variable of its environment can be set by a shell. Whether
-// the arguments are those the warm bubblewrap was started with,
-// startInWarm checks.
-func (s *Sandbox) warmFits(cmd *exec.Cmd) (script string, prefix []string, ok bool) {
-	if s.mode != Bwrap || cmd.Stdin != nil || cmd.SysProcAttr != nil || len(cmd.ExtraFiles) > 0 || cmd.Dir == "" {
-		return "", nil, false
+// sandbox: its standard input is empty and its output goes to writers
+// (which get pipes either way), it sets none of the process attributes
+// Start sets, and every variable of its environment can be set by a
+// shell. Whether its arguments are those the warm sandbox was started
+// with, startInWarm checks.
+func (s *Sandbox) warmFits(cmd *exec.Cmd) bool {
+	if !s.warmable() || cmd.Stdin != nil || cmd.SysProcAttr != nil || len(cmd.ExtraFiles) > 0 || cmd.Dir == "" {
+		return false
 	}
 	if _, ok := cmd.Stdout.(*os.File); ok {
-		return "", nil, false
+		return false
 	}
 	if _, ok := cmd.Stderr.(*os.File); ok {
-		return "", nil, false
+		return false
 	}
-	args := cmd.Args[1:]
-	end := slices.Index(args, "--")
-	if end < 0 {
-		return "", nil, false
+	for _, kv := range cmd.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !shellName(name) || name == "PWD" || name == "OLDPWD" {
+			return false
+		}
 	}
-	script, ok = warmScript(args[end+1:], cmd.Env, cmd.Dir)
-	return script, args[:end+1], ok
+	return true
 }
 
-// warmScript is what the waiting shell reads: export the environment,
-// go to the folder as bubblewrap does (else HOME, else /, with PWD set to
-// where it went), and replace itself by the program. Every word is
-// quoted: nothing in it is read as shell syntax.
-func warmScript(argv, env []string, dir string) (string, bool) {
+// warmScript is what the waiting shell reads: export the environment, go
+// to the folder, and run the program: under bubblewrap by replacing
+// itself with it, elsewhere as its child, ending with its status. Every
+// word is quoted: nothing in it is read as shell syntax. A folder that
+// cannot be entered is, under bubblewrap, what bubblewrap makes of it
+// (HOME, else /, with PWD set to where it went); elsewhere it ends the
+// command with status 126 and the shell's message, where a command
+// started on the spot would fail to start. A word holding a NUL, which no
+// command can be given, leaves the command to be started on the spot,
+// which reports it.
+func warmScript(argv, env []string, dir string, bwrap bool) (string, bool) {
 	if len(argv) == 0 {
 		return "", false
 	}
 	var b strings.Builder
 	for _, kv := range env {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || !shellName(name) || name == "PWD" || name == "OLDPWD" {
+		if strings.IndexByte(kv, 0) >= 0 {
 			return "", false
 		}
 		b.WriteString("export " + shellQuote(kv) + "\n")
 	}
-	b.WriteString("cd -- " + shellQuote(dir) + ` 2>/dev/null || cd -- "${HOME:-/}" 2>/dev/null || cd /` + "\n")
-	b.WriteString("export PWD\nunset OLDPWD\nexec")
-	for _, a := range argv {
+	if bwrap {
+		b.WriteString("cd -- " + shellQuote(dir) + ` 2>/dev/null || cd -- "${HOME:-/}" 2>/dev/null || cd /` + "\n")
+	} else {
+		b.WriteString("cd -P -- " + shellQuote(dir) + " || exit 126\n")
+	}
+	b.WriteString("export PWD\nunset OLDPWD\n")
+	if bwrap {
+		b.WriteString("exec ")
+	}
+	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
 			return "", false
 		}
-		b.WriteString(" " + shellQuote(a))
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(a))
 	}
 	b.WriteString(" </dev/null\n")
+	if !bwrap {
+		// Quoted: the environment just exported may have set IFS.
+		b.WriteString("exit \"$?\"\n")
+	}
 	return b.String(), true
 }
 
@@ -188,23 +234,34 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// startInWarm gives the call's command to the warm bubblewrap of sp: it
+// startInWarm gives the call's command to the warm sandbox of sp: it
 // writes the script and connects the output pipes to cmd's writers. The
 // spare's thread then waits until the command has ended, as a launching
-// thread does. An error means the warm bubblewrap is gone or could not
-// take the script; it has been ended, and the caller starts the command
-// on the spot.
-func (s *Sandbox) startInWarm(ctx context.Context, c *Child, sp *spare, cmd *exec.Cmd, script string, prefix []string) error {
+// thread does. An error means the warm sandbox is not the one the call
+// asks for, is gone or could not take the script; it has been ended, and
+// the caller starts the command on the spot.
+func (s *Sandbox) startInWarm(ctx context.Context, c *Child, sp *spare, cmd *exec.Cmd) error {
 	w := sp.warm
 	sp.warm = nil
-	if cmd.Path != w.cmd.Path || !slices.Equal(w.args, prefix) {
-		// Built with other arguments (a private path made or removed
-		// since): not the sandbox this command asks for.
+	// Command's arguments are the sandbox's, then the program's. The
+	// sandbox's end the same way for every call: bubblewrap's with its
+	// "--", which none of its other arguments can be (they are options,
+	// numbers and absolute paths), the shells' with their scripts, fixed
+	// for the sandbox. A command line that begins with the warm one's
+	// arguments therefore asks for that very sandbox; one built with
+	// other arguments (a private path made or removed since) does not.
+	n := len(w.args)
+	if cmd.Path != w.path || len(cmd.Args) < n+2 || !slices.Equal(w.args, cmd.Args[1:n+1]) {
 		w.end(s)
-		return errors.New("the bubblewrap started ahead has other arguments")
+		return errors.New("the sandbox started ahead has other arguments")
+	}
+	script, ok := warmScript(cmd.Args[n+1:], cmd.Env, cmd.Dir, s.mode == Bwrap)
+	if !ok {
+		w.end(s)
+		return errors.New("the command cannot be written to a shell")
 	}
 	// The pipe holds 64 KiB; a longer script waits for the shell to read
-	// it, which a bubblewrap gone wrong might never do.
+	// it, which a sandbox gone wrong might never do.
 	_ = w.script.SetWriteDeadline(time.Now().Add(warmWriteTimeout))
 	_, err := io.WriteString(w.script, script)
 	if cerr := w.script.Close(); err == nil {
