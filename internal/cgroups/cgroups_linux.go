@@ -30,7 +30,8 @@ type Limits struct {
 // Manager makes groups below the service's own control group.
 type Manager struct {
 	limits Limits
-	prefix string // folder name of this process's groups, e.g. toolsvc-1234
+	prefix string // folder name of this process's groups, e.g. toolsvc-1234-1a2b3c4d-ns4026531836
+	pidns  string // the number of this process's PID namespace, or ""
 
 	v2      string            // parent folder in the unified hierarchy; "" when unusable
 	v2procs bool              // pids controller enabled below v2
@@ -69,10 +70,15 @@ var errUnavailable = errors.New("no writable control group hierarchy")
 func New(limits Limits) (*Manager, error) {
 	// The process ID names the folder, so that a later process can tell
 	// whether its owner still runs; the random part keeps apart several
-	// managers in one process (tests start many services).
+	// managers in one process (tests start many services); the PID
+	// namespace says where that process ID means something.
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	m := &Manager{limits: limits, prefix: fmt.Sprintf("toolsvc-%d-%x", os.Getpid(), rnd), v1: map[string]string{}}
+	m := &Manager{limits: limits, pidns: pidNamespace(), v1: map[string]string{}}
+	m.prefix = fmt.Sprintf("toolsvc-%d-%x", os.Getpid(), rnd)
+	if m.pidns != "" {
+		m.prefix += "-ns" + m.pidns
+	}
 	mounts, err := readMounts()
 	if err != nil {
 		return nil, err
@@ -557,7 +563,12 @@ func values(m map[string]string) []string {
 }
 
 // cleanStale kills what is left in the groups of service processes that
-// no longer run (killed with SIGKILL, or a crash), and removes them.
+// no longer run (killed with SIGKILL, or a crash), and removes them. The
+// groups of a service in another PID namespace (one started with a PID
+// namespace of its own that shares this control group, as PID 1 of a
+// container without a control group namespace would) are left alone:
+// its process ID says nothing here, where another process may have it, or
+// none.
 func (m *Manager) cleanStale(dir string, v2 bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -565,9 +576,12 @@ func (m *Manager) cleanStale(dir string, v2 bool) {
 	}
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), "toolsvc-")
-		pid, _, _ := strings.Cut(rest, "-")
+		pid, rest, _ := strings.Cut(rest, "-")
 		if !e.IsDir() || !ok {
 			continue
+		}
+		if _, ns, named := strings.Cut(rest, "-ns"); named && ns != m.pidns {
+			continue // a service's of another PID namespace
 		}
 		n, err := strconv.Atoi(pid)
 		if err != nil || n == os.Getpid() || running(n) {
@@ -593,6 +607,21 @@ func (m *Manager) cleanStale(dir string, v2 bool) {
 		}
 		_ = unix.Rmdir(parent)
 	}
+}
+
+// pidNamespace returns the number of the calling process's PID namespace
+// (the inode of /proc/self/ns/pid), or "" where it cannot be read.
+func pidNamespace() string {
+	link, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	n, ok := strings.CutPrefix(link, "pid:[")
+	n, ok2 := strings.CutSuffix(n, "]")
+	if !ok || !ok2 {
+		return ""
+	}
+	return n
 }
 
 // running reports whether process pid exists. A process of another user

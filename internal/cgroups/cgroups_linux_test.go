@@ -363,3 +363,45 @@ func TestCleanStaleSparesOtherUsersServices(t *testing.T) {
 		t.Errorf("the command of a service that is gone was left running")
 	}
 }
+
+// TestCleanStaleSparesOtherPIDNamespaces: the groups of a service in
+// another PID namespace are left alone, though the process ID in their
+// name runs nothing here; those of this namespace whose service is gone
+// are cleaned.
+func TestCleanStaleSparesOtherPIDNamespaces(t *testing.T) {
+	ns := pidNamespace()
+	if ns == "" {
+		t.Skip("no /proc/self/ns/pid here")
+	}
+	base := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	// command starts `sleep` and lists it in a call group named as a
+	// service of PID namespace pidns would name it.
+	command := func(pidns, rnd string) int {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		group := filepath.Join(base, "toolsvc-"+strconv.Itoa(gone.Process.Pid)+"-"+rnd+"-ns"+pidns, "call-1")
+		if err := os.MkdirAll(group, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return cmd.Process.Pid
+	}
+	foreign := command("1"+ns, "1a2b3c4d")
+	own := command(ns, "5e6f7a8b")
+	(&Manager{pidns: ns}).cleanStale(base, false)
+	if ending(foreign) {
+		t.Error("the command of a service in another PID namespace was killed")
+	}
+	if !ending(own) {
+		t.Error("the command of a gone service of this PID namespace was not killed")
+	}
+}
