@@ -21,9 +21,15 @@ import (
 	"github.com/countbot/toolsvc/internal/app"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/gctune"
+	"github.com/countbot/toolsvc/internal/initproc"
 )
 
 func main() {
+	// As the first process of a PID namespace (a container without an
+	// init) the service runs as a child of itself, which reaps orphans.
+	if ran, status := initproc.Run(os.Stderr); ran {
+		os.Exit(status)
+	}
 	// Request and call IDs (random UUIDs, two per call) take their bytes
 	// from a buffer filled 256 bytes at a time from crypto/rand, instead
 	// of a read of 16 per ID. Set here, before anything makes an ID: the
