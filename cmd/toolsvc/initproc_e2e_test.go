@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,6 +87,13 @@ func TestPID1ReapsOrphans(t *testing.T) {
 		if len(kids) != 1 {
 			t.Fatalf("unshare has children %v, want the init alone", kids)
 		}
+		// A service killed outright leaves its control groups, named for
+		// its PID namespace, which no other service removes: the test
+		// does, once the namespace is gone.
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", kids[0])); err == nil {
+			ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+			t.Cleanup(func() { removeGroups("-ns" + ns) })
+		}
 		return kids[0], logs, url, done
 	}
 
@@ -163,6 +171,28 @@ func postJSON(t *testing.T, url, body string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// removeGroups removes the empty control-group folders whose name ends
+// with suffix, and the call groups in them, in every hierarchy.
+func removeGroups(suffix string) {
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Count(p, "/") > 9 {
+			return fs.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), "toolsvc-") && strings.HasSuffix(d.Name(), suffix) {
+			calls, _ := filepath.Glob(filepath.Join(p, "call-*"))
+			for _, c := range calls {
+				_ = syscall.Rmdir(c)
+			}
+			_ = syscall.Rmdir(p)
+			return fs.SkipDir
+		}
+		return nil
+	})
 }
 
 // children lists the processes whose parent is pid.
