@@ -41,7 +41,7 @@ type warm struct {
 	path   string    // the program of Command's command line
 	args   []string  // its arguments before the call's program
 	cmd    *exec.Cmd // the sandbox started ahead
-	script *os.File  // the shell's standard input, write end
+	script *os.File  // the call's end of the shell's standard input
 	stdout *os.File  // read ends of the output pipes
 	stderr *os.File
 }
@@ -101,16 +101,22 @@ func (s *Sandbox) startWarm(sp *spare, tmpDir string) *warm {
 		}
 		return nil
 	}
-	for range 3 {
+	// stdin, where the call writes: a socket, not a pipe. A pipe can be
+	// opened again through /proc/<pid>/fd/0 by any process allowed to
+	// look at the shell's (outside bubblewrap and Landlock, a command of
+	// the same account running meanwhile), which could then write lines
+	// of its own ahead of the call's; a socket cannot be opened that way.
+	callEnd, shellEnd, err := scriptSocket()
+	if err != nil {
+		return fail()
+	}
+	parent, child = append(parent, callEnd), append(child, shellEnd)
+	for range 2 {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return fail()
 		}
-		if len(parent) == 0 {
-			parent, child = append(parent, w), append(child, r) // stdin: the call writes
-		} else {
-			parent, child = append(parent, r), append(child, w) // stdout, stderr: the call reads
-		}
+		parent, child = append(parent, r), append(child, w) // stdout, stderr: the call reads
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
 	if s.mode == Bwrap && s.seccomp != nil {
@@ -130,6 +136,24 @@ func (s *Sandbox) startWarm(sp *spare, tmpDir string) *warm {
 	s.leaders.Store(cmd.Process.Pid, true)
 	w.cmd, w.script, w.stdout, w.stderr = cmd, parent[0], parent[1], parent[2]
 	return w
+}
+
+// scriptSocket returns a connected pair of stream sockets: the call's end
+// (non-blocking, so that a write can time out) and the shell's.
+func scriptSocket() (call, shell *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The shell only reads, the call only writes.
+	_ = unix.Shutdown(fds[0], unix.SHUT_RD)
+	_ = unix.Shutdown(fds[1], unix.SHUT_WR)
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "warm-script"), os.NewFile(uintptr(fds[1]), "warm-stdin"), nil
 }
 
 // end kills an unused warm sandbox and reaps it.

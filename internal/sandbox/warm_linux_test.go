@@ -440,3 +440,35 @@ func TestWarmFolderGone(t *testing.T) {
 		}
 	})
 }
+
+// TestWarmScriptCannotBeForged tries the attack: while a shell waits
+// ahead for the next call's lines, a command of the same account running
+// in another sandbox writes lines of its own into that shell's standard
+// input through /proc/<pid>/fd/0. They must not run. Without a sandbox
+// the attacker can see the waiting shell (the refusal is the socket's);
+// under Landlock it cannot even see it.
+func TestWarmScriptCannotBeForged(t *testing.T) {
+	forWarmModes(t, []Mode{None, Landlock}, func(t *testing.T, mode Mode) {
+		s, af := newWarm(t, mode, Options{})
+		s.spareMu.Lock()
+		pid := s.spare.warm.cmd.Process.Pid
+		s.spareMu.Unlock()
+		other := newForTest(t, mode, Options{Workspace: af.ws})
+		t.Cleanup(other.Close)
+		out := runIn(t, other, af.ws, fmt.Sprintf(`p=/proc/%d
+echo "comm: $(cat $p/comm 2>&1)"
+if echo 'echo FORGED' > $p/fd/0; then echo WROTE; fi`, pid))
+		t.Logf("the attacker, %s:\n%s", mode, out)
+		if strings.Contains(out, "WROTE") {
+			t.Errorf("a command wrote into the waiting shell's input")
+		}
+		if mode == None && !strings.Contains(out, "comm: sh") {
+			t.Errorf("the attacker could not see the waiting shell, so the test tried nothing:\n%s", out)
+		}
+		c, _, victim, _ := startProbe(t, s, af.ws, nil, []string{"/bin/sh", "-c", "echo victim"}, true)
+		c.Wait()
+		if victim.String() != "victim\n" {
+			t.Errorf("the call's command printed %q, want only its own line", victim.String())
+		}
+	})
+}
