@@ -33,6 +33,9 @@ func TestPID1ReapsOrphans(t *testing.T) {
 	if err != nil {
 		t.Skip("no unshare here")
 	}
+	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("no PID namespace can be made here: %v %s", err, out)
+	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("bubblewrap missing under CI (install the bubblewrap package)")
