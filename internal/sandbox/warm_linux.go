@@ -112,11 +112,11 @@ func (s *Sandbox) startWarm(sp *spare, tmpDir string) *warm {
 	}
 	parent, child = append(parent, callEnd), append(child, shellEnd)
 	for range 2 {
-		r, w, err := os.Pipe()
+		r, wr, err := os.Pipe()
 		if err != nil {
 			return fail()
 		}
-		parent, child = append(parent, r), append(child, w) // stdout, stderr: the call reads
+		parent, child = append(parent, r), append(child, wr) // stdout, stderr: the call reads
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
 	if s.mode == Bwrap && s.seccomp != nil {
