@@ -33,7 +33,7 @@ type Child struct {
 	mu   sync.Mutex // orders kill and cleanup
 	done bool       // cleaned up: nothing of the command is left to kill
 
-	warmState // when started in a warm bubblewrap (warm_linux.go)
+	warmState // when started in a sandbox started ahead (warm_linux.go)
 }
 
 // Start starts cmd, built from Command with the same tmpDir and made with
@@ -61,8 +61,8 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 }
 
 // StartContext is Start for a command made with exec.CommandContext(ctx):
-// knowing the context, it may run the command in a bubblewrap sandbox
-// built ahead (warm_linux.go), which it then kills when ctx is done.
+// knowing the context, it may run the command in a sandbox started ahead
+// (warm_linux.go), which it then kills when ctx is done.
 func (s *Sandbox) StartContext(ctx context.Context, cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	return s.start(ctx, cmd, tmpDir, true)
 }

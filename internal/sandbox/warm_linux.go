@@ -384,7 +384,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// warmState is what a Child started in a warm bubblewrap keeps besides
+// warmState is what a Child started in a warm sandbox keeps besides
 // the fields every Child has.
 type warmState struct {
 	call      *exec.Cmd  // the caller's command, never started itself
