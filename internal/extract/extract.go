@@ -286,8 +286,13 @@ func docTitle(n *html.Node) string {
 // tokens and carry nothing. In Markdown the two spaces of a hard line break
 // (a <br> inside a paragraph) are kept: without them the lines run together
 // into one when the Markdown is shown.
+//
+// Soft hyphens (U+00AD) go too: they are only hints where a browser may
+// break a word, invisible otherwise, and left in they split words, so the
+// text no longer matches what the reader sees or searches for.
 func tidy(s string, markdown bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\u00ad", "")
 	var b strings.Builder
 	b.Grow(len(s))
 	blank, started := false, false
