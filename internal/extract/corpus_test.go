@@ -97,6 +97,20 @@ var corpus = []corpusCase{
 			"交接\n\n今年秋天", "直到它变成海平线上的一个小点。"},
 		notWant: []string{"版权所有", "人物"}},
 
+	// A carousel of teasers above the story, each an <article> of the same
+	// class with a heading linked to another page, is not an article split
+	// in parts: joined, it outweighed the story.
+	{fault: "related", file: "corpus/related-teaser-carousel-es.html", mode: ModeText, inOrder: true,
+		want: []string{"El puerto de San Antonio suspendió este miércoles todas sus faenas", "las ráfagas superaron los 90 kilómetros por hora",
+			"el puerto podría reanudar sus operaciones el viernes."},
+		notWant: []string{"Valparaíso", "Camioneros", "cerezas", "Banco Central", "Destacados", "Compartir", "derechos reservados"}},
+	// The posts of a forum thread are headed by their authors' names,
+	// linked to their profiles: bylines, not teasers. The thread is one
+	// content, taken whole by trafilatura.
+	{fault: "split", file: "corpus/split-forum-thread-de.html", mode: ModeText, by: ByTrafilatura, inOrder: true,
+		want: []string{"unser Kater Pepe (neun Jahre alt) frisst seit drei Tagen kaum", "Katzen vertragen Fasten sehr schlecht.",
+			"Bei unserer Mo war es vor zwei Jahren ein entzündeter Zahn.", "er wird morgen unter Narkose gezogen."},
+		notWant: []string{"Futterumstellung", "Impressum", "Anmelden"}},
 	{fault: "related", file: "corpus/related-posts-box.html", mode: ModeText, by: ByTrafilatura, inOrder: true,
 		want: []string{"Living a true experience of love is one of the greatest pleasures of life.",
 			"We tie love to our own needs", "Only those who love themselves can find true love in their life."},

@@ -562,7 +562,7 @@ func mergeSplitBlocks(n *html.Node) {
 // would otherwise be taken for more of it.
 func joinParts(n *html.Node, blocks []*html.Node) {
 	first := blocks[0]
-	if !articlePart(first) || otherStories(first) {
+	if !articlePart(first) || otherStories(first) || teaser(first) {
 		return
 	}
 	merged := false
@@ -571,7 +571,7 @@ func joinParts(n *html.Node, blocks []*html.Node) {
 		case otherStories(b):
 			n.RemoveChild(b)
 			continue
-		case !articlePart(b):
+		case !articlePart(b) || teaser(b):
 			continue
 		}
 		for c := b.FirstChild; c != nil; {
@@ -589,6 +589,44 @@ func joinParts(n *html.Node, blocks []*html.Node) {
 	if merged {
 		mergeSplitBlocks(first)
 	}
+}
+
+// teaser reports a block that presents another page: its first heading is
+// a link away (a story in a list, a slide of a carousel). The parts of an
+// article split in blocks have headings of their own, not links; a
+// heading linked to a place on the same page (href="#...") or to its
+// author's profile is one.
+func teaser(n *html.Node) bool {
+	h := firstHeading(n)
+	if h == nil {
+		return false
+	}
+	total, links := textSize(h)
+	if total == 0 || links < total {
+		return false
+	}
+	for a := range h.Descendants() {
+		if a.Type == html.ElementNode && a.Data == "a" {
+			href := strings.TrimSpace(attr(a, "href"))
+			return href != "" && !strings.HasPrefix(href, "#") && !profileLink.MatchString(href)
+		}
+	}
+	return false
+}
+
+// profileLink matches links to a person's page (forums head each post with
+// its author's name, linked to the author's profile): such a heading is
+// a byline, and the posts of a thread are its content.
+var profileLink = regexp.MustCompile(`(?i)(^|/)(members?|users?|u|profiles?|authors?)(/|\.php|$)|member(list)?\.php`)
+
+// firstHeading is the first h1-h6 in n, in document order, or nil.
+func firstHeading(n *html.Node) *html.Node {
+	for c := range n.Descendants() {
+		if c.Type == html.ElementNode && len(c.Data) == 2 && c.Data[0] == 'h' && c.Data[1] >= '1' && c.Data[1] <= '6' {
+			return c
+		}
+	}
+	return nil
 }
 
 // otherStories reports a block that has the shape of an article part but

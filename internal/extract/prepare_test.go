@@ -182,6 +182,27 @@ func TestOtherStories(t *testing.T) {
 	}
 }
 
+func TestTeaser(t *testing.T) {
+	excerpt := `<p>` + strings.Repeat("A sentence of the teaser. ", 6) + `</p>`
+	for in, want := range map[string]bool{
+		`<article class="slide"><h3><a href="https://news.example/2026/story">Another story</a></h3>` + excerpt + `</article>`:          true,
+		`<div class="wrap"><article><a href="/img"><img src="x.jpg"></a><h2><a href="/s">Title</a></h2>` + excerpt + `</article></div>`: true,
+		`<section class="part"><h2>Winter</h2>` + excerpt + `</section>`:                                                                false,
+		`<section class="part"><h2><a href="#winter">Winter</a></h2>` + excerpt + `</section>`:                                          false,
+		`<section class="part"><h2>Winter, <a href="/glossary/winter">the season</a></h2>` + excerpt + `</section>`:                     false,
+		`<article class="message"><h4><a href="/members/ana.123/">Ana</a></h4>` + excerpt + `</article>`:                                false,
+		`<article class="post"><h4><a href="/memberlist.php?mode=viewprofile&u=7">Ana</a></h4>` + excerpt + `</article>`:                false,
+		`<article class="post"><h4><a href="/u/ana">Ana</a></h4>` + excerpt + `</article>`:                                              false,
+		`<div class="part">` + excerpt + `</div>`:                                                                                       false,
+	} {
+		doc := parseBody(t, in)
+		body := doc.FirstChild.LastChild // <html><head/><body>
+		if got := teaser(body.FirstChild); got != want {
+			t.Errorf("%s: %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestTrimEdges(t *testing.T) {
 	story := "<p>" + strings.Repeat("The council voted to keep the night buses. ", 4) + "</p>"
 	links := `<ul><li><a href="/1">Another story headline here</a></li><li><a href="/2">And one more story headline</a></li></ul>`
@@ -259,6 +280,8 @@ func TestTidy(t *testing.T) {
 		{"x  \ny  \n\nz  ", false, "x\ny\n\nz"},
 		{"x  \ny  \n\nz  ", true, "x  \ny\n\nz"},
 		{"```\ncode  \n\n\n  more\n```", true, "```\ncode\n\n  more\n```"},
+		{"Mit\u00adtel\u00adal\u00adter", false, "Mittelalter"},
+		{"**Ge\u00adschich\u00adte**", true, "**Geschichte**"},
 	} {
 		if got := tidy(c.in, c.markdown); got != c.want {
 			t.Errorf("tidy(%q, %v) = %q, want %q", c.in, c.markdown, got, c.want)
