@@ -27,6 +27,8 @@ import (
 //	markdown  links without a target, bold linked names in list items,
 //	          paragraphs made with <br><br> or bare text
 //	charset   GBK, GB2312, GB18030, Shift_JIS and undeclared charsets
+//	fragment  trafilatura takes a piece of the article (its lead) for the
+//	          whole; readability finds more than twice the text
 //	today     pages that were right before, kept right
 type corpusCase struct {
 	fault, file, ctype string
@@ -97,6 +99,10 @@ var corpus = []corpusCase{
 			"交接\n\n今年秋天", "直到它变成海平线上的一个小点。"},
 		notWant: []string{"版权所有", "人物"}},
 
+	{fault: "fragment", file: "corpus/fragment-lead-only-pt.html", mode: ModeText, by: ByReadability, inOrder: true,
+		want: []string{"A procura de energia renovável em Portugal continua a crescer", "O que é o hidrogénio verde",
+			"previstos para Sines", "Quanto custa", "até ao fim da década", "Onde pode ser usado", "para aquecer a água e o ar."},
+		notWant: []string{"Receba as novidades", "WhatsApp", "direitos reservados", "Contactos"}},
 	// A carousel of teasers above the story, each an <article> of the same
 	// class with a heading linked to another page, is not an article split
 	// in parts: joined, it outweighed the story.

@@ -253,6 +253,28 @@ func TestPreferSecond(t *testing.T) {
 	}
 }
 
+// TestMuchLonger: readability's answer wins outright when trafilatura's
+// is under shortArticle and readability has more than twice its text.
+func TestMuchLonger(t *testing.T) {
+	para := "<p>" + strings.Repeat("The council approved the plan for the river banks. ", 4) + "</p>" // 204 characters
+	for _, c := range []struct {
+		name      string
+		firstSize int
+		second    string
+		want      bool
+	}{
+		{"lead only, article found", 300, strings.Repeat(para, 4), true},
+		{"not twice", 450, strings.Repeat(para, 4), false},
+		{"first long enough", shortArticle, strings.Repeat(para, 20), false},
+		{"nothing first", 0, para, true},
+		{"longer only in boilerplate", 300, para + "<p>© 2026 Metro Media. All rights reserved.</p><p>Privacy policy · Terms of use · Cookie settings</p>", false},
+	} {
+		if got := muchLonger(c.firstSize, parseBody(t, c.second)); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
 // TestMarkdownHardBreaks: a <br> inside a paragraph stays a line break in
 // Markdown (two trailing spaces), and disappears at a paragraph's end.
 func TestMarkdownHardBreaks(t *testing.T) {
