@@ -110,6 +110,13 @@ var corpus = []corpusCase{
 		want: []string{"El puerto de San Antonio suspendió este miércoles todas sus faenas", "las ráfagas superaron los 90 kilómetros por hora",
 			"el puerto podría reanudar sus operaciones el viernes."},
 		notWant: []string{"Valparaíso", "Camioneros", "cerezas", "Banco Central", "Destacados", "Compartir", "derechos reservados"}},
+	// The story's body shares a layout row with a strip of cards (nested
+	// <article>s): the row is not a box of other stories to drop, as its
+	// own prose shows.
+	{fault: "split", file: "corpus/split-row-with-cards-it.html", mode: ModeText, by: ByTrafilatura, inOrder: true,
+		want: []string{"Il piano approvato dal consiglio comunale prevede autobus", "Il consiglio comunale di Bologna ha approvato ieri sera",
+			"con una corsa ogni venti minuti. Il servizio costerà", "senza pagare nulla in più."},
+		notWant: []string{"Leggi anche", "Nuova pista ciclabile", "Sciopero dei treni", "diritti riservati"}},
 	// The posts of a forum thread are headed by their authors' names,
 	// linked to their profiles: bylines, not teasers. The thread is one
 	// content, taken whole by trafilatura.

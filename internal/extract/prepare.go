@@ -559,7 +559,9 @@ func mergeSplitBlocks(n *html.Node) {
 // joinParts moves the article parts among the sibling blocks of n (of one
 // element and first class) into the first of them, and removes the boxes
 // of other stories among them that follow it: in the post's shape, they
-// would otherwise be taken for more of it.
+// would otherwise be taken for more of it. A block with stories in it and
+// much prose of its own (ownArticle) is left where it is: a layout row
+// that holds the story's body beside a strip of cards.
 func joinParts(n *html.Node, blocks []*html.Node) {
 	first := blocks[0]
 	if !articlePart(first) || otherStories(first) || teaser(first) {
@@ -569,7 +571,9 @@ func joinParts(n *html.Node, blocks []*html.Node) {
 	for _, b := range blocks[1:] {
 		switch {
 		case otherStories(b):
-			n.RemoveChild(b)
+			if ownProse(b) < ownArticle {
+				n.RemoveChild(b)
+			}
 			continue
 		case !articlePart(b) || teaser(b):
 			continue
@@ -717,4 +721,32 @@ func articlePart(n *html.Node) bool {
 	}
 	total, links := textSize(n)
 	return total-links >= 100 && links*3 < total
+}
+
+// ownArticle is how much prose of its own (see ownProse) makes a block
+// part of the page's matter even when it also holds other stories: a
+// layout row with the story's body and a strip of teasers, a chapter
+// with a box of links. Boxes of other stories on the pages measured had
+// at most about 400 characters of their own (a heading, a byline, a
+// teaser text outside links); blocks of article 1,400 and more.
+const ownArticle = 1000
+
+// ownProse is the text of n outside links and outside the stories
+// (<article> elements) nested in it.
+func ownProse(n *html.Node) int {
+	own := 0
+	var walk func(*html.Node, bool)
+	walk = func(x *html.Node, inLink bool) {
+		for c := x.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode && !inLink:
+				own += utf8.RuneCountInString(strings.TrimSpace(c.Data))
+			case c.Type != html.ElementNode || skipped[c.Data] || c.Data == "article":
+			default:
+				walk(c, inLink || c.Data == "a")
+			}
+		}
+	}
+	walk(n, false)
+	return own
 }
