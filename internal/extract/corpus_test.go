@@ -27,8 +27,9 @@ import (
 //	markdown  links without a target, bold linked names in list items,
 //	          paragraphs made with <br><br> or bare text
 //	charset   GBK, GB2312, GB18030, Shift_JIS and undeclared charsets
-//	fragment  trafilatura takes a piece of the article (its lead) for the
-//	          whole; readability finds more than twice the text
+//	fragment  trafilatura takes a piece of the page (the article's lead,
+//	          the readers' letters) for the article; readability finds
+//	          more than twice the text
 //	today     pages that were right before, kept right
 type corpusCase struct {
 	fault, file, ctype string
@@ -103,6 +104,10 @@ var corpus = []corpusCase{
 		want: []string{"A procura de energia renovável em Portugal continua a crescer", "O que é o hidrogénio verde",
 			"previstos para Sines", "Quanto custa", "até ao fim da década", "Onde pode ser usado", "para aquecer a água e o ar."},
 		notWant: []string{"Receba as novidades", "WhatsApp", "direitos reservados", "Contactos"}},
+	{fault: "fragment", file: "corpus/fragment-letters-not-article.html", mode: ModeText, by: ByReadability, inOrder: true,
+		want: []string{"The city's water utility will replace every lead service pipe", "Other cities in the state have taken longer.",
+			"The utility will also check on request, at no charge."},
+		notWant: []string{"Good news at last", "Renters are the ones most at risk", "Readers write", "All rights reserved"}},
 	// A carousel of teasers above the story, each an <article> of the same
 	// class with a heading linked to another page, is not an article split
 	// in parts: joined, it outweighed the story.

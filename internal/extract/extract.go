@@ -48,24 +48,23 @@ const (
 const goodEnough = 250
 
 // shortArticle is the length (characters, blanks aside) of main text under
-// which readability runs beside trafilatura. Its answer wins when it has
-// more than twice the text (muchLonger): trafilatura then took a fragment
-// (the lead, a teaser, one box of a page) for the article, and the
-// article is what readability found. Its answer is also weighed by
-// preferSecond when boilerplate had to be trimmed from trafilatura's and
-// no heading is left: that is the shape of trafilatura's answer for a
-// short news item inside a portal, where it gathers the page's stray
-// paragraphs (weather boxes, tip-off appeals, footers) around it rather
-// than the article's container.
+// which trafilatura's answer is weighed against readability's by
+// preferSecond when boilerplate had to be trimmed from it and it has no
+// heading left: that is the shape of trafilatura's answer for a short
+// news item inside a portal, where it gathers the page's stray paragraphs
+// (weather boxes, tip-off appeals, footers) around it rather than the
+// article's container.
 const shortArticle = 1000
 
 // muchLonger reports a second answer with more than twice as much text
-// that is not boilerplate as the first's firstSize, when that is under
-// shortArticle. It is go-trafilatura's own rule for its fallback, which on
-// its comparison benchmark (scripts/bench-extract-public.sh) lifted
-// toolsvc's score from F 0.901 to 0.906.
+// that is not boilerplate as the first's firstSize: trafilatura then took
+// a piece of the page (the lead, a teaser, the comments) for the article,
+// and the article is what readability found. It is go-trafilatura's own
+// rule for its fallback. On go-trafilatura's comparison benchmark
+// (scripts/bench-extract-public.sh) it lifted toolsvc's score from F 0.901
+// to 0.908, at the cost of running readability on every page.
 func muchLonger(firstSize int, second *html.Node) bool {
-	return firstSize < shortArticle && goodText(blocksOf(second)) > 2*firstSize
+	return goodText(blocksOf(second)) > 2*firstSize
 }
 
 // preferSecond chooses readability's answer (second) over trafilatura's
@@ -176,15 +175,13 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	// trimming: a short article that only lost its footer is fine.
 	short := trSize+trimmed < goodEnough
 	suspect := short || trimmed > 0 && trSize < shortArticle && !hasHeading(content) || flattened(content)
-	if suspect || trSize < shortArticle {
-		if ctx.Err() != nil {
-			return Page{}, ctx.Err()
-		}
-		if second, secondTitle := secondContent(doc, pageURL, content, trSize, short, suspect); second != nil {
-			content, by = second, ByReadability
-			if title == "" {
-				title = secondTitle
-			}
+	if ctx.Err() != nil {
+		return Page{}, ctx.Err()
+	}
+	if second, secondTitle := secondContent(doc, pageURL, content, trSize, short, suspect); second != nil {
+		content, by = second, ByReadability
+		if title == "" {
+			title = secondTitle
 		}
 	}
 	best := Page{Title: title, Extractor: by}

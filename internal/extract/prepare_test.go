@@ -253,8 +253,8 @@ func TestPreferSecond(t *testing.T) {
 	}
 }
 
-// TestMuchLonger: readability's answer wins outright when trafilatura's
-// is under shortArticle and readability has more than twice its text.
+// TestMuchLonger: readability's answer wins outright when it has more
+// than twice trafilatura's text, boilerplate aside.
 func TestMuchLonger(t *testing.T) {
 	para := "<p>" + strings.Repeat("The council approved the plan for the river banks. ", 4) + "</p>" // 204 characters
 	for _, c := range []struct {
@@ -265,7 +265,7 @@ func TestMuchLonger(t *testing.T) {
 	}{
 		{"lead only, article found", 300, strings.Repeat(para, 4), true},
 		{"not twice", 450, strings.Repeat(para, 4), false},
-		{"first long enough", shortArticle, strings.Repeat(para, 20), false},
+		{"long first, twice as long second", 1500, strings.Repeat(para, 20), true},
 		{"nothing first", 0, para, true},
 		{"longer only in boilerplate", 300, para + "<p>© 2026 Metro Media. All rights reserved.</p><p>Privacy policy · Terms of use · Cookie settings</p>", false},
 	} {
