@@ -235,6 +235,12 @@ func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize 
 	// was before the space marks and the <pre> protection.
 	unmarkSpaces(doc)
 	protectPre(doc, true)
+	// Readability cannot find more than twice trafilatura's text on a page
+	// that has less than that in all: there it runs only to weigh a
+	// suspect answer.
+	if total, _ := textSize(doc); !suspect && total <= 2*trSize {
+		return nil, ""
+	}
 	// readability works on a clone; doc is intact. It is content with
 	// a short article: by default it runs up to four times on pages
 	// with under 500 characters of text, each time keeping more of
