@@ -23,6 +23,7 @@ import (
 	"github.com/go-shiori/go-readability"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Mode is the output form of an HTML page.
@@ -307,10 +308,14 @@ func docTitle(n *html.Node) string {
 //
 // Soft hyphens (U+00AD) go too: they are only hints where a browser may
 // break a word, invisible otherwise, and left in they split words, so the
-// text no longer matches what the reader sees or searches for.
+// text no longer matches what the reader sees or searches for. For the
+// same reason the text is put in Unicode's composed form (NFC): a page
+// written with "u" and a combining diaeresis shows "ü", and a model or a
+// search for "geprüft" should find it.
 func tidy(s string, markdown bool) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\u00ad", "")
+	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	blank, started := false, false

@@ -304,6 +304,7 @@ func TestTidy(t *testing.T) {
 		{"```\ncode  \n\n\n  more\n```", true, "```\ncode\n\n  more\n```"},
 		{"Mit\u00adtel\u00adal\u00adter", false, "Mittelalter"},
 		{"**Ge\u00adschich\u00adte**", true, "**Geschichte**"},
+		{"gepru\u0308ft", false, "geprüft"},
 	} {
 		if got := tidy(c.in, c.markdown); got != c.want {
 			t.Errorf("tidy(%q, %v) = %q, want %q", c.in, c.markdown, got, c.want)
