@@ -63,7 +63,8 @@ const shortArticle = 1000
 // and the article is what readability found. It is go-trafilatura's own
 // rule for its fallback. On go-trafilatura's comparison benchmark
 // (scripts/bench-extract-public.sh) it lifted toolsvc's score from F 0.901
-// to 0.908, at the cost of running readability on every page.
+// to 0.908, at the cost of running readability on most pages (all but
+// those with too little text for it to win).
 func muchLonger(firstSize int, second *html.Node) bool {
 	return goodText(blocksOf(second)) > 2*firstSize
 }

@@ -9,12 +9,15 @@ import (
 
 // How the two extractors' answers are judged. trafilatura is the better
 // extractor on ordinary articles and stays the default. Boilerplate is
-// trimmed from the edges of its answer (trimEdges), and the answer is
-// checked against readability's when it is short, when it is
-// trafilatura's flattened last resort (a whole <article> or the JSON-LD
-// body as one paragraph), or when it is short, lost boilerplate to the
-// trim and has no heading left: the stray paragraphs of a portal
-// gathered around a short news item (preferSecond decides).
+// trimmed from the edges of its answer (trimEdges). Readability's answer
+// replaces it when it has more than twice the text (muchLonger:
+// trafilatura took a piece of the page for the article). Where
+// trafilatura's answer is suspect, readability's is also weighed by
+// quality (preferSecond): when it is short, when it is trafilatura's
+// flattened last resort (a whole <article> or the JSON-LD body as one
+// paragraph), or when it is short, lost boilerplate to the trim and has
+// no heading left: the stray paragraphs of a portal gathered around a
+// short news item.
 
 // boilerplate lists the words of site furniture, lower case: copyright
 // lines, sign-up boxes, share bars, cookie notices, app promotions.
