@@ -87,6 +87,26 @@ func startProbe(t *testing.T, s *Sandbox, dir string, env []string, argv []strin
 	return c, cmd, &out, &errOut
 }
 
+// startIn starts argv in s through StartContext with exactly env, in
+// dir, with stdin when not empty, and returns the child and its output;
+// whether it ran warm is for the caller to check (child.call).
+func startIn(t *testing.T, ctx context.Context, s *Sandbox, tmp, dir string, env, argv []string, stdin string) (*Child, *bytes.Buffer) {
+	t.Helper()
+	path, args, _ := s.Command(tmp, argv)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir, cmd.Env = dir, env
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	child, err := s.StartContext(ctx, cmd, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return child, &out
+}
+
 // TestWarmMatchesCold: a command run in a bubblewrap started ahead sees
 // what one started on the spot sees: the same environment, folder,
 // identity, capabilities, seccomp and no_new_privs, open descriptors,
@@ -237,19 +257,10 @@ func TestWarmNotUsedWhenPathsChanged(t *testing.T) {
 				runIn(t, s, af.ws, "true")
 				awaitWarm(t, s)
 				c.change(t, af)
-				tmp := tempFor(t, s)
-				path, args, _ := s.Command(tmp, []string{"/bin/sh", "-c", "cat new.txt later/secret 2>&1; true"})
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, path, args...)
-				cmd.Dir = af.ws
-				cmd.Env = []string{"PATH=/usr/bin:/bin"}
-				var out bytes.Buffer
-				cmd.Stdout = &out
-				child, err := s.StartContext(ctx, cmd, tmp)
-				if err != nil {
-					t.Fatal(err)
-				}
+				child, out := startIn(t, ctx, s, tempFor(t, s), af.ws, []string{"PATH=/usr/bin:/bin"},
+					[]string{"/bin/sh", "-c", "cat new.txt later/secret 2>&1; true"}, "")
 				if child.call != nil {
 					t.Error("the command ran in the sandbox started before the change")
 				}
@@ -335,18 +346,7 @@ func TestWarmFallsBack(t *testing.T) {
 			{"odd variable", []string{"/usr/bin/env"}, []string{"PATH=/usr/bin:/bin", "odd.name=1"}, "", "odd.name=1\n"},
 			{"input", []string{"/bin/cat"}, []string{"PATH=/usr/bin:/bin"}, "input\n", "input\n"},
 		} {
-			path, args, _ := s.Command(tmp, c.argv)
-			cmd := exec.CommandContext(ctx, path, args...)
-			cmd.Dir, cmd.Env = af.ws, c.env
-			if c.stdin != "" {
-				cmd.Stdin = strings.NewReader(c.stdin)
-			}
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			child, err := s.StartContext(ctx, cmd, tmp)
-			if err != nil {
-				t.Fatal(err)
-			}
+			child, out := startIn(t, ctx, s, tmp, af.ws, c.env, c.argv, c.stdin)
 			if child.call != nil {
 				t.Errorf("%s: the command ran warm", c.name)
 			}
