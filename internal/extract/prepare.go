@@ -626,7 +626,7 @@ var profileLink = regexp.MustCompile(`(?i)(^|/)(members?|users?|u|profiles?|auth
 // firstHeading is the first h1-h6 in n, in document order, or nil.
 func firstHeading(n *html.Node) *html.Node {
 	for c := range n.Descendants() {
-		if c.Type == html.ElementNode && len(c.Data) == 2 && c.Data[0] == 'h' && c.Data[1] >= '1' && c.Data[1] <= '6' {
+		if isHeading(c) {
 			return c
 		}
 	}
@@ -661,7 +661,7 @@ func otherStories(n *html.Node) bool {
 				continue
 			case c.Data == "a" && attr(c, "href") != "":
 				links++
-			case heading == "" && (len(c.Data) == 2 && c.Data[0] == 'h' && c.Data[1] >= '1' && c.Data[1] <= '6'):
+			case heading == "" && isHeading(c):
 				heading = strings.ToLower(cleanSpace(rawText(c)))
 			}
 			walk(c)

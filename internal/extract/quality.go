@@ -56,9 +56,13 @@ type block struct {
 	links int // of which inside links
 }
 
-func (b block) heading() bool {
-	d := b.node.Data
-	return len(d) == 2 && d[0] == 'h' && d[1] >= '1' && d[1] <= '6'
+func (b block) heading() bool { return isHeading(b.node) }
+
+// isHeading reports an h1-h6 element (by name: trafilatura renames
+// elements without their atom).
+func isHeading(n *html.Node) bool {
+	d := n.Data
+	return n.Type == html.ElementNode && len(d) == 2 && d[0] == 'h' && d[1] >= '1' && d[1] <= '6'
 }
 
 // leadIn reports a short line that announces what follows ("Also in the
@@ -191,18 +195,8 @@ func dropLooseLeadIns(last *html.Node) {
 	}
 }
 
-// hasHeading reports a heading in n.
-func hasHeading(n *html.Node) bool {
-	if n.Type == html.ElementNode && len(n.Data) == 2 && n.Data[0] == 'h' && n.Data[1] >= '1' && n.Data[1] <= '6' {
-		return true
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if hasHeading(c) {
-			return true
-		}
-	}
-	return false
-}
+// hasHeading reports a heading in n, or n itself one.
+func hasHeading(n *html.Node) bool { return isHeading(n) || firstHeading(n) != nil }
 
 // flattened reports trafilatura's last resort when it kept a whole
 // article (or the JSON-LD article body) as one long paragraph of bare text:
