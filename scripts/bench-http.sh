@@ -75,6 +75,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 # BASE, toolsvc of that revision with the audit log on (+4).
 start_set() {
   local p=$1 d=$2
+  DATA=$d
   mkdir -p "$d/on" "$d/off" "$d/bare-files" "$d/base"
   BSVC=
   if [ -n "${BASE:-}" ]; then
@@ -137,6 +138,9 @@ compare() {
       fi
       echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc $(ratio "$sc" "$fc") $(ratio "$oc" "$bc") $extra" >> "$W/r"
       printf "$fmt\n" "$c" $(tail -1 "$W/r")
+      # The records of the round go: a small file takes a 4 KiB page, and
+      # a tmpfs fills up in a few rounds.
+      find "$DATA" -type f -name '*.json' -delete 2>/dev/null || true
     done
     printf "$fmt\n" "median" $(for k in $(seq $n); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
   done
