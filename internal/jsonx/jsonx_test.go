@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,13 @@ func TestAppendStringMatchesMarshal(t *testing.T) {
 		"bad \xff\xfe end", "\xe2\x80", "cut \xf0\x9f\x98",
 	} {
 		checkAppend(t, s)
+	}
+	// Each byte that needs a look of its own, at every place in and
+	// around the eight-byte words the plain runs are skipped in.
+	for _, c := range []string{"\"", "\\", "\n", "\x00", "\x1f", "<", ">", "&", "\x7f", "é", "\u2028", "\xff"} {
+		for at := 0; at <= 24; at++ {
+			checkAppend(t, strings.Repeat("a", at)+c+strings.Repeat("b", 24-at))
+		}
 	}
 }
 
