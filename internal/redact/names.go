@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"bytes"
 	"strings"
 	"unicode"
 )
@@ -58,29 +57,56 @@ func SecretName(name string) bool {
 // True may be a false alarm. A \u escape counts as a mention, since it may
 // spell a name ("p\u0061ssword"). It does not allocate.
 func MentionsSecretName(b []byte) bool {
-	if bytes.Contains(b, []byte(`\u`)) {
-		return true
-	}
-	for _, p := range [...]string{"key", "pass", "pwd", "secret", "token", "cred", "auth", "cookie"} {
-		if containsFold(b, p) {
-			return true
+	// One pass, looking at the rest only after a byte that can start a
+	// mention: this runs on every call's arguments.
+	for i, c := range b {
+		rest := b[i:]
+		switch lowerASCII(c) {
+		case '\\':
+			if len(rest) > 1 && rest[1] == 'u' {
+				return true
+			}
+		case 'k':
+			if hasPrefixFold(rest, "key") {
+				return true
+			}
+		case 'p':
+			if hasPrefixFold(rest, "pass") || hasPrefixFold(rest, "pwd") {
+				return true
+			}
+		case 's':
+			if hasPrefixFold(rest, "secret") {
+				return true
+			}
+		case 't':
+			if hasPrefixFold(rest, "token") {
+				return true
+			}
+		case 'c':
+			if hasPrefixFold(rest, "cred") || hasPrefixFold(rest, "cookie") {
+				return true
+			}
+		case 'a':
+			if hasPrefixFold(rest, "auth") {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// containsFold reports whether b holds p (lower-case ASCII) in any case.
-func containsFold(b []byte, p string) bool {
-	for i := 0; i+len(p) <= len(b); i++ {
-		j := 0
-		for j < len(p) && lowerASCII(b[i+j]) == p[j] {
-			j++
-		}
-		if j == len(p) {
-			return true
+// hasPrefixFold reports whether b starts with p (lower-case ASCII) in any
+// case.
+func hasPrefixFold(b []byte, p string) bool {
+	if len(b) < len(p) {
+		return false
+	}
+	for j := 0; j < len(p); j++ {
+		if lowerASCII(b[j]) != p[j] {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func lowerASCII(c byte) byte {

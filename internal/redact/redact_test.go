@@ -104,6 +104,34 @@ func TestSecretName(t *testing.T) {
 	}
 }
 
+// FuzzMentionsSecretName: the one-pass test finds what a search for each
+// word in the lower-cased text finds.
+func FuzzMentionsSecretName(f *testing.F) {
+	for _, s := range []string{`{"path":"a.txt"}`, `{"X-Api-KEY":1}`, `"p\u0061ss"`, `\`, "coo", "Cookie", "pw", "pwd", "tokens"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := bytes.Contains(b, []byte(`\u`))
+		for _, w := range []string{"key", "pass", "pwd", "secret", "token", "cred", "auth", "cookie"} {
+			want = want || bytes.Contains(asciiLower(b), []byte(w))
+		}
+		if got := MentionsSecretName(b); got != want {
+			t.Errorf("MentionsSecretName(%q) = %v, want %v", b, got, want)
+		}
+	})
+}
+
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
 func TestSecretVariable(t *testing.T) {
 	for name, want := range map[string]bool{
 		"TOOLSVC_API_KEYS":         true,
