@@ -119,9 +119,9 @@ func writeBody(w http.ResponseWriter, status int, data []byte) {
 }
 
 func setJSONHeaders(h http.Header, length int) {
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
+	setHeader(h, "Content-Type", "application/json")
+	setHeader(h, "X-Content-Type-Options", "nosniff")
 	// A known length lets a client read the whole answer while the server
 	// still drains a refused body behind it.
-	h.Set("Content-Length", strconv.Itoa(length))
+	setHeader(h, "Content-Length", strconv.Itoa(length))
 }

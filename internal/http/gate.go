@@ -112,7 +112,7 @@ func (g *gate) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := Caller{All: true}
 		if len(g.keys) > 0 {
-			scheme, key, found := strings.Cut(r.Header.Get("Authorization"), " ")
+			scheme, key, found := strings.Cut(header(r.Header, "Authorization"), " ")
 			var ok bool
 			if found && strings.EqualFold(scheme, "Bearer") {
 				c, ok = g.lookup(strings.TrimSpace(key))
@@ -233,7 +233,7 @@ func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) 
 // headerValue returns a header bounded in length and stripped of control
 // characters, since it ends up in the audit log.
 func headerValue(r *http.Request, name string) string {
-	v := r.Header.Get(name)
+	v := header(r.Header, name)
 	if len(v) > 256 {
 		v = v[:256]
 	}

@@ -82,7 +82,7 @@ func (g *guard) handle(next http.Handler) http.Handler {
 // check returns the error kind and message of a request to refuse, or ""
 // for one to serve.
 func (g *guard) check(r *http.Request) (kind, message string) {
-	origins := r.Header.Values("Origin")
+	origins := r.Header["Origin"] // the name as net/http spells it: see header
 	origin := ""
 	switch {
 	case len(origins) > 1:
@@ -95,7 +95,7 @@ func (g *guard) check(r *http.Request) (kind, message string) {
 	}
 	// A browser sends Origin with every request but GET and HEAD; a GET it
 	// sends for another site's page (a link, an <img>) says so here.
-	if origin == "" && strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+	if origin == "" && strings.EqualFold(header(r.Header, "Sec-Fetch-Site"), "cross-site") {
 		return kindOriginNotAllowed, "requests a browser sends on behalf of another site's page are refused; list the page's origin in TOOLSVC_CORS_ORIGINS to allow them"
 	}
 	// The probes are exempt from the Host check, not from the Origin check:

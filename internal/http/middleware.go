@@ -17,13 +17,11 @@ var requestIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 // echoes it in the response.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Header names are spelled as net/http keeps them (canonical), so
-		// that looking them up costs no conversion.
-		id := r.Header.Get("X-Request-Id")
+		id := header(r.Header, "X-Request-Id")
 		if id == "" || !requestIDPattern().MatchString(id) { // most clients send none
 			id = uuid.NewString()
 		}
-		w.Header().Set("X-Request-Id", id)
+		setHeader(w.Header(), "X-Request-Id", id)
 		r, st := withState(r)
 		st.id = id
 		next.ServeHTTP(w, r)

@@ -469,5 +469,5 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 }
 
 func wantsEvents(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	return strings.Contains(header(r.Header, "Accept"), "text/event-stream")
 }
