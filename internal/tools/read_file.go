@@ -378,8 +378,8 @@ func readLines(ctx context.Context, r *bufio.Reader, o readOpts, budget int, siz
 				line, err = keepLine(r, line, chunk, err, budget*utf8.UTFMax)
 				kept = line
 			}
-			text := bytes.TrimRight(kept, "\r\n")
-			if !utf8.Valid(text) {
+			text := trimEOL(kept)
+			if !validUTF8(text) {
 				sec.text = b
 				return sec, errNotUTF8
 			}
@@ -490,3 +490,26 @@ var (
 	_ registry.Tool  = (*ReadFile)(nil)
 	_ registry.Ruled = (*ReadFile)(nil)
 )
+
+// trimEOL is bytes.TrimRight(line, "\r\n"), without building the cut set
+// on every line.
+func trimEOL(line []byte) []byte {
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line
+}
+
+// validUTF8 is utf8.Valid, with short ASCII lines checked without its
+// set-up, which costs more than they do; a long line is left to it.
+func validUTF8(line []byte) bool {
+	if len(line) > 32 {
+		return utf8.Valid(line)
+	}
+	for i, c := range line {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(line[i:])
+		}
+	}
+	return true
+}
