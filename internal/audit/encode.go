@@ -77,7 +77,7 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 		b = jsonx.AppendString(b, rec.Replica)
 	}
 	b = append(b, `,"timestamp":"`...)
-	b = rec.Timestamp.AppendFormat(b, time.RFC3339Nano)
+	b = appendRFC3339Nano(b, rec.Timestamp)
 	b = append(b, `","status":`...)
 	b = jsonx.AppendString(b, rec.Status)
 	b = append(b, `,"duration_ms":`...)
@@ -93,4 +93,35 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 		b = jsonx.AppendString(b, rec.ErrorCode)
 	}
 	return append(b, '}', '\n'), args, nil
+}
+
+// appendRFC3339Nano is t.AppendFormat(b, time.RFC3339Nano), written out for
+// the UTC times of years 0-9999 that records have (two per call); other
+// times are left to AppendFormat.
+func appendRFC3339Nano(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if t.Location() != time.UTC || year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, min, sec := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, min, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	if ns := t.Nanosecond(); ns != 0 {
+		// The fraction without its trailing zeros, as ".999999999" does.
+		b = append(b, '.')
+		b = appendDigits(b, ns, 9)
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+	}
+	return append(b, 'Z')
 }

@@ -45,3 +45,31 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 		t.Error("invalid raw arguments encoded")
 	}
 }
+
+// TestAppendRFC3339Nano: the written-out format is AppendFormat's, for the
+// times it handles and the ones it leaves to AppendFormat.
+func TestAppendRFC3339Nano(t *testing.T) {
+	times := []time.Time{
+		time.Date(2026, 12, 5, 3, 4, 5, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 1, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 500000000, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 120000, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("X", 3600)),
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("Y", 0)),
+		{},
+	}
+	for i := int64(0); i < 1000; i++ {
+		times = append(times, time.Unix(i*7919*86400+i*104729, i*999983%1e9).UTC())
+	}
+	for _, tm := range times {
+		want := tm.AppendFormat([]byte("x"), time.RFC3339Nano)
+		if got := appendRFC3339Nano([]byte("x"), tm); string(got) != string(want) {
+			t.Errorf("appendRFC3339Nano(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
