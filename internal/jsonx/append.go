@@ -1,6 +1,9 @@
 package jsonx
 
-import "unicode/utf8"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 const hex = "0123456789abcdef"
 
@@ -18,54 +21,56 @@ func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		// Eight bytes at a time while none of them needs a look of its
-		// own: most of a text is plain ASCII. A word that does is taken
-		// byte by byte, and the next word is tried again whole.
-		if i+8 <= len(s) && plain8(word8(s, i), html) {
-			i += 8
+		// Eight bytes at a time: most of a text is plain ASCII, skipped
+		// whole, and a word that is not is skipped to its first byte that
+		// needs a look. The last few bytes are taken one at a time.
+		if i+8 <= len(s) {
+			m := special8(word8(s, i), html)
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+		}
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + size
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
+			i += size
 			continue
 		}
-		for stop := min(i+8, len(s)); i < stop; {
-			c := s[i]
-			if c >= utf8.RuneSelf {
-				r, size := utf8.DecodeRuneInString(s[i:])
-				switch {
-				case r == utf8.RuneError && size == 1:
-					b = append(b, s[start:i]...)
-					b = append(b, `\ufffd`...)
-					start = i + size
-				case r == '\u2028' || r == '\u2029':
-					b = append(b, s[start:i]...)
-					b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-					start = i + size
-				}
-				i += size
-				continue
-			}
-			if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
+		if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
 			i++
-			start = i
+			continue
 		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
@@ -81,17 +86,19 @@ func word8(s string, i int) uint64 {
 
 const ones, highs = 0x0101010101010101, 0x8080808080808080
 
-// plain8 reports whether none of the eight bytes in x is escaped or starts
-// a multi-byte character: each is ASCII from 0x20 up, not '"' or '\\' (nor
-// '<', '>' or '&' with html). The tests are the usual bit tricks on all
-// bytes at once.
-func plain8(x uint64, html bool) bool {
-	if x&highs != 0 || (x-0x20*ones)&^x&highs != 0 || hasZero(x^('"'*ones)) || hasZero(x^('\\'*ones)) {
-		return false
+// special8 marks, with the high bit of its byte, the bytes of x (eight of
+// a string, the first lowest) that are escaped or start a multi-byte
+// character: below 0x20, '"', '\\', 0x80 and up, and with html '<', '>'
+// and '&'. These are the usual bit tricks on all bytes at once; a borrow
+// can mark a byte above a marked one that is not special, never one below,
+// so the lowest mark is exact.
+func special8(x uint64, html bool) uint64 {
+	m := x&highs | (x-0x20*ones)&^x&highs | zeroBytes(x^('"'*ones)) | zeroBytes(x^('\\'*ones))
+	if html {
+		m |= zeroBytes(x^('<'*ones)) | zeroBytes(x^('>'*ones)) | zeroBytes(x^('&'*ones))
 	}
-	return !html || !(hasZero(x^('<'*ones)) || hasZero(x^('>'*ones)) || hasZero(x^('&'*ones)))
+	return m
 }
 
-// hasZero reports whether a byte of v is zero; it is exact about whether,
-// not about which.
-func hasZero(v uint64) bool { return (v-ones)&^v&highs != 0 }
+// zeroBytes marks the zero bytes of v, as special8 marks.
+func zeroBytes(v uint64) uint64 { return (v - ones) &^ v & highs }
