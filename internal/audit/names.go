@@ -56,12 +56,10 @@ func appendStamp(b []byte, t time.Time) []byte {
 	return append(b, 'Z')
 }
 
-// appendDigits appends n >= 0 in exactly width digits.
+// appendDigits appends n >= 0 in exactly width (at most 10) digits.
 func appendDigits(b []byte, n, width int) []byte {
-	for i := width - 1; i >= 0; i-- {
-		b = append(b, 0)
-	}
-	for i := len(b) - 1; i >= len(b)-width; i-- {
+	b = append(b, "0000000000"[:width]...)
+	for i := len(b) - 1; n > 0 && i >= len(b)-width; i-- {
 		b[i] = byte('0' + n%10)
 		n /= 10
 	}
