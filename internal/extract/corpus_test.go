@@ -30,6 +30,9 @@ import (
 //	fragment  trafilatura takes a piece of the page (the article's lead,
 //	          the readers' letters) for the article; readability finds
 //	          more than twice the text
+//	rescue    trafilatura's own extraction finds nothing (the story sits
+//	          in an <aside> column, which it drops) and its rescue runs the
+//	          page's menus together; readability finds the story
 //	today     pages that were right before, kept right
 type corpusCase struct {
 	fault, file, ctype string
@@ -108,6 +111,10 @@ var corpus = []corpusCase{
 		want: []string{"The city's water utility will replace every lead service pipe", "Other cities in the state have taken longer.",
 			"The utility will also check on request, at no charge."},
 		notWant: []string{"Good news at last", "Renters are the ones most at risk", "Readers write", "All rights reserved"}},
+	{fault: "rescue", file: "corpus/rescue-story-in-aside-fr.html", mode: ModeText, by: ByReadability, inOrder: true,
+		want: []string{"Le tramway qui reliera la gare d'Annecy", "crues de l'automne dernier.", "Les rames circuleront toutes les six minutes",
+			"valables sur les deux réseaux.", "laisser leur voiture au pied de la vallée."},
+		notWant: []string{"Accueil", "Bulletin neige", "Nous contacter", "Mentions légales", "Tous droits réservés"}},
 	// A carousel of teasers above the story, each an <article> of the same
 	// class with a heading linked to another page, is not an article split
 	// in parts: joined, it outweighed the story.

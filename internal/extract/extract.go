@@ -69,6 +69,17 @@ func muchLonger(firstSize int, second *html.Node) bool {
 	return goodText(blocksOf(second)) > 2*firstSize
 }
 
+// beatsRescued reports a second answer better than trafilatura's rescue:
+// one with goodEnough text or more that is not boilerplate, and more than
+// twice what trafilatura's own extraction found (own). The rescue is the
+// page's text run together (a menu, or the whole page, when nothing else
+// matched); go-trafilatura with its fallback weighs readability against
+// its own extraction the same way, before any rescue.
+func beatsRescued(own int, second *html.Node) bool {
+	good := goodText(blocksOf(second))
+	return good >= goodEnough && good > 2*own
+}
+
 // preferSecond chooses readability's answer (second) over trafilatura's
 // (first, nil when it found nothing) by their quality, not their length
 // alone (both have had their edges trimmed). A short first answer (under
@@ -164,7 +175,7 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	flattenListItems(doc, bold)
 	protectPre(doc, false)
 	markSpaces(doc)
-	content, trTitle, trErr := e.primaryContent(doc, pageURL, bold)
+	content, trTitle, rescuedFrom, trErr := e.primaryContent(doc, pageURL, bold)
 	if trTitle != "" {
 		title = trTitle
 	}
@@ -180,7 +191,7 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	if ctx.Err() != nil {
 		return Page{}, ctx.Err()
 	}
-	if second, secondTitle := secondContent(doc, pageURL, content, trSize, short, suspect); second != nil {
+	if second, secondTitle := secondContent(doc, pageURL, content, trSize, short, suspect, rescuedFrom); second != nil {
 		content, by = second, ByReadability
 		if title == "" {
 			title = secondTitle
@@ -211,36 +222,46 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 // primaryContent runs trafilatura on doc, reshaped and marked as HTML
 // prepares it, and readies the content it found (nil when none) for
 // rendering. title is the title trafilatura found, "" when none.
-func (e *Extractor) primaryContent(doc *html.Node, pageURL *url.URL, bold map[string]bool) (content *html.Node, title string, err error) {
+// rescuedFrom is -1, or, when trafilatura's own extraction found too
+// little (under its minimum of 250 characters) and content is its rescue
+// (the JSON-LD article body, the first <article>, the page's paragraphs
+// or its whole text, run together), what its own extraction found.
+func (e *Extractor) primaryContent(doc *html.Node, pageURL *url.URL, bold map[string]bool) (content *html.Node, title string, rescuedFrom int, err error) {
 	tr, err := e.primary(doc, trafilatura.Options{
 		OriginalURL:     pageURL,
 		IncludeLinks:    true, // PlainText drops the targets; trafilatura is faster this way
 		ExcludeComments: true,
 		Focus:           trafilatura.Balanced,
 	})
+	rescuedFrom = -1
 	if err == nil && tr != nil && tr.ContentNode != nil {
 		content = tr.ContentNode
+		if tr.Baseline {
+			rescuedFrom = tr.OwnLength
+		}
 		restoreCode(content)
 		unmarkSpaces(content)
 		emboldenLinks(content, bold)
 		title = strings.ReplaceAll(tr.Metadata.Title, spaceMark, " ")
 	}
-	return content, title, err
+	return content, title, rescuedFrom, err
 }
 
 // secondContent runs readability on doc and returns its content, with
 // its title, when it is much longer than trafilatura's (content, of
 // trSize characters) or, where trafilatura's answer is suspect, when
-// preferSecond prefers it (short if under goodEnough); nil when not.
-func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize int, short, suspect bool) (*html.Node, string) {
+// preferSecond prefers it (short if under goodEnough), or, when
+// trafilatura's answer is its rescue (rescuedFrom, see primaryContent),
+// when it beats what trafilatura's own extraction found; nil when not.
+func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize int, short, suspect bool, rescuedFrom int) (*html.Node, string) {
 	// trafilatura worked on a clone; readability gets the page as it
 	// was before the space marks and the <pre> protection.
 	unmarkSpaces(doc)
 	protectPre(doc, true)
 	// Readability cannot find more than twice trafilatura's text on a page
 	// that has less than that in all: there it runs only to weigh a
-	// suspect answer.
-	if total, _ := textSize(doc); !suspect && total <= 2*trSize {
+	// suspect answer or a rescue.
+	if total, _ := textSize(doc); !suspect && rescuedFrom < 0 && total <= 2*trSize {
 		return nil, ""
 	}
 	// readability works on a clone; doc is intact. It is content with
@@ -254,7 +275,8 @@ func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize 
 		return nil, ""
 	}
 	trimEdges(art.Node)
-	if !muchLonger(trSize, art.Node) && !(suspect && preferSecond(content, trSize, short, art.Node)) {
+	if !muchLonger(trSize, art.Node) && !(suspect && preferSecond(content, trSize, short, art.Node)) &&
+		!(rescuedFrom >= 0 && beatsRescued(rescuedFrom, art.Node)) {
 		return nil, ""
 	}
 	return art.Node, strings.TrimSpace(art.Title)

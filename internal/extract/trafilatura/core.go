@@ -62,6 +62,13 @@ type ExtractResult struct {
 	// Will be empty if `ExcludeComments` in `Options` is set to true.
 	CommentsText string
 
+	// Baseline reports that the main extraction found less than
+	// MinExtractedSize characters and ContentNode is the rescue's (the
+	// JSON-LD article body, the <article>, the paragraphs or the whole
+	// text of the page); OwnLength is what the main extraction found.
+	Baseline  bool
+	OwnLength int
+
 	// Metadata is the extracted metadata which taken from several sources i.e.
 	// <meta> tags, JSON+LD and OpenGraph scheme.
 	Metadata Metadata
@@ -145,8 +152,10 @@ func ExtractDocument(doc *html.Node, opts Options) (*ExtractResult, error) {
 
 	// Rescue: try to use original/dirty tree
 	lenText := utf8.RuneCountInString(tmpBodyText)
+	ownLength, usedBaseline := lenText, false
 	if lenText < opts.Config.MinExtractedSize && opts.Focus != FavorPrecision {
 		postBody, tmpBodyText = baseline(docBackup2)
+		usedBaseline = true
 	}
 
 	// Tree size sanity check
@@ -186,6 +195,8 @@ func ExtractDocument(doc *html.Node, opts Options) (*ExtractResult, error) {
 		ContentText:  tmpBodyText,
 		CommentsNode: commentsBody,
 		CommentsText: tmpComments,
+		Baseline:     usedBaseline,
+		OwnLength:    ownLength,
 		Metadata:     metadata,
 	}, nil
 }

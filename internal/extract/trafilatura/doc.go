@@ -27,6 +27,11 @@
 //   - Emoji are removed from author names by a small function
 //     (removeEmojis) instead of github.com/forPelevin/gomoji, whose package
 //     initialisation builds its table (about 3 ms, 1 MB) at start-up.
+//   - ExtractResult.Baseline and OwnLength tell when the content is the
+//     rescue of an extraction that found too little (baseline.go), and
+//     how much that extraction found: upstream weighs its fallback
+//     against that extraction before any rescue, and toolsvc does the
+//     same with readability.
 //   - CreateReadableDocument (helper.go), unused, and the functions the
 //     removals left unused (validTagCatalog, lru's Cache.Remove) are gone.
 //   - The regular expressions of metadata.go are compiled on first use
