@@ -33,6 +33,9 @@ import (
 //	rescue    trafilatura's own extraction finds nothing (the story sits
 //	          in an <aside> column, which it drops) and its rescue runs the
 //	          page's menus together; readability finds the story
+//	edges     a little furniture at an edge of the article (a "back to
+//	          the list" link): too little of the answer to make it suspect,
+//	          still not the article
 //	today     pages that were right before, kept right
 type corpusCase struct {
 	fault, file, ctype string
@@ -111,6 +114,13 @@ var corpus = []corpusCase{
 		want: []string{"The city's water utility will replace every lead service pipe", "Other cities in the state have taken longer.",
 			"The utility will also check on request, at no charge."},
 		notWant: []string{"Good news at last", "Renters are the ones most at risk", "Readers write", "All rights reserved"}},
+	{fault: "edges", file: "corpus/edges-back-link-es.html", mode: ModeText, by: ByTrafilatura, inOrder: true,
+		want: []string{"Las cinco bibliotecas municipales abrirán", "los domingos por la mañana, de diez a dos.",
+			"con inscripción previa en la web municipal.", "en todas las salas de lectura."},
+		notWant: []string{"Volver al listado", "Enlaces de interés", "Sede electrónica", "Aviso legal"}},
+	{fault: "edges", file: "corpus/edges-back-link-es.html", mode: ModeMarkdown, by: ByTrafilatura,
+		want:    []string{"# La red de bibliotecas amplía su horario en verano", "en todas las salas de lectura."},
+		notWant: []string{"Volver al listado", "/prensa/"}},
 	{fault: "rescue", file: "corpus/rescue-story-in-aside-fr.html", mode: ModeText, by: ByReadability, inOrder: true,
 		want: []string{"Le tramway qui reliera la gare d'Annecy", "crues de l'automne dernier.", "Les rames circuleront toutes les six minutes",
 			"valables sur les deux réseaux.", "laisser leur voiture au pied de la vallée."},

@@ -199,6 +199,7 @@ func (e *Extractor) HTML(ctx context.Context, body []byte, pageURL *url.URL, mod
 	}
 	best := Page{Title: title, Extractor: by}
 	if content != nil {
+		trimJunkEdges(content)
 		dropDeadLinks(content)
 		if best.Text, err = e.render(ctx, content, pageURL, mode); err != nil {
 			best.Text = ""

@@ -96,6 +96,17 @@ func (b block) junk() bool {
 	return bars >= 3 && b.text < 30*(bars+1)
 }
 
+// furniture is junk for trimJunkEdges: a block of links counts only when
+// links make 80% of its text or more, so that a closing line of the
+// article that points to more ("read the full proposal on the council's
+// site, or see our map") stays.
+func (b block) furniture() bool {
+	if !b.heading() && b.links*10 >= b.text*6 && b.links*10 < b.text*8 {
+		return false
+	}
+	return b.junk()
+}
+
 // isBlockTag reports the elements judged as a whole.
 func isBlockTag(n *html.Node) bool {
 	switch n.Data { // by name: trafilatura renames elements without their atom
@@ -177,6 +188,33 @@ func trimEdges(n *html.Node) (kept, removed int) {
 		dropLooseLeadIns(bs[end-1].node)
 	}
 	return total - removed, removed
+}
+
+// trimJunkEdges removes the furniture at the edges of a chosen answer
+// however little of it there is: a "back to the list" link, a closing
+// box of links. trimEdges leaves small amounts in place, since what it
+// trims also says how suspect trafilatura's answer is.
+func trimJunkEdges(n *html.Node) {
+	bs := blocksOf(n)
+	end := len(bs)
+	for end > 0 && (bs[end-1].heading() || bs[end-1].furniture()) {
+		end--
+	}
+	start := 0
+	for start < end && bs[start].furniture() {
+		start++
+	}
+	if start == end {
+		return
+	}
+	for _, b := range append(bs[:start:start], bs[end:]...) {
+		if b.node.Parent != nil {
+			b.node.Parent.RemoveChild(b.node)
+		}
+	}
+	if end < len(bs) {
+		dropLooseLeadIns(bs[end-1].node)
+	}
 }
 
 // dropLooseLeadIns removes the bare text left after the last kept block
