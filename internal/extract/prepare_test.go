@@ -133,8 +133,6 @@ func TestMergeSplitBlocks(t *testing.T) {
 	}
 }
 
-// TestTrimEdges: boilerplate goes from the edges of a short answer, never
-// from its middle, and a long article keeps its closing list of links.
 // TestMergeSplitBlocksWrappers: an article split over layout wrappers, each
 // a body block beside an ad rail, becomes one body block in order, however
 // deep the wrappers nest.
@@ -203,6 +201,10 @@ func TestTeaser(t *testing.T) {
 	}
 }
 
+// TestTrimEdges: boilerplate goes from the edges of an answer when it is
+// a good part of it (15% or more), never from its middle; a long article
+// keeps its closing list of links here, since what is trimmed says how
+// suspect the answer is (trimJunkEdges cleans the chosen answer).
 func TestTrimEdges(t *testing.T) {
 	story := "<p>" + strings.Repeat("The council voted to keep the night buses. ", 4) + "</p>"
 	links := `<ul><li><a href="/1">Another story headline here</a></li><li><a href="/2">And one more story headline</a></li></ul>`
@@ -221,6 +223,30 @@ func TestTrimEdges(t *testing.T) {
 		_, removed := trimEdges(doc)
 		if got := render(t, doc); got != c.want || (removed > 0) != c.removed {
 			t.Errorf("%s:\ngot  %s (removed %d)\nwant %s", c.in, got, removed, c.want)
+		}
+	}
+}
+
+// TestTrimJunkEdges: the chosen answer loses the furniture at its edges
+// however little there is, never its middle, and keeps a closing line
+// that links to more and a closing lead-in.
+func TestTrimJunkEdges(t *testing.T) {
+	long := strings.Repeat("<p>"+strings.Repeat("The council voted to keep the night buses. ", 4)+"</p>", 7)
+	links := `<ul><li><a href="/1">Another story headline here</a></li><li><a href="/2">And one more story headline</a></li></ul>`
+	closing := `<p>Read the <a href="/p">full proposal on the council website</a>, or see our <a href="/m">map of the new routes</a>.</p>`
+	cases := []struct{ in, want string }{
+		{long + "<h2>Further reading</h2>" + links, long},
+		{`<p><a href="/news">Back to the list</a></p>` + long + `<p><a href="/news">Back to the list</a></p>`, long},
+		{long + "<p>- Anzeige -</p>" + "<p>Advertising disclosure: we may earn a commission from links in this story.</p>", long},
+		{long + closing, long + closing},
+		{long + "<p>Read the report here:</p>", long + "<p>Read the report here:</p>"},
+		{long + links + long, long + links + long},
+	}
+	for _, c := range cases {
+		doc := parseBody(t, c.in)
+		trimJunkEdges(doc)
+		if got := render(t, doc); got != c.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", c.in, got, c.want)
 		}
 	}
 }

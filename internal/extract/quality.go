@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -27,6 +28,17 @@ var boilerplate = []string{
 	"cookie preferences", "sign up for", "sign in to", "subscribe to", "subscribe for", "subscribe now",
 	"newsletter", "share on", "share this", "follow us", "app store", "google play", "download it free",
 	"download the app", "download our app", "版权所有", "关于我们", "联系我们", "免责声明",
+	// Affiliate and advertising disclosures, which sites put under their
+	// articles.
+	"advertising disclosure", "advertising disclaimer", "affiliate links", "may earn a commission",
+	"may receive compensation",
+}
+
+// adLabels are whole lines that label an advertisement, lower case, in the
+// languages of the pages toolsvc is measured on and a few more.
+var adLabels = []string{
+	"advertisement", "advertising", "sponsored", "anzeige", "werbung", "publicidad", "publicité",
+	"pubblicità", "reklama", "reklame", "advertentie", "annons", "mainos", "广告", "広告", "광고",
 }
 
 func isBoilerplate(s string) bool {
@@ -36,10 +48,13 @@ func isBoilerplate(s string) bool {
 			return true
 		}
 	}
-	// Whole lines that are furniture: "Advertisement", "12 comments",
-	// "Read more", "(c) 2026 ...".
+	// Whole lines that are furniture: "Advertisement" ("- Anzeige -"),
+	// "12 comments", "Read more", "(c) 2026 ...".
 	switch s {
-	case "advertisement", "read more", "see more":
+	case "read more", "see more":
+		return true
+	}
+	if slices.Contains(adLabels, strings.TrimFunc(s, func(r rune) bool { return !unicode.IsLetter(r) })) {
 		return true
 	}
 	if strings.HasPrefix(s, "(c) ") {
