@@ -177,14 +177,7 @@ func trimEdges(n *html.Node) (kept, removed int) {
 	for _, b := range bs {
 		total += b.text
 	}
-	end := len(bs)
-	for end > 0 && (bs[end-1].heading() || bs[end-1].leadIn() || bs[end-1].junk()) {
-		end--
-	}
-	start := 0
-	for start < end && bs[start].junk() {
-		start++
-	}
+	start, end := edges(bs, func(b block) bool { return b.heading() || b.leadIn() || b.junk() }, block.junk)
 	for _, b := range bs[:start] {
 		removed += b.text
 	}
@@ -194,14 +187,7 @@ func trimEdges(n *html.Node) (kept, removed int) {
 	if start == end || removed*100 < total*15 {
 		return total, 0
 	}
-	for _, b := range append(bs[:start:start], bs[end:]...) {
-		if b.node.Parent != nil {
-			b.node.Parent.RemoveChild(b.node)
-		}
-	}
-	if end < len(bs) {
-		dropLooseLeadIns(bs[end-1].node)
-	}
+	cutEdges(bs, start, end)
 	return total - removed, removed
 }
 
@@ -211,17 +197,29 @@ func trimEdges(n *html.Node) (kept, removed int) {
 // trims also says how suspect trafilatura's answer is.
 func trimJunkEdges(n *html.Node) {
 	bs := blocksOf(n)
-	end := len(bs)
-	for end > 0 && (bs[end-1].heading() || bs[end-1].furniture()) {
+	start, end := edges(bs, func(b block) bool { return b.heading() || b.furniture() }, block.furniture)
+	if start < end {
+		cutEdges(bs, start, end)
+	}
+}
+
+// edges returns the blocks to keep, bs[start:end]: the ones left after
+// those tail reports are dropped from the end and those head reports from
+// the start.
+func edges(bs []block, tail, head func(block) bool) (start, end int) {
+	end = len(bs)
+	for end > 0 && tail(bs[end-1]) {
 		end--
 	}
-	start := 0
-	for start < end && bs[start].furniture() {
+	for start < end && head(bs[start]) {
 		start++
 	}
-	if start == end {
-		return
-	}
+	return start, end
+}
+
+// cutEdges removes the blocks outside bs[start:end] from their tree, and
+// the loose lead-ins left after the last one kept.
+func cutEdges(bs []block, start, end int) {
 	for _, b := range append(bs[:start:start], bs[end:]...) {
 		if b.node.Parent != nil {
 			b.node.Parent.RemoveChild(b.node)
