@@ -39,15 +39,7 @@ cleanup() {
   if [ -n "${KEEP:-}" ]; then echo "callgrind files kept in $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
-mkdir -p "$W/ws"
-go build -o "$W/toolsvc" ./cmd/toolsvc
-go build -o "$W/barehttp" ./scripts/barehttp
-if [ -n "${BASE:-}" ]; then
-  mkdir "$W/base"
-  git archive "$BASE" | tar -x -C "$W/base"
-  (cd "$W/base" && go build -o "$W/toolsvc-base" ./cmd/toolsvc)
-fi
-printf 'hello\n%.0s' {1..10} > "$W/ws/small.txt"
+. scripts/bench-servers.sh
 
 cat > "$W/client.py" <<'PY'
 import http.client, sys

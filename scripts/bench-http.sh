@@ -33,15 +33,7 @@ cleanup() {
   rm -rf "$W"
 }
 trap cleanup EXIT
-mkdir -p "$W/ws"
-go build -o "$W/toolsvc" ./cmd/toolsvc
-go build -o "$W/barehttp" ./scripts/barehttp
-if [ -n "${BASE:-}" ]; then
-  mkdir "$W/base"
-  git archive "$BASE" | tar -x -C "$W/base"
-  (cd "$W/base" && go build -o "$W/toolsvc-base" ./cmd/toolsvc)
-fi
-printf 'hello\n%.0s' {1..10} > "$W/ws/small.txt"
+. scripts/bench-servers.sh
 
 rss() { awk '/^VmRSS/ {print $2/1024 " MiB"}' /proc/$1/status; }
 hwm() { awk '/^VmHWM/ {print $2/1024 " MiB"}' /proc/$1/status; }
@@ -138,9 +130,13 @@ compare() {
       fi
       echo "$f $s $b $o $(ratio "$s" "$f") $(ratio "$o" "$b") $fc $sc $bc $oc $(ratio "$sc" "$fc") $(ratio "$oc" "$bc") $extra" >> "$W/r"
       printf "$fmt\n" "$c" $(tail -1 "$W/r")
-      # The records of the round go: a small file takes a 4 KiB page, and
-      # a tmpfs fills up in a few rounds.
-      find "$DATA" -type f -name '*.json' -delete 2>/dev/null || true
+      # On a tmpfs the records of the round go: a small file takes a
+      # 4 KiB page there, and it fills up in a few rounds. Not on a disk:
+      # on ext4 a file made where many were lately deleted costs several
+      # times more, and the figures would measure that.
+      if [ "$(fstype "$DATA")" = tmpfs ]; then
+        find "$DATA" -type f -name '*.json' -delete 2>/dev/null || true
+      fi
     done
     printf "$fmt\n" "median" $(for k in $(seq $n); do awk -v k=$k '{print $k}' "$W/r" | median; done | tr '\n' ' ')
   done
