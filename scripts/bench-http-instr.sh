@@ -13,10 +13,12 @@
 # side is given as the number of system calls per call, counted by strace
 # over another N calls (without callgrind).
 #
-# Go needs two settings under valgrind 3.19: GODEBUG=cpu.rdtscp=off (it
-# does not know RDTSCP) and asyncpreemptoff=1 (callgrind fails on the
-# preemption signals). Both change the runtime a little, the same way for
-# both servers.
+# Go needs three settings under valgrind 3.19: GODEBUG=cpu.rdtscp=off (it
+# does not know RDTSCP), asyncpreemptoff=1 (callgrind fails on the
+# preemption signals) and GOMAXPROCS=1 (without it the threads that spin
+# looking for work while the server waits for the client are counted, and
+# one round came out at 3.4x the others). They change the runtime a
+# little, the same way for both servers.
 #
 # usage: scripts/bench-http-instr.sh [N]
 # BASE=<git revision> also counts toolsvc built from that revision.
