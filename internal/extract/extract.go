@@ -58,27 +58,22 @@ const goodEnough = 250
 const shortArticle = 1000
 
 // muchLonger reports a second answer with more than twice as much text
-// that is not boilerplate as the first's firstSize: trafilatura then took
+// that is not boilerplate (good) as the first's firstSize: trafilatura then took
 // a piece of the page (the lead, a teaser, the comments) for the article,
 // and the article is what readability found. It is go-trafilatura's own
 // rule for its fallback. On go-trafilatura's comparison benchmark
 // (scripts/bench-extract-public.sh) it lifted toolsvc's score by 0.006
 // (F 0.901 to 0.907), at the cost of running readability on most pages
 // (all but those with too little text for it to win).
-func muchLonger(firstSize int, second *html.Node) bool {
-	return goodText(blocksOf(second)) > 2*firstSize
-}
+func muchLonger(firstSize, good int) bool { return good > 2*firstSize }
 
 // beatsRescued reports a second answer better than trafilatura's rescue:
-// one with goodEnough text or more that is not boilerplate, and more than
+// one with goodEnough text or more that is not boilerplate (good), and more than
 // twice what trafilatura's own extraction found (own). The rescue is the
 // page's text run together (a menu, or the whole page, when nothing else
 // matched); go-trafilatura with its fallback weighs readability against
 // its own extraction the same way, before any rescue.
-func beatsRescued(own int, second *html.Node) bool {
-	good := goodText(blocksOf(second))
-	return good >= goodEnough && good > 2*own
-}
+func beatsRescued(own, good int) bool { return good >= goodEnough && good > 2*own }
 
 // preferSecond chooses readability's answer (second) over trafilatura's
 // (first, nil when it found nothing) by their quality, not their length
@@ -276,8 +271,9 @@ func secondContent(doc *html.Node, pageURL *url.URL, content *html.Node, trSize 
 		return nil, ""
 	}
 	trimEdges(art.Node)
-	if !muchLonger(trSize, art.Node) && !(suspect && preferSecond(content, trSize, short, art.Node)) &&
-		!(rescuedFrom >= 0 && beatsRescued(rescuedFrom, art.Node)) {
+	good := goodText(blocksOf(art.Node))
+	if !muchLonger(trSize, good) && !(suspect && preferSecond(content, trSize, short, art.Node)) &&
+		!(rescuedFrom >= 0 && beatsRescued(rescuedFrom, good)) {
 		return nil, ""
 	}
 	return art.Node, strings.TrimSpace(art.Title)

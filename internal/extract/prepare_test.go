@@ -295,7 +295,7 @@ func TestMuchLonger(t *testing.T) {
 		{"nothing first", 0, para, true},
 		{"longer only in boilerplate", 300, para + "<p>© 2026 Metro Media. All rights reserved.</p><p>Privacy policy · Terms of use · Cookie settings</p>", false},
 	} {
-		if got := muchLonger(c.firstSize, parseBody(t, c.second)); got != c.want {
+		if got := muchLonger(c.firstSize, goodText(blocksOf(parseBody(t, c.second)))); got != c.want {
 			t.Errorf("%s: %v", c.name, got)
 		}
 	}
