@@ -95,9 +95,10 @@ func (s *Store) Close() {
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 // listen holds one connection that LISTENs for cancellations, and opens
-// another when it breaks. A cancellation asked while it is away is not
-// lost: the task row keeps cancel_requested, which the next lease renewal
-// reads.
+// another when it breaks. A notice is passed on only when the task's row
+// asks for the cancellation (cancelRequested). A cancellation asked while
+// the connection is away is not lost: the task row keeps
+// cancel_requested, which the next lease renewal reads.
 func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig) {
 	defer s.wg.Done()
 	backoff := 100 * time.Millisecond
@@ -131,6 +132,13 @@ func (s *Store) listenOnce(ctx context.Context, cc *pgx.ConnConfig, connected fu
 		if err != nil {
 			return err
 		}
+		ok, err := s.cancelRequested(ctx, conn, n.Payload)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
 		select {
 		case s.cancels <- n.Payload:
 		default: // the renewal reads cancel_requested in any case
@@ -138,7 +146,44 @@ func (s *Store) listenOnce(ctx context.Context, cc *pgx.ConnConfig, connected fu
 	}
 }
 
-// Cancellations delivers the IDs of tasks whose cancellation was asked.
+// cancelRequested reports whether the notification for task id is backed
+// by its row: the task runs on this replica and cancel_requested is set.
+// Any role that can connect to the database can NOTIFY the channel, but
+// only the cancel path (RequestCancel, which notifies in the same
+// statement that sets the flag, so the row is committed by the time the
+// notice arrives) sets the flag; a notice without it is ignored. The
+// lookup is one primary-key read on the LISTEN connection itself, so a
+// pool held by long send_message calls does not delay it; notices that
+// arrive meanwhile wait in the connection's queue.
+func (s *Store) cancelRequested(ctx context.Context, conn *pgx.Conn, id string) (bool, error) {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var mine, requested bool
+	err := conn.QueryRow(qctx, `SELECT replica = $2 AND status = 'running', cancel_requested
+		FROM agent_tasks WHERE id = $1`, id, s.replica).Scan(&mine, &requested)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		s.log.Debug().Str("agent", id).Msg("shared store: ignored a cancellation notice for no task")
+		return false, nil
+	case err != nil:
+		return false, err
+	case mine && !requested:
+		// Someone who can reach the database tried to stop a task this
+		// replica runs without asking through the service.
+		s.log.Warn().Str("agent", id).Msg("shared store: ignored a cancellation notice without a cancellation request on the task")
+		return false, nil
+	case !requested:
+		s.log.Debug().Str("agent", id).Msg("shared store: ignored a cancellation notice without a cancellation request on the task")
+		return false, nil
+	}
+	// A requested cancellation of another replica's task is that
+	// replica's to act on; one of a task that already ended is moot.
+	return mine, nil
+}
+
+// Cancellations delivers the IDs of this replica's running tasks whose
+// cancellation was asked: notices on the channel whose row does not ask
+// for it are dropped.
 func (s *Store) Cancellations() <-chan string { return s.cancels }
 
 // Load returns nothing: every replica asks the database for tasks.
