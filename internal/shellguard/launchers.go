@@ -17,6 +17,11 @@ type wrapper struct {
 	shellIfEmpty bool
 }
 
+// wrappers are the programs that run the command in their arguments, by
+// name. command -v and -V only print what each name would run: their
+// operands are names to look up, not a command (command -v node; command
+// -v npx), so the command is judged as itself. Plain command and command
+// -p do run their operand, which is judged like any wrapped command.
 var wrappers = map[string]wrapper{
 	"env":       {spec: optSpec{argShort: "uCS", argLong: []string{"unset", "chdir"}, scriptShort: "S", scriptLong: []string{"split-string"}, assigns: true}},
 	"nice":      {spec: optSpec{argShort: "n", argLong: []string{"adjustment"}, numeric: true}},
@@ -24,7 +29,7 @@ var wrappers = map[string]wrapper{
 	"nohup":     {},
 	"setsid":    {},
 	"builtin":   {},
-	"command":   {},
+	"command":   {spec: optSpec{noCmdShort: "vV"}},
 	"unbuffer":  {},
 	"fakeroot":  {spec: optSpec{argShort: "lis", argLong: []string{"lib", "faked"}}},
 	"eatmydata": {},

@@ -36,7 +36,7 @@ func TestProgramRules(t *testing.T) {
 		"ln":        {{"ln -sf x /bin/sh", "system path"}, {"ln -s ../x y", ""}},
 		"tee":       {{"tee /dev/sda", "raw disk"}, {"tee -a /etc/hosts", "system path"}, {"tee out.txt", ""}},
 		"truncate":  {{"truncate -s 0 /etc/passwd", "system path"}, {"truncate -s 0 log.txt", ""}},
-		"hash":      {{"hash -p /bin/rm ls", "hash -p"}, {"hash -r", ""}},
+		"hash":      {{"hash -p /bin/rm ls", "hash -p"}, {"hash -r", ""}, {"hash node", ""}, {"hash -t node npx", ""}},
 		"enable":    {{"enable -f ./x.so x", "enable -f"}, {"enable -n echo", ""}},
 		"unlink":    {{"unlink /etc/passwd", "system path"}, {"unlink x", ""}},
 		"rmdir":     {{"rmdir /usr/lib", "system path"}, {"rmdir /s x", "rmdir /s"}, {"rmdir empty", ""}},
