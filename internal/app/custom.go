@@ -348,7 +348,10 @@ func (cu *custom) subagentTools() []string {
 
 // ready adds the file's state to /readyz: its tools that are off, and a
 // failed reload (which does not make the service unready: the tools of
-// the last good load are served).
+// the last good load are served). The reload's error passes the
+// redaction, as everything /readyz quotes does: it can quote the file's
+// values, and it is redacted when read, so that a secret the service
+// learned since the reload is cut too.
 func (cu *custom) ready(checks map[string]string) {
 	if cu == nil {
 		return
@@ -360,7 +363,7 @@ func (cu *custom) ready(checks map[string]string) {
 	}
 	v := "ok"
 	if cu.lastError != "" {
-		v = "reload failed, the tools of the last good load are served: " + cu.lastError
+		v = "reload failed, the tools of the last good load are served: " + cu.red.String(cu.lastError)
 	}
 	checks["tools_file"] = v
 	cu.mcp.ready(checks)

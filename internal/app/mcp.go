@@ -400,6 +400,13 @@ func (m *mcpMount) subagentTools() []string {
 // the server is restarted in the background, and a call of its tools
 // says it is not running; an orchestrator restarting the service would
 // not mend a remote server or a crashing program.
+//
+// Why it is down can quote the end of the server's stderr, which mcpmount
+// redacts (the server's secrets and the service's), and the start of
+// what it wrote to stdout instead of protocol messages, which mcpmount
+// quotes as it is: the whole reason passes the service's redaction here,
+// which holds the secrets of the service, of every server and of the
+// tools file.
 func (m *mcpMount) ready(checks map[string]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

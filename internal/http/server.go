@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,70 +217,6 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 type healthBody struct {
 	Status  string `json:"status"`
 	Version string `json:"version"`
-}
-
-func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Stopping.Err() != nil {
-		writeError(w, kindShuttingDown, "the service is shutting down")
-		return
-	}
-	inFlight := s.inFlight(r)
-	if s.opts.Ready == nil {
-		writeJSON(w, http.StatusOK, readyBody{Status: "ready", InFlight: inFlight})
-		return
-	}
-	ok, checks := s.opts.Ready()
-	if ok {
-		writeJSON(w, http.StatusOK, readyBody{Status: "ready", Checks: checks, InFlight: inFlight})
-		return
-	}
-	// The error envelope is kept beside the checks for clients that read
-	// only error.code.
-	b := readyBody{Status: "not_ready", Checks: checks, InFlight: inFlight,
-		Error: &readyError{Code: kindNotReady, Message: "not ready: " + failedChecks(checks)}}
-	s.opts.Log.Warn().Interface("checks", checks).Msg("not ready")
-	w.Header().Set("Retry-After", "1")
-	writeJSON(w, statusOf[kindNotReady], b)
-}
-
-// inFlight is the number of tool calls running, for a caller on the
-// service's own machine (the drain command a container's pre-stop hook
-// runs), and nil for anyone else: /readyz needs no key, and how busy the
-// service is is no business of the network's.
-func (s *server) inFlight(r *http.Request) *int {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		return nil
-	}
-	n := len(s.gate.sem)
-	return &n
-}
-
-// readyBody is the body of GET /readyz.
-type readyBody struct {
-	Status string            `json:"status"`
-	Checks map[string]string `json:"checks,omitempty"`
-	// InFlight counts the tool calls running; given to loopback callers
-	// only.
-	InFlight *int        `json:"in_flight,omitempty"`
-	Error    *readyError `json:"error,omitempty"`
-}
-
-type readyError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// failedChecks lists the checks that are not "ok", sorted, as "name: why".
-func failedChecks(checks map[string]string) string {
-	var out []string
-	for name, v := range checks {
-		if v != "ok" && !strings.HasPrefix(v, "unavailable: ") {
-			out = append(out, name+": "+v)
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, "; ")
 }
 
 // listTools serves the definitions in the format the query asks for

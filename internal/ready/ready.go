@@ -2,7 +2,8 @@
 // that they exist, that a file can really be made in them (a probe file is
 // created and removed: permission bits and read-only mounts both show), and
 // that their file system has free space above a minimum. GET /readyz
-// reports each check, so an operator sees which one failed.
+// reports each check, so an operator sees which one failed; why it failed
+// is for the operator only (see Bare).
 package ready
 
 import (
@@ -16,6 +17,10 @@ import (
 
 // OK is the value of a check that passed.
 const OK = "ok"
+
+// Down stands for every value but OK where the reason is withheld (see
+// Bare).
+const Down = "down"
 
 // ErrUnsupported is returned by a check this platform cannot make (free
 // space without statfs). It is reported, but does not make the service
@@ -47,6 +52,24 @@ func (r Report) Failed() []string {
 }
 
 func isUnsupported(v string) bool { return v == "unavailable: "+ErrUnsupported.Error() }
+
+// Bare returns checks with every value that is not OK replaced by Down:
+// the outcome of each check without its reason, for a caller who may not
+// read the reasons. A reason can quote what only the operator should see:
+// an MCP server's stderr (and whatever of its environment the server
+// printed there), a URL inside the network, the tools file's mistakes.
+// Whether a Down makes the service unready is not said here: that is the
+// report's Ready (the answer's status), which Bare leaves as it was.
+func Bare(checks map[string]string) map[string]string {
+	out := make(map[string]string, len(checks))
+	for name, v := range checks {
+		if v != OK {
+			v = Down
+		}
+		out[name] = v
+	}
+	return out
+}
 
 // Run runs every check, in order, and reports them all.
 func Run(checks ...Check) Report {

@@ -2,6 +2,7 @@ package ready
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,5 +77,28 @@ func TestFreeSpace(t *testing.T) {
 	}
 	if err := FreeSpace(1, map[string]string{"workspace": filepath.Join(dir, "nope")}); err == nil {
 		t.Fatal("statfs of a missing folder succeeded")
+	}
+}
+
+// TestBare: every value but "ok" becomes "down", names are kept, and the
+// checks given are not changed.
+func TestBare(t *testing.T) {
+	checks := map[string]string{
+		"workspace":  OK,
+		"data_dir":   "not writable: read-only file system",
+		"free_space": "unavailable: " + ErrUnsupported.Error(),
+		"mcp:memory": "down, restarting in the background: its stderr ended with: secret",
+		"tool:exec":  "off: no sandbox",
+	}
+	got := Bare(checks)
+	want := map[string]string{"workspace": OK, "data_dir": Down, "free_space": Down, "mcp:memory": Down, "tool:exec": Down}
+	if !maps.Equal(got, want) {
+		t.Errorf("Bare = %q, want %q", got, want)
+	}
+	if checks["data_dir"] != "not writable: read-only file system" {
+		t.Errorf("Bare changed its argument: %q", checks)
+	}
+	if b := Bare(nil); b == nil || len(b) != 0 {
+		t.Errorf("Bare(nil) = %#v", b)
 	}
 }
