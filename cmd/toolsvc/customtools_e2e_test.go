@@ -444,12 +444,12 @@ func TestCustomToolsFileErrorsStopStartup(t *testing.T) {
 		{"clash with a built-in", "tools:\n  - name: exec\n    description: x\n    shell: ls\n", []string{`tool "exec" (entry 1`, `clashes with the built-in tool "exec"`}},
 		{"toolset clash", "tools:\n  - name: a\n    description: x\n    shell: ls\n    toolset: files\n", []string{`toolset "files" clashes with the built-in toolset`}},
 		{"unknown http key", "tools:\n  - name: a\n    description: x\n    http: {url: 'https://example.com', method: GET}\n", []string{`http: unknown key "method"`}},
-		{"variable not set", "tools:\n  - name: a\n    description: x\n    http: {url: 'https://example.com', headers: {Authorization: 'Bearer ${TOOLSVC_TEST_NOT_SET_TOKEN}'}}\n", []string{"TOOLSVC_TEST_NOT_SET_TOKEN, which is not set"}},
+		{"variable not set", "tools:\n  - name: a\n    description: x\n    http: {url: 'https://example.com', headers: {Authorization: 'Bearer ${TOOLS_TEST_NOT_SET_TOKEN}'}}\n", []string{"TOOLS_TEST_NOT_SET_TOKEN, which is not set"}},
 		{"not YAML", "tools: [\n", []string{"not valid YAML or JSON"}},
 		{"unknown top key", "tool:\n  - name: a\n", []string{`unknown key "tool" at the top`}},
 		{"mcp server key typo", `{"mcpServers": {"memory": {"comand": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`, []string{`mcpServers "memory"`, `unknown key "comand"`}},
 		{"mcp server sse", `{"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}}`, []string{`mcpServers "old"`, `type "sse"`}},
-		{"mcp server variable not set", `{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOOLSVC_TEST_NOT_SET_TOKEN}"}}}}`, []string{`mcpServers "remote"`, "TOOLSVC_TEST_NOT_SET_TOKEN is not set"}},
+		{"mcp server variable not set", `{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOOLS_TEST_NOT_SET_TOKEN}"}}}}`, []string{`mcpServers "remote"`, "TOOLS_TEST_NOT_SET_TOKEN is not set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeToolsFile(t, tc.file)

@@ -83,6 +83,8 @@ type custom struct {
 	red    *redact.Redactor
 	deps   customtools.Deps
 	getenv func(string) (string, bool)
+	ws     string             // the workspace, resolved
+	areas  []customtools.Area // the folders the model can write into
 
 	mcp *mcpMount // the file's MCP servers
 
@@ -114,9 +116,51 @@ func reservedNames() map[string]string {
 	return out
 }
 
-// loadToolsFile reads and checks the tools file.
+// loadToolsFile reads and checks the tools file at start-up, before the
+// workspace is opened: newCustom checks where the file lies, before any
+// of its tools is built. Reloads use loadToolsFileIn.
 func loadToolsFile(path string, getenv func(string) (string, bool)) (*customtools.File, error) {
-	return customtools.Load(path, customtools.Options{Getenv: getenv, Reserved: reservedNames()})
+	return loadToolsFileIn(path, getenv, nil)
+}
+
+// loadToolsFileIn reads and checks the tools file, refusing it when it
+// lies in one of areas (see modelWritable), when someone other than the
+// service's user or root could change it, or when it names one of the
+// service's own settings as a variable.
+func loadToolsFileIn(path string, getenv func(string) (string, bool), areas []customtools.Area) (*customtools.File, error) {
+	return customtools.Load(path, customtools.Options{Getenv: customtools.HideServiceVars(getenv),
+		Reserved: reservedNames(), ModelWritable: areas})
+}
+
+// modelWritable are the folders the model can write into: the workspace
+// (write_file, edit_file, exec) and the folders exec's sandbox lets
+// commands and MCP servers write besides it (TOOLSVC_EXEC_HOME; their
+// temporary folders are fresh for each and gone after). The data folder
+// is hidden from them.
+func modelWritable(c config.Config, ws string) []customtools.Area {
+	areas := []customtools.Area{{Dir: ws, What: "the workspace", Setting: "TOOLSVC_WORKSPACE"}}
+	if c.ExecHome != "" {
+		areas = append(areas, customtools.Area{Dir: c.ExecHome, What: "exec's HOME", Setting: "TOOLSVC_EXEC_HOME"})
+	}
+	return areas
+}
+
+// warnUnconfined says when the model can write beyond the folders
+// modelWritable lists, which the tools file's checks cannot cover: then
+// only the file's owner and mode keep the model from changing it.
+func warnUnconfined(log zerolog.Logger, c config.Config, runner *execRunner) {
+	var why []string
+	if !c.RestrictWorkspace {
+		why = append(why, "TOOLSVC_RESTRICT_TO_WORKSPACE=false lets the file tools write wherever the service can")
+	}
+	if runner != nil && runner.sandbox.Mode() == sandbox.None {
+		why = append(why, "TOOLSVC_EXEC_SANDBOX=none lets commands write wherever their user can")
+	}
+	if len(why) == 0 {
+		return
+	}
+	log.Warn().Str("file", c.ToolsFile).Strs("reasons", why).
+		Msg("the model can change the tools file if the service's user (or exec's) can write it: make it root's and writable only by root, with the service running as another user, or confine the tools")
 }
 
 // fileToolsets are the toolsets of f, for the switches.
@@ -142,7 +186,14 @@ func fileToolsets(f *customtools.File) []Toolset {
 // network guard.
 func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tools, getenv func(string) (string, bool)) (*custom, error) {
 	c := d.Config
-	cu := &custom{cfg: c, reg: reg, log: d.Log, red: red, getenv: getenv}
+	cu := &custom{cfg: c, reg: reg, log: d.Log, red: red, getenv: customtools.HideServiceVars(getenv),
+		ws: d.Workspace.Dir(), areas: modelWritable(c, d.Workspace.Dir())}
+	// The file was read before the workspace was opened: where it lies is
+	// checked now, before any of its tools is built.
+	if err := customtools.CheckPlace(c.ToolsFile, cu.areas); err != nil {
+		return nil, err
+	}
+	getenv = cu.getenv
 	gopts := netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts}
 	guard, err := netguard.New(gopts)
 	if err != nil {
@@ -173,6 +224,7 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 			cu.closers = append(cu.closers, runner.close)
 		}
 	}
+	warnUnconfined(d.Log, c, runner)
 	cu.mcp = newMCPMount(d, reg, red, runner, cu.deps.CommandOff, getenv)
 	if runner != nil {
 		if built.runner != nil {
@@ -267,6 +319,10 @@ func (cu *custom) apply(f *customtools.File, sel Selection) error {
 		}
 		cu.log.Info().Str("tool", s.Name).Str("state", "on").Str("source", "file").Str("toolset", s.Toolset).
 			Bool("subagents", s.Subagents).Str("reason", built.Notes[s.Name]).Msg("tool")
+		if paths := customtools.WritablePaths(s, cu.ws, cu.areas); len(paths) > 0 {
+			cu.log.Warn().Str("tool", s.Name).Strs("paths", paths).
+				Msg("the model can change what this tool runs: it lies where write_file, edit_file and exec write; where that matters, install it outside the workspace (e.g. /opt/tools) and name it by its absolute path")
+		}
 	}
 	return nil
 }
@@ -292,7 +348,7 @@ func (cu *custom) reload() error {
 // file's tools, publishes the servers' tools and closes the servers it
 // removed or changed. Any error before that last step changes nothing.
 func (cu *custom) reloadLocked() error {
-	f, err := loadToolsFile(cu.cfg.ToolsFile, cu.getenv)
+	f, err := loadToolsFileIn(cu.cfg.ToolsFile, cu.getenv, cu.areas)
 	if err != nil {
 		return err
 	}

@@ -162,19 +162,31 @@ type Options struct {
 	// Reserved are names custom tools and toolsets may not take (the
 	// built-in tools and toolsets), with what holds each, for the error.
 	Reserved map[string]string
+	// ModelWritable are the folders the model can write into. Load
+	// refuses a file that lies in one or is reached through a link that
+	// does; empty: the caller checks that with CheckPlace.
+	ModelWritable []Area
 }
 
-// Load reads and checks the tools file at path.
+// Load reads and checks the tools file at path. Before reading it, it
+// refuses a file the model could change (see ModelWritable) or that
+// someone other than the service's user or root could change (the file,
+// a link on the way to it or a folder above them belongs to another user
+// or is writable by group or others), so that what the file says is the
+// operator's.
 func Load(path string, opts Options) (*File, error) {
-	data, err := readBounded(path)
+	data, err := readBounded(path, opts.ModelWritable)
 	if err != nil {
+		if r := (*refusedError)(nil); errors.As(err, &r) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("tools file %s: %w", path, err)
 	}
 	return Parse(path, data, opts)
 }
 
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+func readBounded(path string, areas []Area) ([]byte, error) {
+	f, err := openChecked(path, areas)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +250,12 @@ func Parse(path string, data []byte, opts Options) (*File, error) {
 		if err := node.Decode(&v); err != nil {
 			return nil, fmt.Errorf("%s: mcpServers %q: %w", where, name, err)
 		}
-		if _, ok := v.(map[string]any); !ok {
+		m, ok := v.(map[string]any)
+		if !ok {
 			return nil, fmt.Errorf("%s: mcpServers %q: want a mapping (command, args, env... or type, url, headers)", where, name)
+		}
+		if err := serverServiceRefs(m); err != nil {
+			return nil, fmt.Errorf("%s: mcpServers %q: %w", where, name, err)
 		}
 		js, err := json.Marshal(v)
 		if err != nil {
@@ -453,6 +469,9 @@ func parseHTTP(h *httpEntry, getenv func(string) (string, bool)) (*HTTPSpec, err
 	if u.User != nil {
 		return nil, fmt.Errorf("url: put credentials in a header read from a variable, not in the URL")
 	}
+	if err := serviceRefError("url", h.URL); err != nil {
+		return nil, err
+	}
 	out := &HTTPSpec{URL: u, Headers: map[string]string{}, AllowPrivate: h.AllowPrivate}
 	keys := make([]string, 0, len(h.Headers))
 	for k := range h.Headers {
@@ -463,6 +482,10 @@ func parseHTTP(h *httpEntry, getenv func(string) (string, bool)) (*HTTPSpec, err
 		v := h.Headers[k]
 		if !validHeaderName(k) {
 			return nil, fmt.Errorf("header name %q is not valid", k)
+		}
+		// Checked before any variable is read.
+		if err := serviceRefError("header "+k, v); err != nil {
+			return nil, err
 		}
 		var missing []string
 		val := varRef().ReplaceAllStringFunc(v, func(ref string) string {
