@@ -89,6 +89,9 @@ func LiveMembers(pgid int) []int {
 type Stat struct {
 	State               string // R, S, D, Z (dead, not yet reaped), X...
 	PPid, Pgrp, Session int
+	// StartTime is when the process started, in clock ticks since boot:
+	// a process started by another starts no earlier than it.
+	StartTime uint64
 }
 
 // ReadStat reads /proc/<pid>/stat. ok is false when the process is gone or
@@ -104,12 +107,13 @@ func ReadStat(pid int) (st Stat, ok bool) {
 		return st, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
+	if len(f) < 20 {
 		return st, false
 	}
 	st.State = f[0]
 	st.PPid, _ = strconv.Atoi(f[1])
 	st.Pgrp, _ = strconv.Atoi(f[2])
 	st.Session, _ = strconv.Atoi(f[3])
+	st.StartTime, _ = strconv.ParseUint(f[19], 10, 64) // field 22 of proc(5)
 	return st, true
 }
