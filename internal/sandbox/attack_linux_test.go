@@ -486,6 +486,11 @@ func TestNoFileDescriptorsInherited(t *testing.T) {
 	})
 }
 
+// reRunTests are the attacks run again as another identity, each in a PID
+// namespace made for the run.
+const reRunTests = "TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|" +
+	"TestNoFileDescriptorsInherited|TestSignalsStayInCall|TestAutoRefusesUncontainedSignals"
+
 // TestAttacksAsUnprivilegedUser runs the attacks above again as an
 // unprivileged account, as a service not run by root would: the test
 // binary re-runs itself as nobody (uid 65534).
@@ -522,12 +527,15 @@ func TestAttacksAsUnprivilegedUser(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o1777)
 	os.Chmod(tmp, 0o1777)
-	cmd := exec.Command(testBin, "-test.count=1", "-test.v",
-		"-test.run", "^(TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|TestNoFileDescriptorsInherited|TestSandboxModes)$")
+	// In a PID namespace of its own (see signals_linux_test.go), which
+	// root makes before the run becomes nobody.
+	argv := pidNamespaceCommand("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", testBin,
+		"-test.count=1", "-test.v", "-test.run", "^("+reRunTests+"|TestSandboxModes)$")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp,
-		"TOOLSVC_TEST_AS_USER=1", "TOOLSVC_TEST_ATTACK_BIN=" + attack, "CI=" + os.Getenv("CI")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+		"TOOLSVC_TEST_AS_USER=1", "TOOLSVC_TEST_ATTACK_BIN=" + attack, "CI=" + os.Getenv("CI"),
+		outerPIDNamespaceEnv + "=" + pidNamespace()}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", summary(out))
 	if err != nil {
@@ -555,9 +563,11 @@ func TestAttacksWithoutSysAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(setpriv, "--bounding-set=-sys_admin", "--inh-caps=-all", "--", os.Args[0], "-test.count=1", "-test.v",
-		"-test.run", "^(TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|TestNoFileDescriptorsInherited)$")
-	cmd.Env = append(os.Environ(), "TOOLSVC_TEST_AS_USER=nosysadmin", "TOOLSVC_TEST_ATTACK_BIN="+bin, "CI=")
+	argv := pidNamespaceCommand(setpriv, "--bounding-set=-sys_admin", "--inh-caps=-all", "--", os.Args[0],
+		"-test.count=1", "-test.v", "-test.run", "^("+reRunTests+")$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TOOLSVC_TEST_AS_USER=nosysadmin", "TOOLSVC_TEST_ATTACK_BIN="+bin, "CI=",
+		outerPIDNamespaceEnv+"="+pidNamespace())
 	out, err := cmd.CombinedOutput()
 	t.Logf("as root without CAP_SYS_ADMIN:\n%s", summary(out))
 	if err != nil {

@@ -182,6 +182,11 @@ func (s *Sandbox) landlockRuleset(tmpDir string) (*landlockRules, error) {
 	if p.Network {
 		cfg.HandledAccessNet = 0
 	}
+	if !s.scoped {
+		// As on a kernel that cannot scope (tests): where it can, the
+		// domain scopes signals and abstract Unix sockets.
+		cfg.Scoped = 0
+	}
 	rw := append(append(append([]string(nil), p.RWDirs...), s.writable...), tmpDir)
 	fd, flags, err := cfg.NewRulesetFD(
 		landlock.RODirs(p.RODirs...).IgnoreIfMissing(),

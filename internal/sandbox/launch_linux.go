@@ -22,12 +22,19 @@ import (
 
 // Child is a command started by Start.
 type Child struct {
-	cmd       *exec.Cmd
-	group     *cgroups.Group // nil without control groups
-	pidns     bool           // the command's PID namespace ends with it
-	mark      string         // the call's mark where the service is the subreaper
-	release   chan struct{}  // lets the launching thread end
-	spareNext bool           // a spare is made for the next command once this one ended
+	cmd   *exec.Cmd
+	group *cgroups.Group // nil without control groups
+	pidns bool           // the command's PID namespace ends with it
+	mark  string         // the call's mark where the service is the subreaper without a Landlock domain
+	// Where the service is the subreaper and each call has a Landlock
+	// domain scoping signals, the call's processes are those its
+	// launching thread may signal: thread runs a function there, and
+	// since is when the command's first process started (none of the
+	// call's started before it).
+	thread    chan func()
+	since     uint64
+	release   chan struct{} // lets the launching thread end
+	spareNext bool          // a spare is made for the next command once this one ended
 	s         *Sandbox
 
 	mu   sync.Mutex // orders kill and cleanup
@@ -111,6 +118,9 @@ func (s *Sandbox) prepareAttr(cmd *exec.Cmd) {
 	if s.pidns {
 		attr.Cloneflags |= syscall.CLONE_NEWPID
 	}
+	if s.userns {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+	}
 	if s.user != nil {
 		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
 	}
@@ -135,7 +145,10 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
 	}
 	attr := cmd.SysProcAttr
-	if s.subreaper {
+	switch {
+	case s.subreaper && s.scoped:
+		c.thread = make(chan func())
+	case s.subreaper:
 		c.mark = newMark()
 		cmd.Env = append(cmd.Env, markVar+"="+c.mark)
 	}
@@ -197,9 +210,32 @@ func (s *Sandbox) launch(c *Child, errc chan<- error) func() {
 			errc <- err
 			return
 		}
+		if c.thread != nil {
+			if st, ok := procgroup.ReadStat(cmd.Process.Pid); ok {
+				c.since = st.StartTime
+			}
+		}
 		errc <- nil
-		<-c.release
+		for {
+			select {
+			case f := <-c.thread: // nil without a domain: never ready
+				f()
+			case <-c.release:
+				return
+			}
+		}
 	}
+}
+
+// sweepDomain kills, from the command's launching thread, every process
+// in the call's Landlock domain but the command's shell (see sweepDomain
+// in reaper_linux.go), and reports whether none is left.
+func (c *Child) sweepDomain(limit time.Duration) bool {
+	done := make(chan bool, 1)
+	c.thread <- func() {
+		done <- sweepDomain(c.cmd.Process.Pid, c.since, limit)
+	}
+	return <-done
 }
 
 // seccompPipe returns the read end of a pipe holding the seccomp program,
@@ -279,6 +315,11 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if s.mode == None && s.scoped {
+		if err := scopeSignals(); err != nil {
+			return err
+		}
 	}
 	if s.mode == Landlock {
 		// The rules are built here, after the mounts above, so that they
@@ -486,6 +527,9 @@ func (c *Child) kill() {
 		return
 	}
 	_ = procgroup.Kill(c.cmd.Process.Pid)
+	if c.thread != nil {
+		c.sweepDomain(0)
+	}
 	if c.mark != "" {
 		// Killing, not waiting: Wait does that.
 		c.s.sweep(c.mark, c.cmd.Process.Pid, 0)
@@ -528,8 +572,12 @@ func (c *Child) Wait() (err error, contained bool) {
 		}
 	case c.pidns:
 		contained = true
+	case c.thread != nil:
+		contained = c.sweepDomain(2 * time.Second)
 	case c.mark != "":
-		contained = c.s.sweep(c.mark, c.cmd.Process.Pid, 2*time.Second)
+		// A process that replaced its whole environment carries no mark:
+		// that none is found proves nothing.
+		c.s.sweep(c.mark, c.cmd.Process.Pid, 2*time.Second)
 	}
 	if c.call != nil {
 		c.finishWarm()

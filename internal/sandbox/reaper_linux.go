@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -15,15 +16,17 @@ import (
 	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
-// The last resort for keeping track of a command's processes, where there
-// is neither a PID namespace nor a control group (a service that is not
-// root, outside bubblewrap): the service becomes its processes' child
-// subreaper, so that a process whose parent dies is handed to the service
-// instead of to init, however it detached; and each command's environment
-// carries a mark naming its call. When the call ends, every child of the
-// service that carries the mark is killed and reaped, until none is left.
-// A process that replaces its whole environment drops the mark and is not
-// recognised.
+// Keeping track of a command's processes where there is neither a PID
+// namespace nor a control group (a service that is not root, outside
+// bubblewrap): the service becomes its processes' child subreaper, so
+// that a process whose parent dies is handed to the service instead of to
+// init, however it detached, and reaps it. The call's processes are found
+// by the call's Landlock domain where the kernel scopes signals (Linux
+// 6.12): they are the processes its launching thread may signal, and
+// nothing a process does takes it out of its domain (sweepDomain). On an
+// older kernel they are found by a mark each command's environment
+// carries, which a process that replaces its whole environment drops
+// (sweep): the sandbox then does not claim to contain them.
 
 // markVar names the environment variable holding a call's mark.
 const markVar = "EXEC_CALL_MARK"
@@ -56,7 +59,7 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		found := false
 		pause.Lock()
-		for _, p := range processes() {
+		for _, p := range processes(os.Getuid()) {
 			if p.pid == leader {
 				continue // the command's shell: os/exec reaps it
 			}
@@ -85,6 +88,46 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 	}
 }
 
+// sweepDomain runs on a call's launching thread, which is in the call's
+// Landlock domain with signals scoped: of the processes started no
+// earlier than the command's first process (since), it kills every one
+// the thread may signal, which is every process in the call's domain and
+// none other, and reaps those that are the service's children. Every
+// account's processes are looked at: a process that made itself
+// undumpable shows as root's in /proc. The command's shell (leader) is
+// left to os/exec. It goes on as sweep does, until two passes in a row
+// find none.
+func sweepDomain(leader int, since uint64, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	clean := 0
+	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		found := false
+		for _, p := range processes() {
+			// kill(pid, 0) from this thread is refused for every process
+			// outside the call's domain.
+			if p.pid == leader || p.start < since || unix.Kill(p.pid, 0) != nil {
+				continue
+			}
+			if !p.zombie {
+				found = true
+				_ = unix.Kill(p.pid, unix.SIGKILL)
+			}
+			if p.child {
+				reap(p.pid)
+			}
+		}
+		if found {
+			clean = 0
+		} else if clean++; clean >= 2 {
+			return true
+		}
+		if limit > 0 && time.Now().After(deadline) || limit == 0 && !found {
+			return !found
+		}
+		time.Sleep(wait)
+	}
+}
+
 // reap collects a child that is dead or about to be (it was just killed).
 func reap(pid int) {
 	var ws unix.WaitStatus
@@ -98,13 +141,14 @@ func reap(pid int) {
 
 type process struct {
 	pid, pgid, sid int
-	child, zombie  bool // a child of the service; dead, waiting to be reaped
+	start          uint64 // when it started, in clock ticks since boot
+	child, zombie  bool   // a child of the service; dead, waiting to be reaped
 }
 
-// processes lists the processes of the service's own user from /proc
-// (others cannot carry a mark the service can read).
-func processes() []process {
-	self, uid := os.Getpid(), os.Getuid()
+// processes lists the processes of the given accounts (of every account
+// when none is given) from /proc, but the service itself.
+func processes(uids ...int) []process {
+	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -117,14 +161,14 @@ func processes() []process {
 		}
 		if fi, err := e.Info(); err != nil {
 			continue
-		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && len(uids) > 0 && !slices.Contains(uids, int(st.Uid)) {
 			continue
 		}
 		st, ok := procgroup.ReadStat(pid)
 		if !ok {
 			continue
 		}
-		out = append(out, process{pid: pid, pgid: st.Pgrp, sid: st.Session, child: st.PPid == self, zombie: st.State == "Z"})
+		out = append(out, process{pid: pid, pgid: st.Pgrp, sid: st.Session, start: st.StartTime, child: st.PPid == self, zombie: st.State == "Z"})
 	}
 	return out
 }

@@ -14,6 +14,14 @@
 // filter, enters the command's control group, and stays until the command
 // ends so that the command dies with the service (see launch_linux.go).
 //
+// No signal a command sends reaches a process its call did not start, and
+// no process it starts outlives the call, wherever the kernel offers a
+// way: a PID namespace of the command's own (bubblewrap; root; or, for a
+// service that is not root, one inside a user namespace), or a Landlock
+// domain of the call's own that scopes signals (Linux 6.12), by which
+// the service also finds the call's processes however they detached.
+// Where neither exists, Auto refuses to run commands (see SignalsContained).
+//
 // On other systems (see sandbox_other.go) only None works: commands run
 // with plain os/exec, without any of the above, and Auto, Landlock and
 // Bwrap are refused.
@@ -61,6 +69,14 @@ type Options struct {
 	// (tests). Landlock is Linux's: other systems never read it.
 	//lint:ignore U1000 used by sandbox_linux.go
 	noLandlock bool
+	// noScope makes Landlock's signal scoping unavailable, as on a kernel
+	// older than Linux 6.12 (tests).
+	//lint:ignore U1000 used by sandbox_linux.go
+	noScope bool
+	// noUserns makes user namespaces unavailable, as where the kernel or
+	// a container's seccomp profile refuses them (tests).
+	//lint:ignore U1000 used by sandbox_linux.go
+	noUserns bool
 }
 
 // TempHome is the name of the empty folder the sandbox makes in a fresh

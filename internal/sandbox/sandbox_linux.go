@@ -37,6 +37,10 @@ type Sandbox struct {
 	seccomp   *filter          // nil where the kernel has no seccomp
 	netFilter bool             // seccomp refuses sockets (network off without a network namespace)
 	pidns     bool             // each command is the first process of its own PID namespace
+	userns    bool             // that PID namespace is in a user namespace of the command's own (a service without CAP_SYS_ADMIN)
+	scoped    bool             // each command is in a Landlock domain of its call's own that scopes signals
+	noScope   bool             // Landlock's signal scoping is treated as missing (tests)
+	noUserns  bool             // user namespaces are treated as missing (tests)
 	mountns   bool             // each command has its own mounts: private /proc, empty /run and /var/tmp
 	tmpMount  string           // root only: the folder each command's own tmpfs is mounted on, in its mount namespace
 	bwrapTmp  bool             // bubblewrap can size a tmpfs: each command's /tmp is a fresh one
@@ -88,7 +92,7 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.User != nil && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
 	}
-	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User,
+	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	s.warmed = sync.NewCond(&s.spareMu)
 	for _, p := range opts.Private {
@@ -141,6 +145,9 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if !opts.noLandlock {
 		errL = s.setupLandlock()
 	}
+	if errL == nil && !s.SignalsContained() {
+		errL = errors.New(uncontainedSignals)
+	}
 	if errL == nil {
 		s.detail += fmt.Sprintf(" (bubblewrap unavailable: %v)", errB)
 		return s, nil
@@ -148,6 +155,11 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	s.Close()
 	return nil, fmt.Errorf("%w (bubblewrap: %w; landlock: %w); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
 }
+
+// uncontainedSignals says why a mode without a way to keep a command's
+// signals in its call is refused in Auto and named in Describe.
+const uncontainedSignals = "a command could signal every process of the account it runs as, the service included: " +
+	"Landlock's signal scoping needs Linux 6.12, and a PID namespace needs CAP_SYS_ADMIN or user namespaces"
 
 // setupCommon prepares what applies in every mode: the control groups, or
 // the rlimits that stand in for them.
@@ -222,7 +234,15 @@ func (s *Sandbox) NetworkEnforced() bool {
 // false where only the command's process group can be killed (a process
 // that detached into a session of its own is then out of reach).
 func (s *Sandbox) Contains() bool {
-	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills()) || s.subreaper
+	return s.mode == Bwrap || s.pidns || (s.cg != nil && s.cg.Kills()) || s.subreaper && s.scoped
+}
+
+// SignalsContained reports whether no signal a command sends can reach a
+// process its call did not start (the service, other calls, the rest of
+// the account's processes): true with a PID namespace of the command's
+// own or a Landlock domain of its call's own that scopes signals.
+func (s *Sandbox) SignalsContained() bool {
+	return s.mode == Bwrap || s.pidns || s.scoped
 }
 
 // Limits describes how the process and memory limits are enforced: "cgroup",
@@ -301,7 +321,9 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 	} else {
 		s.parts = append(s.parts, "no seccomp filter ("+err.Error()+")")
 	}
+	s.scoped = s.mode != Bwrap && s.scopeAvailable()
 	s.pidns = s.mode != Bwrap && os.Geteuid() == 0
+	s.userns = false
 	s.mountns = s.pidns
 	// One trial with everything in force; on failure, the next weaker
 	// setting goes and the trial runs again.
@@ -321,8 +343,16 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 		s.seccomp, s.netFilter = nil, false
 		err = s.trial()
 	}
+	if err != nil && s.scoped {
+		s.parts = append(s.parts, fmt.Sprintf("no signal scoping (%v)", err))
+		s.scoped = false
+		err = s.trial()
+	}
 	if err != nil {
 		return fmt.Errorf("trial run failed: %w", err)
+	}
+	if s.mode != Bwrap && !s.pidns && !s.scoped {
+		s.tryUserNamespace()
 	}
 	s.subreaper = false
 	if s.mode != Bwrap && !s.pidns && (s.cg == nil || !s.cg.Kills()) {
@@ -344,21 +374,7 @@ func (s *Sandbox) privilegeDetail() string {
 			d += " and every socket()"
 		}
 	}
-	switch {
-	case s.mode == Bwrap:
-		d += "; own PID namespace: every process ends with the command"
-	case s.pidns:
-		d += "; own PID namespace: every process ends with the command"
-		if s.mountns {
-			d += "; own mounts: a /proc showing no process it could not inspect anyway, empty /run and /var/tmp"
-		}
-	case s.cg != nil:
-		d += "; the command's control group is killed when it ends"
-	case s.subreaper:
-		d += "; the service is the subreaper of the commands' processes and kills every one still carrying its call's mark when the call ends (a process that replaces its whole environment is not recognised)"
-	default:
-		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
-	}
+	d += s.processDetail()
 	if s.user != nil {
 		d += fmt.Sprintf("; run as %s (uid %d)", s.user.Name, s.user.Uid)
 	}
@@ -374,6 +390,40 @@ func (s *Sandbox) privilegeDetail() string {
 		if s.limits.MaxProcs > 0 || s.limits.MaxMemory > 0 {
 			d += "; process and memory limits NOT enforced"
 		}
+	}
+	return d
+}
+
+// processDetail says how a command's processes are kept to its call: who
+// its signals can reach, and what ends them when it ends.
+func (s *Sandbox) processDetail() string {
+	var d string
+	switch {
+	case s.mode == Bwrap:
+		d = "; own PID namespace: its signals reach only its own processes, and every process ends with the command"
+	case s.pidns && s.userns:
+		d = "; own PID namespace, in a user namespace of its own where it sees itself as " + s.usernsIdentity() +
+			": its signals reach only its own processes, and every process ends with the command"
+	case s.pidns:
+		d = "; own PID namespace: its signals reach only its own processes, and every process ends with the command"
+		if s.mountns {
+			d += "; own mounts: a /proc showing no process it could not inspect anyway, empty /run and /var/tmp"
+		}
+	case s.scoped:
+		d = "; a Landlock domain of the call's own that scopes signals: its signals reach only processes its call started"
+	default:
+		d = "; signals NOT contained: " + uncontainedSignals
+	}
+	switch {
+	case s.mode == Bwrap || s.pidns:
+	case s.cg != nil && s.cg.Kills():
+		d += "; the command's control group is killed when it ends"
+	case s.subreaper && s.scoped:
+		d += "; the service is the subreaper of the commands' processes and, when a call ends, kills every process in the call's Landlock domain, however it detached"
+	case s.subreaper:
+		d += "; the service is the subreaper of the commands' processes and kills every one still carrying its call's mark when the call ends (a process that replaces its whole environment is NOT recognised and may outlive it)"
+	default:
+		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
 	}
 	return d
 }

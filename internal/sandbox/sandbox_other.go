@@ -77,6 +77,10 @@ func (s *Sandbox) NetworkEnforced() bool { return s.network }
 // the process) is killed.
 func (s *Sandbox) Contains() bool { return false }
 
+// SignalsContained reports whether a command's signals are kept from the
+// processes its call did not start: never here.
+func (s *Sandbox) SignalsContained() bool { return false }
+
 // Limits reports "none": no process or memory limit is enforced.
 func (s *Sandbox) Limits() string { return "none" }
 
