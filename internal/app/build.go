@@ -368,11 +368,12 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 		return nil, nil, sandbox.Options{}, err
 	}
 	ev := d.Log.Info()
-	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() {
+	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() || !sb.SignalsContained() || !sb.Contains() {
 		ev = d.Log.Warn()
 	}
 	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
-		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).Str("limits", sb.Limits()).
+		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).
+		Bool("signals_contained", sb.SignalsContained()).Str("limits", sb.Limits()).
 		Msg(sandboxSummary(sb, c.ExecNetwork))
 	// Every mount, namespace and control group path: for whoever needs to
 	// know exactly, at debug level, not in every start's log.
@@ -401,6 +402,11 @@ func sandboxSummary(sb *sandbox.Sandbox, network bool) string {
 		parts = append(parts, "network off")
 	default:
 		parts = append(parts, "network off but NOT enforced")
+	}
+	if sb.SignalsContained() {
+		parts = append(parts, "a command's signals reach only its own processes")
+	} else {
+		parts = append(parts, "a command can signal every process of its account, the service included (needs Linux 6.12, or CAP_SYS_ADMIN or user namespaces for a PID namespace)")
 	}
 	if sb.Contains() {
 		parts = append(parts, "every process ends with its command")
