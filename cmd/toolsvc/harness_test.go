@@ -49,6 +49,7 @@ type startSpec struct {
 	process bool
 	env     map[string]string // variables besides TOOLSVC_*, for the process
 	key     string
+	wrap    []string // a command line the binary's path is appended to
 }
 
 // asProcess runs the built binary (TestMain builds it once) in a process
@@ -69,6 +70,12 @@ func withEnv(name, value string) startOption {
 		}
 		s.env[name] = value
 	}
+}
+
+// wrapped runs the built binary as the last argument of argv (unshare,
+// setpriv...), in a process of its own.
+func wrapped(argv ...string) startOption {
+	return func(s *startSpec) { s.process, s.wrap = true, argv }
 }
 
 // withKey sets TOOLSVC_API_KEYS to key and makes the helpers (do, invoke)
@@ -103,7 +110,7 @@ func startServer(t testing.TB, env map[string]string, opts ...startOption) *test
 	s := &testServer{Key: spec.key, DataDir: vars["DATA_DIR"], done: make(chan error, 1), logs: &syncBuffer{}, reload: make(chan struct{})}
 	pr, pw := io.Pipe()
 	if spec.process {
-		s.cmd, s.done = startProcess(t, vars, spec.env, pw, s.logs)
+		s.cmd, s.done = startProcess(t, vars, spec.env, spec.wrap, pw, s.logs)
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
@@ -164,7 +171,7 @@ func startError(t testing.TB, env map[string]string, opts ...startOption) error 
 	}
 	logs := &syncBuffer{}
 	pr, pw := io.Pipe()
-	cmd, exited := startProcess(t, vars, spec.env, pw, logs)
+	cmd, exited := startProcess(t, vars, spec.env, spec.wrap, pw, logs)
 	addr, _ := watchLog(pr, logs)
 	select {
 	case err := <-exited:
@@ -233,13 +240,14 @@ func environ(vars, extra map[string]string, base ...string) []string {
 // is written; its stderr goes to logs. The exit status is sent on the
 // channel returned. The process is killed when the test ends, unless it is
 // gone already.
-func startProcess(t testing.TB, vars, extra map[string]string, out *io.PipeWriter, logs *syncBuffer) (*exec.Cmd, chan error) {
+func startProcess(t testing.TB, vars, extra map[string]string, wrap []string, out *io.PipeWriter, logs *syncBuffer) (*exec.Cmd, chan error) {
 	t.Helper()
 	bin, err := serviceBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin)
+	argv := append(append([]string(nil), wrap...), bin)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = environ(vars, extra, os.Environ()...)
 	cmd.Stdout, cmd.Stderr = out, logs
 	// A command the service started that still holds its output does not

@@ -108,7 +108,7 @@ func (r *replica) start(t testing.TB) {
 func (r *replica) startErr() error {
 	r.logs = &syncBuffer{}
 	pr, pw := io.Pipe()
-	r.cmd, r.exited = startProcess(r.owner, r.vars, nil, pw, r.logs)
+	r.cmd, r.exited = startProcess(r.owner, r.vars, nil, nil, pw, r.logs)
 	addr, _ := watchLog(pr, r.logs)
 	select {
 	case <-addr:
