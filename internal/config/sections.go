@@ -142,7 +142,7 @@ func (s Calls) validate(bad report) {
 type Switches struct {
 	ToolsEnabled  List   `env:"TOOLS_ENABLED" desc:"comma-separated tools or toolsets (files, shell, web, memory, agents, channels) to offer, the rest off; empty: all. A tool whose dependency is missing stays off either way"`
 	ToolsDisabled List   `env:"TOOLS_DISABLED" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
-	ToolsFile     string `env:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Empty: none"`
+	ToolsFile     string `env:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Refused when it lies in the workspace, when someone but its owner (the service's user or root) can write it or a folder above it, or when it reads a TOOLSVC_ variable. Empty: none"`
 }
 
 // Audit is the audit log's settings.
@@ -239,7 +239,7 @@ type Exec struct {
 	ExecEnvAllow      List          `env:"EXEC_ENV_ALLOW" desc:"exec: extra environment variables passed to commands (NAME or PREFIX_*), besides PATH, LANG, LC_*, TZ and TERM; TOOLSVC_* never pass"`
 	ExecDenyPatterns  Patterns      `env:"EXEC_DENY_PATTERNS" desc:"exec: extra regular expressions refusing commands, added to the built-in denylist (one per line, or comma-separated)"`
 	ExecAllowPatterns Patterns      `env:"EXEC_ALLOW_PATTERNS" desc:"exec: when set, every command in a script must match one of these regular expressions (the denylist still applies)"`
-	ExecSandbox       string        `env:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works; an unavailable explicit mode stops start-up"`
+	ExecSandbox       string        `env:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works or nothing keeps a command's signals in its call; an unavailable explicit mode stops start-up"`
 	ExecNetwork       bool          `env:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
 	ExecPrivatePaths  List          `env:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
 	ExecMaxProcs      int           `env:"EXEC_MAX_PROCS" default:"256" desc:"exec: processes and threads one command and everything it starts may have at once (control group, else RLIMIT_NPROC); 0: no limit"`
