@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -59,7 +58,7 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		found := false
 		pause.Lock()
-		for _, p := range processes(os.Getuid()) {
+		for _, p := range processes() {
 			if p.pid == leader {
 				continue // the command's shell: os/exec reaps it
 			}
@@ -93,27 +92,35 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 // earlier than the command's first process (since), it kills every one
 // the thread may signal, which is every process in the call's domain and
 // none other, and reaps those that are the service's children. Every
-// account's processes are looked at: a process that made itself
-// undumpable shows as root's in /proc. The command's shell (leader) is
-// left to os/exec. It goes on as sweep does, until two passes in a row
-// find none.
+// process in /proc is asked, whatever its account (a process that made
+// itself undumpable shows as root's there): kill(pid, 0) answers at once
+// for those outside the domain, and only the others' status is read. The
+// command's shell (leader) is left to os/exec. It goes on as sweep does,
+// until two passes in a row find none.
 func sweepDomain(leader int, since uint64, limit time.Duration) bool {
+	self := os.Getpid()
 	deadline := time.Now().Add(limit)
 	clean := 0
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		found := false
-		for _, p := range processes() {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
 			// kill(pid, 0) from this thread is refused for every process
 			// outside the call's domain.
-			if p.pid == leader || p.start < since || unix.Kill(p.pid, 0) != nil {
+			if err != nil || pid == self || pid == leader || unix.Kill(pid, 0) != nil {
 				continue
 			}
-			if !p.zombie {
-				found = true
-				_ = unix.Kill(p.pid, unix.SIGKILL)
+			st, ok := procgroup.ReadStat(pid)
+			if !ok || st.StartTime < since {
+				continue
 			}
-			if p.child {
-				reap(p.pid)
+			if st.State != "Z" {
+				found = true
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			if st.PPid == self {
+				reap(pid)
 			}
 		}
 		if found {
@@ -141,14 +148,13 @@ func reap(pid int) {
 
 type process struct {
 	pid, pgid, sid int
-	start          uint64 // when it started, in clock ticks since boot
-	child, zombie  bool   // a child of the service; dead, waiting to be reaped
+	child, zombie  bool // a child of the service; dead, waiting to be reaped
 }
 
-// processes lists the processes of the given accounts (of every account
-// when none is given) from /proc, but the service itself.
-func processes(uids ...int) []process {
-	self := os.Getpid()
+// processes lists the processes of the service's own user from /proc
+// (others cannot carry a mark the service can read).
+func processes() []process {
+	self, uid := os.Getpid(), os.Getuid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -161,14 +167,14 @@ func processes(uids ...int) []process {
 		}
 		if fi, err := e.Info(); err != nil {
 			continue
-		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && len(uids) > 0 && !slices.Contains(uids, int(st.Uid)) {
+		} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
 			continue
 		}
 		st, ok := procgroup.ReadStat(pid)
 		if !ok {
 			continue
 		}
-		out = append(out, process{pid: pid, pgid: st.Pgrp, sid: st.Session, start: st.StartTime, child: st.PPid == self, zombie: st.State == "Z"})
+		out = append(out, process{pid: pid, pgid: st.Pgrp, sid: st.Session, child: st.PPid == self, zombie: st.State == "Z"})
 	}
 	return out
 }
