@@ -72,12 +72,6 @@ func withEnv(name, value string) startOption {
 	}
 }
 
-// wrapped runs the built binary as the last argument of argv (unshare,
-// setpriv...), in a process of its own.
-func wrapped(argv ...string) startOption {
-	return func(s *startSpec) { s.process, s.wrap = true, argv }
-}
-
 // withKey sets TOOLSVC_API_KEYS to key and makes the helpers (do, invoke)
 // send it.
 func withKey(key string) startOption { return func(s *startSpec) { s.key = key } }

@@ -126,6 +126,12 @@ echo started
 	}
 }
 
+// wrapped runs the built binary as the last argument of argv (unshare,
+// setpriv...), in a process of its own.
+func wrapped(argv ...string) startOption {
+	return func(s *startSpec) { s.process, s.wrap = true, argv }
+}
+
 // sleepers lists the live processes whose command line begins with
 // prefix.
 func sleepers(prefix string) []string {

@@ -41,10 +41,7 @@ func (s *Sandbox) scopeAvailable() bool {
 // kernel that cannot scope signals, building the rules fails rather than
 // leaving the thread unscoped, which sweepDomain relies on.
 func scopeSignals() error {
-	cfg, err := landlock.NewConfig(landlock.ScopedSet(llsys.ScopeSignal))
-	if err != nil {
-		return fmt.Errorf("configuring signal scoping: %w", err)
-	}
+	cfg := landlock.Config{Scoped: landlock.ScopedSet(llsys.ScopeSignal)}
 	fd, flags, err := cfg.NewRulesetFD()
 	if err != nil {
 		return fmt.Errorf("building the signal-scoping rules: %w", err)
