@@ -1,8 +1,9 @@
 // Package tooldef declares a tool once: its name, its description for a
-// model, and the Go struct its arguments are decoded into. The parameters
-// JSON Schema a model is given is derived from that struct, so that the
-// schema the registry validates against and the struct the tool reads
-// cannot drift apart.
+// model, the Go struct its arguments are decoded into, and a sample of
+// those arguments. The parameters JSON Schema a model is given is derived
+// from that struct, so that the schema the registry validates against and
+// the struct the tool reads cannot drift apart; the sample lets the tests
+// that call every tool do so without a table of arguments per tool.
 package tooldef
 
 import (
@@ -23,6 +24,40 @@ type Def[Args any] struct {
 	name        string
 	description string
 	params      json.RawMessage
+	sample      json.RawMessage
+}
+
+// Option adds to a declaration what New's arguments do not say.
+type Option func(d *declaration) error
+
+// declaration is what the options of one New call see and set.
+type declaration struct {
+	args   reflect.Type // the Args of New
+	sample json.RawMessage
+}
+
+// Sample is one arguments object a model could send the tool, given as a
+// value of the tool's Args: its required parameters, and an optional one
+// only where a call needs it (spawn waits for its sub-agent). Models
+// never see it. The tests that call every tool take their arguments from
+// it instead of from a table per tool: internal/app's tests check that it
+// passes the schema, then call the tool with it, and null for every
+// parameter it leaves out, in a temporary workspace that holds a.txt (a
+// line of text), accepting any result but an arguments error. So keep it
+// quick and local: no real host, no long command. A value of another
+// type than Args is a declaration mistake (New panics).
+func Sample[A any](args A) Option {
+	return func(d *declaration) error {
+		if got := reflect.TypeFor[A](); got != d.args {
+			return fmt.Errorf("the Sample is a %s, not the arguments struct %s", got, d.args)
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return fmt.Errorf("the Sample: %w", err)
+		}
+		d.sample = b
+		return nil
+	}
 }
 
 // New declares the tool name, described to models by description, whose
@@ -34,15 +69,25 @@ type Def[Args any] struct {
 // property allowed. limits, when not nil, adds what a Go type cannot say:
 // bounds, enums, and descriptions that quote Go constants.
 //
+// opts add the rest of the declaration; every built-in tool gives a
+// Sample of its arguments.
+//
 // A mistake in the declaration (a type jsonschema-go cannot describe, a
-// limit on a property Args lacks or of the wrong kind) panics: it is a
-// programming error, and every test that builds the tool finds it.
-func New[Args any](name, description string, limits func(p Prop)) Def[Args] {
+// limit on a property Args lacks or of the wrong kind, a sample of another
+// type) panics: it is a programming error, and every test that builds the
+// tool finds it.
+func New[Args any](name, description string, limits func(p Prop), opts ...Option) Def[Args] {
 	params, err := derive[Args](limits)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", name, err))
 	}
-	return Def[Args]{name: name, description: description, params: params}
+	d := declaration{args: reflect.TypeFor[Args]()}
+	for _, o := range opts {
+		if err := o(&d); err != nil {
+			panic(fmt.Sprintf("tool %s: %v", name, err))
+		}
+	}
+	return Def[Args]{name: name, description: description, params: params, sample: d.sample}
 }
 
 // Name implements registry.Tool.
@@ -55,6 +100,10 @@ func (d Def[Args]) Description() string { return d.description }
 // bytes are the same on every call and in every process, because model
 // prompt caches are keyed on them.
 func (d Def[Args]) Parameters() json.RawMessage { return d.params }
+
+// Sample returns the arguments of the declaration's Sample as JSON, or
+// nil when it has none.
+func (d Def[Args]) Sample() json.RawMessage { return d.sample }
 
 // Decode reads arguments that passed the schema into Args (see
 // registry.Decode).

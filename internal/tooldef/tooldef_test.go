@@ -119,6 +119,29 @@ func TestDeclarationMistakes(t *testing.T) {
 	})
 }
 
+// TestSample: the sample is the arguments value as JSON, the way a model
+// sends it (left-out optional parameters absent); a declaration without
+// one has none; and a sample of another type than the arguments struct is
+// a declaration mistake.
+func TestSample(t *testing.T) {
+	depth := 2
+	d := New[exampleArgs]("example", "An example.", exampleLimits,
+		Sample(exampleArgs{Path: "a.txt", Depth: &depth}))
+	if got, want := string(d.Sample()), `{"path":"a.txt","depth":2}`; got != want {
+		t.Errorf("Sample() = %s, want %s", got, want)
+	}
+	if got := New[exampleArgs]("example", "An example.", exampleLimits).Sample(); got != nil {
+		t.Errorf("Sample() without a Sample = %s, want nil", got)
+	}
+	defer func() {
+		msg, _ := recover().(string)
+		if want := "tool example: the Sample is a tooldef.item, not the arguments struct tooldef.exampleArgs"; msg != want {
+			t.Errorf("panic %q, want %q", msg, want)
+		}
+	}()
+	New[exampleArgs]("example", "An example.", exampleLimits, Sample(item{Name: "x"}))
+}
+
 type exampleTool struct{ Def[exampleArgs] }
 
 func (exampleTool) Execute(context.Context, json.RawMessage) (string, error) { return "", nil }
