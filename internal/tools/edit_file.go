@@ -43,7 +43,8 @@ func NewEditFile(ws *workspace.Workspace) *EditFile {
 		func(p tooldef.Prop) {
 			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("old_str").MinLength(1)
-		})
+		},
+		tooldef.Sample(editFileArgs{Path: "a.txt", OldStr: "hello", NewStr: "hi"}))
 	return &EditFile{Def: def, ws: ws}
 }
 

@@ -64,7 +64,8 @@ func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *
 			p.Prop("limit").Minimum(1).Maximum(searchMaxLimit).
 				Description(fmt.Sprintf("Matches to show, 1-%d (default %d); the total is always counted", searchMaxLimit, searchDefaultLimit))
 			p.Prop("exclude").MaxItems(50).Items().MinLength(1).MaxLength(255)
-		})
+		},
+		tooldef.Sample(fileSearchArgs{Path: "."}))
 	return &FileSearch{Def: def, ws: ws, workers: workers, budget: budget}
 }
 

@@ -40,7 +40,8 @@ func NewListDir(ws *workspace.Workspace, maxEntries int) *ListDir {
 			"recursive=true lists everything below it. Long listings are cut with a count of what was left out; use file_search to find files by name.",
 		func(p tooldef.Prop) {
 			p.Prop("path").MaxLength(workspace.MaxPathLen)
-		})
+		},
+		tooldef.Sample(listDirArgs{}))
 	return &ListDir{Def: def, ws: ws, maxEntries: maxEntries}
 }
 

@@ -71,7 +71,8 @@ func NewMemory(store *memory.Store) *Memory {
 				Description(fmt.Sprintf("read: last line of the range, inclusive (at most %d lines per call)", memoryMaxRange))
 			p.Prop("recent_count").Minimum(1).Maximum(memoryMaxShown).
 				Description(fmt.Sprintf("read without a range: how many of the newest entries to show (default %d)", memoryDefaultRecent))
-		})
+		},
+		tooldef.Sample(memoryArgs{Action: "read"}))
 	return &Memory{Def: def, store: store}
 }
 

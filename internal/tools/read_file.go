@@ -112,7 +112,8 @@ func NewReadFile(ws *workspace.Workspace, maxChars int, skills SkillGate) *ReadF
 			p.Prop("paths").MinItems(1).MaxItems(20).Items().MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("start_line").Minimum(1)
 			p.Prop("end_line").Minimum(1)
-		})
+		},
+		tooldef.Sample(readFileArgs{Path: "a.txt"}))
 	return &ReadFile{Def: def, ws: ws, maxChars: maxChars, skills: skills}
 }
 

@@ -73,7 +73,8 @@ func NewScreenshot(ws *workspace.Workspace, b *browser.Browser, d *desktop.Captu
 			p.Prop("viewport_height").Minimum(240).Maximum(2160)
 			p.Prop("wait_time").Minimum(0).Maximum(10000)
 			p.Prop("timeout").Minimum(1).Maximum(300)
-		})
+		},
+		tooldef.Sample(screenshotArgs{URL: "http://127.0.0.1:9/"}))
 	return &Screenshot{Def: def, ws: ws, browser: b, desktop: d, opts: opts}
 }
 

@@ -34,7 +34,8 @@ func NewSendMessage(c *agent.Conversations, maxConcurrent int) *SendMessage {
 			"The conversation continues within the session (X-Session-ID), so follow-up questions keep their context. Waits at most 120 seconds.",
 		func(p tooldef.Prop) {
 			p.Prop("text").MinLength(1).MaxLength(4000)
-		})
+		},
+		tooldef.Sample(sendMessageArgs{Text: "hello"}))
 	return &SendMessage{Def: def, conv: c, maxConcurrent: maxConcurrent}
 }
 

@@ -41,7 +41,8 @@ func NewSpawn(m *agent.Manager, timeout time.Duration, maxConcurrent int) *Spawn
 		func(p tooldef.Prop) {
 			p.Prop("task").MinLength(1).MaxLength(100000)
 			p.Prop("label").MaxLength(100)
-		})
+		},
+		tooldef.Sample(spawnArgs{Task: "Say hello.", Wait: true}))
 	return &Spawn{Def: def, agents: m, timeout: timeout, maxConcurrent: maxConcurrent}
 }
 

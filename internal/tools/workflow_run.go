@@ -58,7 +58,8 @@ func NewWorkflowRun(r agent.Runner, agentTimeout time.Duration) *WorkflowRun {
 				Description("the point of view to take, e.g. 'the end user' (useful in council mode)")
 			p.Prop("cross_review").
 				Description("council mode: after the first round, each member reviews the others' answers and revises its own")
-		})
+		},
+		tooldef.Sample(agent.Workflow{Goal: "Say hello.", Agents: []agent.Slot{{Task: "Say hello."}}}))
 	return &WorkflowRun{Def: def, runner: r, timeout: workflowStages*agentTimeout + 30*time.Second}
 }
 

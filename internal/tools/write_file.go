@@ -35,7 +35,8 @@ func NewWriteFile(ws *workspace.Workspace) *WriteFile {
 		func(p tooldef.Prop) {
 			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("mode").Enum("overwrite", "append")
-		})
+		},
+		tooldef.Sample(writeFileArgs{Path: "b.txt", Content: "hello\n"}))
 	return &WriteFile{Def: def, ws: ws}
 }
 
