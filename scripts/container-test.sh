@@ -260,6 +260,45 @@ check() {
 		[[ "$out" == *"$want"* ]] || fail "$c: exec output lacks '$want': $out"
 	done
 	log "$c: exec under Landlock: ran as 10001; /data unreadable, /etc and /usr read-only, no network"
+	check_signals "$c" "$port"
+}
+
+# check_signals CONTAINER PORT: a script the model writes finds a victim
+# of the service's own user and the service itself in /proc, kills the
+# one and signals the other (SIGUSR2 ends a service without a handler for
+# it), sends SIGKILL to every process it may (kill -9 -1), and leaves
+# processes behind with an empty environment in a session of their own.
+# The victim and the service must live on, and nothing of the call be left
+# when it returns. All of it stays inside the container's PID namespace.
+check_signals() {
+	local c=$1 port=$2 res out script
+	podman exec -d --user 10001 "$c" sleep 600.77 >/dev/null || fail "$c: could not start the victim"
+	script='for d in /proc/[0-9]*; do
+  p=${d#/proc/}
+  case "$(cat "$d/comm" 2>/dev/null)" in
+  toolsvc) kill -USR2 "$p" 2>/dev/null && echo "SIGNALLED-SERVICE $p" ;;
+  sleep) case "$(tr "\0" " " <"$d/cmdline" 2>/dev/null)" in "sleep 600.77 ") kill -9 "$p" 2>/dev/null && echo "KILLED-VICTIM $p" ;; esac ;;
+  esac
+done
+kill -9 -1
+env -i setsid sh -c "sleep 600.78 & sleep 600.79" </dev/null >/dev/null 2>&1 &
+(env -i sh -c "sleep 600.80 &" </dev/null >/dev/null 2>&1 &)
+sleep 0.3
+echo survived
+'
+	res=$(call "$port" write_file "$(python3 -c 'import json,sys; print(json.dumps({"path": "signals.sh", "content": sys.argv[1]}))' "$script")")
+	[ "$(field "$res" status)" = success ] || fail "$c: write_file signals.sh: $res"
+	res=$(call "$port" exec '{"command":"exec sh signals.sh"}')
+	out=$(field "$res" result)
+	[[ "$out" == *survived* ]] || fail "$c: the signal script did not run to its end: $res"
+	[[ "$out" != *SIGNALLED-SERVICE* && "$out" != *KILLED-VICTIM* ]] || fail "$c: a command signalled outside its call: $out"
+	sleep 0.2
+	curl -fsS "http://127.0.0.1:$port/healthz" | grep -q '"status":"ok"' || fail "$c: the service is gone after the signal script"
+	out=$(podman exec "$c" sh -c 'for d in /proc/[0-9]*; do tr "\0" " " <"$d/cmdline" 2>/dev/null; echo; done')
+	grep -q '^sleep 600.77 ' <<<"$out" || fail "$c: the victim outside the call was killed"
+	! grep -q '^sleep 600.\(78\|79\|80\) ' <<<"$out" || fail "$c: processes outlived the call: $(grep '^sleep 600' <<<"$out")"
+	podman exec "$c" sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <"$d/cmdline" 2>/dev/null)" in "sleep 600.77 ") kill "${d#/proc/}";; esac; done'
+	log "$c: a command's kill -9 -1, its signals to the service and to a victim stay in its call, and its detached processes end with it"
 }
 
 # check_tools CONTAINER: what the image is for still works after what
