@@ -8,6 +8,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/agent/agenttest"
+	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -23,7 +24,7 @@ func TestTaskOwner(t *testing.T) {
 	)
 	dir := t.TempDir()
 	m := manager(t, srv, reg, dir, nil)
-	ctx := registry.WithCall(context.Background(), registry.Call{ID: "c1", Tool: "spawn", Key: "alice"})
+	ctx := registry.WithCall(context.Background(), registry.Call{ID: "c1", Tool: "spawn", Facts: callinfo.Facts{Key: "alice"}})
 	task, err := m.StartWith(ctx, "look around", agent.StartOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/runes"
@@ -51,13 +52,12 @@ type Record struct {
 	ToolName string `json:"tool_name"`
 	// Arguments is the model's arguments: a json.RawMessage when they were
 	// valid JSON, else the raw text as a string.
-	Arguments          any    `json:"arguments"`
-	ArgumentsTruncated bool   `json:"arguments_truncated,omitempty"`
-	SessionID          string `json:"session_id"`
-	Source             string `json:"source,omitempty"`
-	// Key is the name of the API key the call came with, never the key;
-	// absent when the service has no keys.
-	Key string `json:"key,omitempty"`
+	Arguments          any  `json:"arguments"`
+	ArgumentsTruncated bool `json:"arguments_truncated,omitempty"`
+	// Facts are the call's facts as the gate read them (session_id,
+	// source, key, channel, chat_id, reply_to, request_id, trace_id),
+	// held as they are: a fact added there is recorded here.
+	callinfo.Facts
 	// Replica names the toolsvc process that ran the call
 	// (TOOLSVC_REPLICA_ID), so records of several replicas sharing one
 	// log shipper or volume can be told apart.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
 func newLog(t *testing.T, opts Options) *Log {
@@ -96,7 +98,7 @@ func abandon(l *Log) {
 func TestStartThenFinish(t *testing.T) {
 	l := newLog(t, Options{})
 	start := time.Date(2026, 12, 2, 10, 30, 0, 123, time.FixedZone("CST", 8*3600))
-	rec := Record{CallID: "c1", ToolName: "exec", Arguments: json.RawMessage(`{"command":"ls"}`), SessionID: "s", Timestamp: start}
+	rec := Record{CallID: "c1", ToolName: "exec", Arguments: json.RawMessage(`{"command":"ls"}`), Facts: callinfo.Facts{SessionID: "s"}, Timestamp: start}
 	st, err := l.Start(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +198,7 @@ func TestReconcile(t *testing.T) {
 	dead := newLog(t, Options{Dir: dir})
 	recs := []Record{
 		{CallID: "done", ToolName: "read_file", Timestamp: now},
-		{CallID: "cut", ToolName: "exec", SessionID: "s1", Timestamp: now.Add(time.Millisecond), Arguments: json.RawMessage(`{"command":"sleep 30"}`)},
+		{CallID: "cut", ToolName: "exec", Facts: callinfo.Facts{SessionID: "s1"}, Timestamp: now.Add(time.Millisecond), Arguments: json.RawMessage(`{"command":"sleep 30"}`)},
 		{CallID: "raw", ToolName: "exec", Timestamp: now.Add(2 * time.Millisecond), Arguments: `{"command": "trunc`},
 	}
 	var sts []Started

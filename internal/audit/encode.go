@@ -62,16 +62,7 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 	if rec.ArgumentsTruncated {
 		b = append(b, `,"arguments_truncated":true`...)
 	}
-	b = append(b, `,"session_id":`...)
-	b = jsonx.AppendString(b, rec.SessionID)
-	if rec.Source != "" {
-		b = append(b, `,"source":`...)
-		b = jsonx.AppendString(b, rec.Source)
-	}
-	if rec.Key != "" {
-		b = append(b, `,"key":`...)
-		b = jsonx.AppendString(b, rec.Key)
-	}
+	b = rec.Facts.AppendJSON(b)
 	if rec.Replica != "" {
 		b = append(b, `,"replica":`...)
 		b = jsonx.AppendString(b, rec.Replica)

@@ -3,9 +3,13 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
 // TestEncodeMatchesMarshal: the hand-written encoder makes what
@@ -16,7 +20,9 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 	cases := []Record{
 		{},
 		{CallID: "c1", ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`), Timestamp: ts, Status: "success", Result: "hello\n", ResultLength: 6},
-		{CallID: "c2", ToolName: "exec", Arguments: json.RawMessage("{\n  \"command\": \"ls\",\n  \"n\": [1, 2.5e3, null, true]\n}"), SessionID: weird, Source: "feishu", Key: "alice", Replica: "toolsvc-0",
+		{CallID: "c2", ToolName: "exec", Arguments: json.RawMessage("{\n  \"command\": \"ls\",\n  \"n\": [1, 2.5e3, null, true]\n}"), Replica: "toolsvc-0",
+			Facts: callinfo.Facts{SessionID: weird, Source: "feishu", Key: "alice", Channel: "feishu:ops", ChatID: weird, ReplyTo: "om_1",
+				RequestID: "req-7", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
 			Timestamp: ts.Add(-123456789), Status: "error", DurationMS: 1234, Result: weird, ResultTruncated: true, ResultLength: 99999, ErrorCode: "timeout", ArgumentsTruncated: true},
 		{CallID: "c3", Arguments: `{"path": "trunc` + weird, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Status: StatusStarted},
 		{CallID: "c4", Arguments: map[string]any{"k": []any{"v", 1.5}}, Timestamp: ts.Add(500 * time.Millisecond), Status: StatusInterrupted, ErrorCode: CodeInterrupted},
@@ -43,6 +49,41 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 	bad := Record{Arguments: json.RawMessage(`{"unclosed":`)}
 	if _, err := appendRecord(nil, &bad); err == nil {
 		t.Error("invalid raw arguments encoded")
+	}
+}
+
+// TestRecordFieldNames: a record holds the field names readers of the
+// audit log depend on, unchanged, and one for every field of the call's
+// facts (callinfo.Facts): a fact added there is recorded without a change
+// here.
+func TestRecordFieldNames(t *testing.T) {
+	rec := Record{CallID: "c", ToolName: "t", Arguments: json.RawMessage(`{}`), ArgumentsTruncated: true, Replica: "r",
+		Timestamp: time.Now().UTC(), Status: "error", DurationMS: 1, Result: "x", ResultTruncated: true, ResultLength: 1, ErrorCode: "e"}
+	want := []string{"call_id", "tool_name", "arguments", "arguments_truncated", "session_id", "source", "key", "replica",
+		"timestamp", "status", "duration_ms", "result", "result_truncated", "result_length", "error_code"}
+	facts := reflect.ValueOf(&rec.Facts).Elem()
+	for i := range facts.NumField() {
+		facts.Field(i).SetString("v")
+		name, _, _ := strings.Cut(facts.Type().Field(i).Tag.Get("json"), ",")
+		if !slices.Contains(want, name) {
+			want = append(want, name)
+		}
+	}
+	line, err := appendRecord(nil, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range want {
+		if _, ok := got[name]; !ok {
+			t.Errorf("the record has no %q: %s", name, line)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the record has %d fields, want %d: %s", len(got), len(want), line)
 	}
 }
 

@@ -4,24 +4,24 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
 // requestState is what the middleware learn about a request, kept in one
 // value of its context that each of them fills in, instead of a context
 // value and a copy of the request per middleware: the request ID, the
 // caller the gate authenticated (whose key name the access log line,
-// written outside every other middleware, shows) and the call metadata
-// the door read. Each field is written once, before the handlers below
+// written outside every other middleware, shows) and the call's facts the
+// door read. Each field is written once, before the handlers below
 // the middleware that writes it run.
 type requestState struct {
 	id     string
 	caller Caller
 	// hasCaller: the request passed the gate's authentication.
 	hasCaller bool
-	meta      registry.Meta
-	// hasMeta: the request passed a door of the gate.
-	hasMeta bool
+	facts     callinfo.Facts
+	// hasFacts: the request passed a door of the gate.
+	hasFacts bool
 }
 
 type stateKey struct{}

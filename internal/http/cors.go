@@ -14,17 +14,31 @@ import (
 type cors struct {
 	any     bool
 	origins map[string]bool
+	// allowHeaders is the preflight's Access-Control-Allow-Headers.
+	allowHeaders string
 }
 
-// Headers a browser may send and read: the key, the session, MCP's own.
+// Headers a browser may read, and methods it may use.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Reply-To, X-Request-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
 	corsExposeHeaders = "X-Request-ID, Retry-After, WWW-Authenticate, Allow, Mcp-Session-Id"
 	corsAllowMethods  = "GET, HEAD, POST, DELETE, OPTIONS"
 )
 
-func newCORS(origins []string) *cors {
-	c := &cors{origins: map[string]bool{}}
+// corsAllowHeaders lists the headers a browser may send: the key, the
+// body's type and what it accepts, every header the gate reads into a
+// call's facts (taken from its own list, so that a header the gate reads
+// is one a page may send), and MCP's own.
+func corsAllowHeaders(calls []callHeader) string {
+	names := []string{"Authorization", "Content-Type", "Accept"}
+	for _, h := range calls {
+		names = append(names, h.name)
+	}
+	names = append(names, "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID")
+	return strings.Join(names, ", ")
+}
+
+func newCORS(origins []string, allowHeaders string) *cors {
+	c := &cors{origins: map[string]bool{}, allowHeaders: allowHeaders}
 	for _, o := range origins {
 		if o == "*" {
 			c.any = true
@@ -57,7 +71,7 @@ func (c *cors) handle(next http.Handler) http.Handler {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
 			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Allow-Headers", c.allowHeaders)
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
 // Key is one API key the service accepts: its name (what logs, audit
@@ -55,15 +55,16 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 //   - authenticate (middleware, on every route but the health probes):
 //     the bearer key, compared in constant time, becomes a Caller in the
 //     request's context and its name goes to the access log line;
-//   - door (middleware, on the routes that run calls): the metadata
-//     headers (X-Session-ID, X-Source, X-Channel, X-Chat-ID, X-Reply-To), cleaned, and
-//     the key's name are read once into the request's context;
+//   - door (middleware, on the routes that run calls): the call's facts
+//     (callinfo.Facts: the key's name and the headers of callHeaders,
+//     cleaned) are read once into the request's context;
 //   - admit (in the door's handler, once the call is about to run): refused
 //     while the service shuts down or when every slot is taken; otherwise
 //     the call holds a slot, runs on a context the shutdown cancels, and
-//     gets the Meta the door read.
+//     gets the facts the door read.
 type gate struct {
 	keys     []keyEntry
+	headers  []callHeader
 	stopping context.Context
 	sem      chan struct{}
 
@@ -75,6 +76,39 @@ type gate struct {
 	halted  bool
 }
 
+// callHeader is one request header the gate reads into a call's facts.
+type callHeader struct {
+	// name is the header as api/openapi.yaml documents it and CORS allows
+	// it ("X-Session-ID"); key is how net/http stores it ("X-Session-Id").
+	name, key string
+	// read returns the header's value, made safe to record (headerValue
+	// unless the header needs its own); set puts it in its fact.
+	read func(r *http.Request, key string) string
+	set  func(f *callinfo.Facts, v string)
+}
+
+// callHeaders are the headers the gate reads into a call's facts, in the
+// order CORS lists them. A new fact from a header is a row here, a field
+// of callinfo.Facts and a parameter in api/openapi.yaml, nothing else:
+// CORS allows what this list holds, the registry and the audit log take
+// the facts as they are, and tests hold the list, the facts, the contract
+// and the audit record together.
+func callHeaders() []callHeader {
+	return []callHeader{
+		{name: "X-Session-ID", read: headerValue, set: func(f *callinfo.Facts, v string) { f.SessionID = v }},
+		{name: "X-Source", read: headerValue, set: func(f *callinfo.Facts, v string) { f.Source = v }},
+		{name: "X-Channel", read: headerValue, set: func(f *callinfo.Facts, v string) { f.Channel = v }},
+		{name: "X-Chat-ID", read: headerValue, set: func(f *callinfo.Facts, v string) { f.ChatID = v }},
+		{name: "X-Reply-To", read: headerValue, set: func(f *callinfo.Facts, v string) { f.ReplyTo = v }},
+		// The request ID middleware has read this one already, on every
+		// route: the call's is the ID it took (the client's, when sane) or
+		// made, the one the answer and the access log carry.
+		{name: "X-Request-ID", read: func(r *http.Request, _ string) string { return requestIDFrom(r.Context()) },
+			set: func(f *callinfo.Facts, v string) { f.RequestID = v }},
+		{name: "traceparent", read: traceID, set: func(f *callinfo.Facts, v string) { f.TraceID = v }},
+	}
+}
+
 // keyEntry is a key as the gate keeps it: hashed, so that neither the
 // comparison nor its length reveals anything.
 type keyEntry struct {
@@ -84,7 +118,10 @@ type keyEntry struct {
 }
 
 func newGate(keys []Key, stopping context.Context, maxConcurrent int) *gate {
-	g := &gate{stopping: stopping, sem: make(chan struct{}, maxConcurrent), running: map[*pass]struct{}{}}
+	g := &gate{headers: callHeaders(), stopping: stopping, sem: make(chan struct{}, maxConcurrent), running: map[*pass]struct{}{}}
+	for i := range g.headers {
+		g.headers[i].key = http.CanonicalHeaderKey(g.headers[i].name)
+	}
 	context.AfterFunc(stopping, g.halt)
 	for _, k := range keys {
 		g.keys = append(g.keys, keyEntry{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, admin: k.Admin})
@@ -128,23 +165,20 @@ func (g *gate) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// door reads what a call carries besides its arguments into the request's
-// context, once, for whichever door runs it: the metadata headers and the
-// name of the caller's key.
+// door reads a call's facts into the request's context, once, for
+// whichever door runs it: the name of the caller's key and the headers of
+// callHeaders.
 func (g *gate) door(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := CallerFrom(r.Context())
-		// Canonical spellings of the names: no conversion per lookup.
-		m := registry.Meta{
-			SessionID: headerValue(r, "X-Session-Id"),
-			Source:    headerValue(r, "X-Source"),
-			Channel:   headerValue(r, "X-Channel"),
-			ChatID:    headerValue(r, "X-Chat-Id"),
-			ReplyTo:   headerValue(r, "X-Reply-To"),
-			Key:       c.Key,
-		}
 		r, st := withState(r)
-		st.meta, st.hasMeta = m, true
+		f := callinfo.Facts{Key: st.caller.Key}
+		for i := range g.headers {
+			h := &g.headers[i]
+			if v := h.read(r, h.key); v != "" {
+				h.set(&f, v)
+			}
+		}
+		st.facts, st.hasFacts = f, true
 		next.ServeHTTP(w, r)
 	})
 }
@@ -165,9 +199,8 @@ type pass struct {
 	// ctx is the call's context: canceled when the service stops, or when
 	// the call is done.
 	ctx context.Context
-	// meta is what the door read, for registry.Invoke; the door may add
-	// Progress.
-	meta registry.Meta
+	// facts are what the door read, for registry.Invoke.
+	facts callinfo.Facts
 	// cancel cancels ctx (a client that went away) and keeps the slot:
 	// the call holds it until the tool has returned and done is called.
 	cancel context.CancelFunc
@@ -206,10 +239,9 @@ func (g *gate) halt() {
 // deadline of its own). The caller must call done.
 func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) {
 	st := stateFrom(ctx)
-	if st == nil || !st.hasMeta {
+	if st == nil || !st.hasFacts {
 		return nil, errNoDoor
 	}
-	meta := st.meta
 	if g.stopped() {
 		return nil, errStopping
 	}
@@ -219,7 +251,7 @@ func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) 
 		return nil, errBusy
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	p := &pass{ctx: ctx, meta: meta, cancel: cancel, gate: g}
+	p := &pass{ctx: ctx, facts: st.facts, cancel: cancel, gate: g}
 	g.mu.Lock()
 	if g.halted {
 		cancel() // stopping since the check above: the call starts canceled
@@ -243,4 +275,36 @@ func headerValue(r *http.Request, name string) string {
 		}
 		return c
 	}, v)
+}
+
+// traceID returns the trace ID of a W3C traceparent header
+// (version-traceid-parentid-flags, lower-case hex), or "" when the request
+// has none, more than one, or one that is not well formed: such a header
+// is to be ignored, and a made-up ID would point at nobody's trace. A
+// later version may add fields after the flags.
+func traceID(r *http.Request, key string) string {
+	vs := r.Header[key]
+	if len(vs) != 1 {
+		return ""
+	}
+	v := vs[0]
+	if len(v) < 55 || len(v) > 55 && (v[:2] == "00" || v[55] != '-') || v[:2] == "ff" ||
+		v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return ""
+	}
+	version, trace, parent, flags := v[:2], v[3:35], v[36:52], v[53:55]
+	if !lowerHex(version) || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) ||
+		strings.Trim(trace, "0") == "" || strings.Trim(parent, "0") == "" {
+		return ""
+	}
+	return trace
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

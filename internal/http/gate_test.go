@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -52,10 +54,10 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestGateSameMetaOnEveryDoor: REST invoke and /mcp hand the tool the same
-// metadata headers (X-Channel and X-Chat-ID included) and the name of the
-// caller's key, and the access log names the key, never showing it.
-func TestGateSameMetaOnEveryDoor(t *testing.T) {
+// TestGateSameFactsOnEveryDoor: REST invoke and /mcp hand the tool the
+// same facts (every header of callHeaders and the name of the caller's
+// key), and the access log names the key, never showing it.
+func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	const secret = "alice-secret-key-0123456789"
 	var logs syncBuffer
 	tool := &callTool{}
@@ -68,9 +70,17 @@ func TestGateSameMetaOnEveryDoor(t *testing.T) {
 	defer srv.Close()
 	headers := headerTransport{
 		"Authorization": "Bearer " + secret, "X-Session-ID": "s-1", "X-Source": "telegram",
-		"X-Channel": "telegram", "X-Chat-ID": "chat-42",
+		"X-Channel": "telegram", "X-Chat-ID": "chat-42", "X-Reply-To": "msg-9", "X-Request-ID": "req-1",
+		"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
-	want := registry.Call{Tool: "whoami", SessionID: "s-1", Source: "telegram", Channel: "telegram", ChatID: "chat-42", Key: "alice"}
+	want := registry.Call{Tool: "whoami", Facts: callinfo.Facts{SessionID: "s-1", Source: "telegram", Channel: "telegram",
+		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}}
+	// Every fact is set, so that each is seen to come through both doors.
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[callinfo.Facts]()) {
+		if reflect.ValueOf(want.Facts).FieldByIndex(f.Index).IsZero() {
+			t.Fatalf("the test sets no %s", f.Name)
+		}
+	}
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/tools/whoami/invoke", strings.NewReader(`{}`))
 	resp, err := (&http.Client{Transport: headers}).Do(req)

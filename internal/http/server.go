@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/docspage"
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/mcp"
@@ -128,7 +129,7 @@ func NewHandler(opts Options) http.Handler {
 	// CORS comes before the keys: a browser's preflight carries none.
 	r.Use(requestID, accessLog(opts.Log), recoverer(opts.Log),
 		newGuard(opts.CORSOrigins, opts.AllowedHosts, opts.Log).handle,
-		newCORS(opts.CORSOrigins).handle, middleware.GetHead)
+		newCORS(opts.CORSOrigins, corsAllowHeaders(s.gate.headers)).handle, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, fmt.Sprintf("no route %s %s", runes.Shorten(r.Method, 40), runes.Shorten(r.URL.Path, runes.Echo)))
 	})
@@ -276,8 +277,9 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 
 // mcpInvoke runs a call that came over MCP through the gate, as
 // POST /tools/{name}/invoke does: refused while shutting down or when every
-// slot is taken, canceled when the service stops, with the metadata
-// headers and the key's name the door read from the MCP request.
+// slot is taken, canceled when the service stops, with the facts (the
+// key's name, the headers of callHeaders) the door read from the MCP
+// request.
 func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (registry.Result, string) {
 	p, err := s.gate.admit(ctx, s.opts.Registry.Timeout(name))
 	switch {
@@ -290,7 +292,7 @@ func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (regis
 		return registry.Result{}, "the service could not run the call (an internal fault, in its log). Next: tell the user the tool service needs its operator."
 	}
 	defer p.done()
-	return s.opts.Registry.Invoke(p.ctx, name, args, p.meta), ""
+	return s.opts.Registry.Invoke(p.ctx, name, args, p.facts), ""
 }
 
 // mcpBody reads an MCP request's body as a call's body is read (size
@@ -358,11 +360,11 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		release()
 	}
 	defer callDone()
-	ctx, cancel, meta := p.ctx, p.cancel, p.meta
+	ctx, cancel, facts := p.ctx, p.cancel, p.facts
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, meta)
+		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, facts)
 		return
 	}
 	// A tool call may take as long as its own deadline allows (the server's
@@ -374,7 +376,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 {
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
-	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	res := s.opts.Registry.Invoke(ctx, name, body, facts)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	writeResult(w, &s.resultBufs, &res)
@@ -383,7 +385,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 // invokeStream runs a call and streams the tool's progress as server-sent
 // events, each with a JSON object {"text": ...} as data, then one "result"
 // event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, meta registry.Meta) {
+func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, facts callinfo.Facts) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -393,11 +395,10 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	_ = rc.Flush()
 
 	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
-	meta.Progress = es.progress
-	res := s.opts.Registry.Invoke(ctx, name, body, meta)
+	res := s.opts.Registry.Invoke(registry.WithProgress(ctx, es.progress), name, body, facts)
 	callDone()
 	if !es.finish("result", res.AppendJSON(nil)) {
-		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", meta.Key).
+		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", facts.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")
 	}
 }

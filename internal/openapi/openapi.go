@@ -43,7 +43,7 @@ func Build(spec []byte, defs []registry.Definition, version string, toolsOnly bo
 		info["version"] = version
 	}
 	taken := operationIDs(paths)
-	headers, stream := fromGeneric(paths)
+	headers, stream := fromGeneric(paths, doc)
 	if toolsOnly {
 		paths = map[string]any{}
 		doc["paths"] = paths
@@ -71,13 +71,14 @@ const genericPath = "/tools/{name}/invoke"
 // invoke operation and its 200 response's text/event-stream content, so
 // that every tool's operation states the same headers and streaming as
 // the operation it is an instance of (a validating proxy would otherwise
-// refuse every streamed call).
-func fromGeneric(paths map[string]any) (headers []any, stream any) {
+// refuse every streamed call). A parameter given by reference to the
+// contract's components is kept as the reference.
+func fromGeneric(paths, doc map[string]any) (headers []any, stream any) {
 	item, _ := paths[genericPath].(map[string]any)
 	post, _ := item["post"].(map[string]any)
 	params, _ := post["parameters"].([]any)
 	for _, p := range params {
-		if m, ok := p.(map[string]any); ok && m["in"] == "header" {
+		if m, ok := p.(map[string]any); ok && resolve(doc, m)["in"] == "header" {
 			headers = append(headers, m)
 		}
 	}
@@ -85,6 +86,23 @@ func fromGeneric(paths map[string]any) (headers []any, stream any) {
 	ok, _ := responses["200"].(map[string]any)
 	content, _ := ok["content"].(map[string]any)
 	return headers, content["text/event-stream"]
+}
+
+// resolve returns the parameter p refers to ("$ref":
+// "#/components/parameters/Name"), or p itself when it is no reference.
+func resolve(doc, p map[string]any) map[string]any {
+	ref, ok := p["$ref"].(string)
+	if !ok {
+		return p
+	}
+	name, ok := strings.CutPrefix(ref, "#/components/parameters/")
+	components, _ := doc["components"].(map[string]any)
+	all, _ := components["parameters"].(map[string]any)
+	target, _ := all[name].(map[string]any)
+	if !ok || target == nil {
+		return p
+	}
+	return target
 }
 
 // operation is the operation of one tool: its schema as an optional body

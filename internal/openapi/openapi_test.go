@@ -66,3 +66,53 @@ func TestSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestToolOperationsTakeTheGenericHeaders: each tool's operation states
+// the header parameters of the generic invoke operation, given inline or
+// by reference to the components (kept as the reference), and not its
+// path parameter.
+func TestToolOperationsTakeTheGenericHeaders(t *testing.T) {
+	const generic = `
+openapi: 3.0.3
+info: {title: t, version: 0.0.0}
+paths:
+  /tools/{name}/invoke:
+    post:
+      operationId: invoke
+      parameters:
+        - $ref: "#/components/parameters/ToolName"
+        - $ref: "#/components/parameters/SessionID"
+        - {name: X-Inline, in: header, schema: {type: string}}
+      responses: {"200": {description: ok}}
+components:
+  parameters:
+    ToolName: {name: name, in: path, required: true, schema: {type: string}}
+    SessionID: {name: X-Session-ID, in: header, schema: {type: string}}
+`
+	out, err := Build([]byte(generic), []registry.Definition{def("do_it")}, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []map[string]any
+		}
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range doc.Paths["/tools/do_it/invoke"]["post"].Parameters {
+		if ref, ok := p["$ref"].(string); ok {
+			got = append(got, ref)
+		} else {
+			got = append(got, p["name"].(string))
+		}
+	}
+	if want := []string{"#/components/parameters/SessionID", "X-Inline"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the tool's parameters are %q, want %q", got, want)
+	}
+	if !strings.Contains(string(out), `"SessionID":{`) {
+		t.Errorf("the tools-only document lost the components its references need: %s", out)
+	}
+}

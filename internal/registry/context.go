@@ -3,41 +3,25 @@ package registry
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
 // Call describes the call a tool is running in. Tools read it with CallFrom.
 type Call struct {
-	ID        string // UUID v4 of this call
-	Tool      string
-	SessionID string // from X-Session-ID; may be empty
-	Source    string // the channel the session belongs to (X-Source); may be empty
-	// Channel and ChatID name the chat the session belongs to when the
-	// caller says so outright (X-Channel, X-Chat-ID); send_media reads
-	// them, or else the session ID.
-	Channel, ChatID string
-	// ReplyTo names the platform message the call answers (X-Reply-To):
-	// channels that thread replies, or that only allow replies, use it.
-	ReplyTo string
-	// Key is the name of the API key the call came with (never the key);
-	// empty when the service has no keys. Work a tool starts for the call
-	// (a sub-agent task, a conversation) belongs to this key.
-	Key string
+	ID   string // UUID v4 of this call
+	Tool string
+	// Facts are what the caller gave with the call (the key's name, the
+	// session, the chat, the request and trace IDs), redacted, as they
+	// are: Call.SessionID, Call.Key and the others are the Facts' fields.
+	callinfo.Facts
 }
 
-// Meta is what the caller of Invoke knows about a call.
-type Meta struct {
-	SessionID string
-	Source    string
-	Channel   string
-	ChatID    string
-	ReplyTo   string
-	// Key is the name of the caller's API key; see Call.Key.
-	Key string
-	// Progress, when set, receives progress events a tool reports while it
-	// runs (for example exec's output as it comes). It is called from the
-	// tool's goroutine and must not block for long.
-	Progress func(event, data string)
-}
+// Meta is what the caller of Invoke knows about a call: its facts, the
+// one type the gate builds, the tool's Call holds and the audit record
+// holds. A caller that wants the tool's progress events gives a listener
+// with WithProgress on the call's context.
+type Meta = callinfo.Facts
 
 type callKey struct{}
 type progressKey struct{}
@@ -89,7 +73,9 @@ func withCall(ctx context.Context, c Call) (context.Context, *callState) {
 	return cc, &cc.cs
 }
 
-// WithProgress returns ctx whose Progress calls reach fn.
+// WithProgress returns ctx whose Progress calls reach fn. Given to
+// Invoke, fn is the call's listener: the tool's events reach it redacted,
+// and none after the tool has returned.
 func WithProgress(ctx context.Context, fn func(event, data string)) context.Context {
 	if fn == nil {
 		return ctx

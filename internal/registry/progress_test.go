@@ -31,12 +31,12 @@ func TestProgressRedactedAcrossEvents(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	byName := map[string]*strings.Builder{"output": {}, "status": {}}
-	res := r.Invoke(context.Background(), "talk", nil, Meta{Progress: func(ev, data string) {
+	res := r.Invoke(WithProgress(context.Background(), func(ev, data string) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, data)
 		byName[ev].WriteString(data)
-	}})
+	}), "talk", nil, Meta{})
 	for _, d := range got {
 		// The pieces of the one real occurrence; the "sk-0123" the output
 		// ends with is not a secret and arrives as it is.
@@ -67,11 +67,11 @@ func TestProgressRedactedAcrossEvents(t *testing.T) {
 		return "", nil
 	}
 	got = nil
-	r.Invoke(context.Background(), "talk", nil, Meta{Progress: func(ev, data string) {
+	r.Invoke(WithProgress(context.Background(), func(ev, data string) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, data)
-	}})
+	}), "talk", nil, Meta{})
 	close(over)
 	<-sent
 	mu.Lock()

@@ -417,10 +417,10 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 		r.opts.Observer.CallEnded(label, res.Status, code, r.opts.Now().Sub(start))
 	}()
-	// The headers are the caller's text and reach the audit record and the
+	// The facts are the caller's text and reach the audit record and the
 	// tool's context: a key pasted there must not be recorded.
-	meta.SessionID, meta.Source = r.opts.Redact(meta.SessionID), r.opts.Redact(meta.Source)
-	call := Call{ID: r.opts.NewID(), Tool: name, SessionID: meta.SessionID, Source: meta.Source, Channel: meta.Channel, ChatID: meta.ChatID, ReplyTo: meta.ReplyTo, Key: meta.Key}
+	meta = meta.Clean(r.opts.Redact)
+	call := Call{ID: r.opts.NewID(), Tool: name, Facts: meta}
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
@@ -428,14 +428,11 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	// record.
 	valid := json.Valid(args)
 	if r.opts.Audit == nil {
-		res = r.run(ctx, e, call, args, valid, meta)
+		res = r.run(ctx, e, call, args, valid)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
-	rec := audit.Record{
-		CallID: call.ID, ToolName: name, SessionID: meta.SessionID, Source: meta.Source, Key: meta.Key,
-		Timestamp: start.UTC(),
-	}
+	rec := audit.Record{CallID: call.ID, ToolName: name, Facts: meta, Timestamp: start.UTC()}
 	rec.Arguments = r.auditArguments(args, valid)
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
@@ -449,7 +446,7 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res = r.run(ctx, e, call, args, valid, meta)
+	res = r.run(ctx, e, call, args, valid)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
@@ -497,7 +494,7 @@ const (
 
 // run runs the call of e, the tool registered under call.Tool when the
 // call began (nil: none); valid says whether args are JSON.
-func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, valid bool, meta Meta) Result {
+func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, valid bool) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
@@ -522,8 +519,11 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, va
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	// The caller's listener (WithProgress) gets the tool's events through
+	// the redaction; so does an enclosing call's, for a call a tool makes.
+	listener, _ := ctx.Value(progressKey{}).(func(event, data string))
 	ctx, facts := withCall(ctx, call)
-	progress, flush := r.opts.RedactProgress(meta.Progress)
+	progress, flush := r.opts.RedactProgress(listener)
 	// Once the tool has returned, its result follows: an event a stray
 	// goroutine sends later is dropped, not written after the result.
 	if send := progress; send != nil {

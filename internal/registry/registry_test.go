@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -288,7 +289,8 @@ func TestCallContext(t *testing.T) {
 		return "done", nil
 	}}
 	r, a := newTestRegistry(t, tool)
-	res := r.Invoke(context.Background(), "ctx", []byte(`{}`), Meta{SessionID: "s1", Source: "feishu", Key: "alice", Progress: func(e, d string) { events = append(events, e+":"+d) }})
+	listen := WithProgress(context.Background(), func(e, d string) { events = append(events, e+":"+d) })
+	res := r.Invoke(listen, "ctx", []byte(`{}`), Meta{SessionID: "s1", Source: "feishu", Key: "alice"})
 	if res.Status != StatusSuccess || got.ID != res.CallID || got.SessionID != "s1" || got.Source != "feishu" || got.Tool != "ctx" || got.Key != "alice" {
 		t.Errorf("call %+v, result %+v", got, res)
 	}
@@ -304,6 +306,43 @@ func TestCallContext(t *testing.T) {
 	}
 	// Without a listener, Progress is a no-op.
 	Progress(context.Background(), "x", "y")
+}
+
+// TestFactsAsTheyAre: the facts the caller gives reach the tool's Call
+// and both audit records as one value, every field of it, with a secret
+// pasted into any field the caller wrote redacted (the key's name is the
+// operator's, not the caller's).
+func TestFactsAsTheyAre(t *testing.T) {
+	var got Call
+	tool := &fakeTool{name: "facts", schema: `{"type":"object"}`, run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		got, _ = CallFrom(ctx)
+		return "", nil
+	}}
+	a := &memAudit{}
+	r := New(Options{Audit: a, Redact: func(s string) string { return strings.ReplaceAll(s, "sk-secret", "[REDACTED]") }})
+	if err := r.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	var meta, want Meta
+	mv, wv := reflect.ValueOf(&meta).Elem(), reflect.ValueOf(&want).Elem()
+	for i := range mv.NumField() {
+		name := mv.Type().Field(i).Name
+		mv.Field(i).SetString(name + " sk-secret")
+		wv.Field(i).SetString(name + " [REDACTED]")
+	}
+	want.Key = meta.Key
+	r.Invoke(context.Background(), "facts", nil, meta)
+	if got.Facts != want {
+		t.Errorf("the tool's facts:\n%+v\nwant\n%+v", got.Facts, want)
+	}
+	if len(a.recs) != 2 {
+		t.Fatalf("%d records", len(a.recs))
+	}
+	for _, rec := range a.recs {
+		if rec.Facts != want {
+			t.Errorf("the %s record's facts:\n%+v\nwant\n%+v", rec.Status, rec.Facts, want)
+		}
+	}
 }
 
 // TestDecodeIntegralNumbers: JSON Schema accepts 3.0 and 1e2 as integers,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolerr"
@@ -98,7 +99,7 @@ func newSendMediaTest(t *testing.T) (*SendMedia, *recordingSender, string) {
 func invokeSendMedia(t *testing.T, tool *SendMedia, session string, args any) (string, error) {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	ctx := registry.WithCall(context.Background(), registry.Call{ID: "c1", Tool: "send_media", SessionID: session})
+	ctx := registry.WithCall(context.Background(), registry.Call{ID: "c1", Tool: "send_media", Facts: callinfo.Facts{SessionID: session}})
 	return tool.Execute(ctx, raw)
 }
 
@@ -189,7 +190,7 @@ func TestSendMedia(t *testing.T) {
 	})
 	t.Run("channel without chat", func(t *testing.T) {
 		raw, _ := json.Marshal(map[string]any{"file_paths": []string{"chart.png"}})
-		ctx := registry.WithCall(context.Background(), registry.Call{Channel: "feishu"})
+		ctx := registry.WithCall(context.Background(), registry.Call{Facts: callinfo.Facts{Channel: "feishu"}})
 		n := len(rs.got)
 		if _, err := tool.Execute(ctx, raw); err == nil || !strings.Contains(err.Error(), "no chat to send to") {
 			t.Errorf("got %v", err)
@@ -200,7 +201,7 @@ func TestSendMedia(t *testing.T) {
 	})
 	t.Run("explicit headers", func(t *testing.T) {
 		raw, _ := json.Marshal(map[string]any{"file_paths": []string{"chart.png"}})
-		ctx := registry.WithCall(context.Background(), registry.Call{SessionID: "web:1", Channel: "feishu", ChatID: "ou_7"})
+		ctx := registry.WithCall(context.Background(), registry.Call{Facts: callinfo.Facts{SessionID: "web:1", Channel: "feishu", ChatID: "ou_7"}})
 		if _, err := tool.Execute(ctx, raw); err != nil {
 			t.Fatal(err)
 		}
