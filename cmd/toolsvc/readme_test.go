@@ -77,7 +77,7 @@ func TestReadmeShape(t *testing.T) {
 	for _, set := range app.Toolsets() {
 		for _, tool := range set.Tools {
 			if !strings.Contains(readme, "| `"+tool+"` |") {
-				t.Errorf("README.md's tool table lacks %s", tool)
+				t.Errorf("README.md's tool table lacks %s: add the row | `%s` | what it does, in a few words | %s |", tool, tool, set.Name)
 			}
 		}
 	}
