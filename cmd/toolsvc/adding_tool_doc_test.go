@@ -257,16 +257,9 @@ func TestDocAddingATool(t *testing.T) {
 	checkDocExampleRuns(t, ex, runs)
 }
 
-// checkDocExampleRuns holds the runs of the tests with the example added
-// to what the section says: the failures it lists (each message saying
-// what to do, and the section saying it too), and the tests that show the
-// tool registered and called passing.
-func checkDocExampleRuns(t *testing.T, ex docExample, runs map[string]*testRun) {
-	listed := map[string]struct{ says, section string }{
-		"internal/app TestToolSchemasTestdata": {"go test ./internal/app -run TestToolSchemasTestdata -update", "go test ./internal/app -run TestToolSchemasTestdata -update"},
-		"cmd/toolsvc TestReadmeShape":          {"README.md's tool table lacks " + ex.tool + ": add the row", "README.md's tool table"},
-		"cmd/toolsvc TestToolSwitches":         {ex.tool, "TestToolSwitches"},
-	}
+// stopped fails t when a package failed with no test failing: it did not
+// build, or its tests stopped (a panic, a time-out).
+func stopped(t *testing.T, runs map[string]*testRun) {
 	testFailed := map[string]bool{} // by package
 	for k, r := range runs {
 		if pkg, _, isTest := strings.Cut(k, " "); isTest && r.failed {
@@ -278,6 +271,19 @@ func checkDocExampleRuns(t *testing.T, ex docExample, runs map[string]*testRun) 
 			t.Fatalf("with the example added, %s does not build or its tests stop:\n%s", k, r.said())
 		}
 	}
+}
+
+// checkDocExampleRuns holds the runs of the tests with the example added
+// to what the section says: the failures it lists (each message saying
+// what to do, and the section saying it too), and the tests that show the
+// tool registered and called passing.
+func checkDocExampleRuns(t *testing.T, ex docExample, runs map[string]*testRun) {
+	listed := map[string]struct{ says, section string }{
+		"internal/app TestToolSchemasTestdata": {"go test ./internal/app -run TestToolSchemasTestdata -update", "go test ./internal/app -run TestToolSchemasTestdata -update"},
+		"cmd/toolsvc TestReadmeShape":          {"README.md's tool table lacks " + ex.tool + ": add the row", "README.md's tool table"},
+		"cmd/toolsvc TestToolSwitches":         {ex.tool, "TestToolSwitches"},
+	}
+	stopped(t, runs)
 	for _, k := range slices.Sorted(maps.Keys(runs)) {
 		r := runs[k]
 		_, test, isTest := strings.Cut(k, " ")
