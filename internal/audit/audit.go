@@ -18,9 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -325,9 +328,39 @@ func (l *Log) prepare(rec Record, st *Started) Record {
 	return rec
 }
 
+// ReadArguments are a call's arguments, valid JSON, with what the caller
+// found in its one reading of them, so that the log does not read them
+// again: to cut or blank them it walks Value instead of decoding JSON,
+// and it records Compact as it is instead of compacting JSON. The log
+// never changes Value.
+type ReadArguments struct {
+	JSON json.RawMessage
+	// Compact is JSON without white space between its tokens, as
+	// json.Compact writes it.
+	Compact []byte
+	// Value is JSON as a json.Decoder with UseNumber decodes it; nil: not
+	// at hand (the log then decodes JSON when it has to cut or blank).
+	Value any
+	// SecretNames is redact.MentionsSecretName(JSON).
+	SecretNames bool
+}
+
+// MarshalJSON writes the arguments, for a record encoded by encoding/json.
+func (a ReadArguments) MarshalJSON() ([]byte, error) { return a.JSON, nil }
+
 // cleanArguments cuts long string values and blanks values of secret-looking
 // keys. Small arguments without such keys pass through untouched.
 func (l *Log) cleanArguments(args any) (any, bool) {
+	if ra, ok := args.(ReadArguments); ok {
+		switch {
+		case len(ra.JSON) <= l.opts.MaxArgChars && !ra.SecretNames:
+			return encodedArgs(ra.Compact), false
+		case ra.Value != nil:
+			cut := false
+			return encodedArgs(l.appendClean(nil, ra.Value, &cut)), cut
+		}
+		args = ra.JSON
+	}
 	raw, ok := args.(json.RawMessage)
 	if !ok {
 		s, _ := args.(string)
@@ -356,6 +389,60 @@ func (l *Log) cleanArguments(args any) (any, bool) {
 		return string(raw), cut
 	}
 	return json.RawMessage(out), cut
+}
+
+// appendClean appends v cleaned as clean cleans it, encoded as
+// json.Marshal encodes the result (keys sorted, HTML escaped), without
+// changing v, which the caller's checks read after the log: the caller's
+// value serves the log without a copy or a second decoding.
+// TestAppendCleanMatchesClean holds the two together.
+func (l *Log) appendClean(b []byte, v any, cut *bool) []byte {
+	switch t := v.(type) {
+	case map[string]any:
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(t)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonx.AppendStringHTML(b, k)
+			b = append(b, ':')
+			if redact.SecretName(k) {
+				b = jsonx.AppendStringHTML(b, redact.Mask)
+				continue
+			}
+			b = l.appendClean(b, t[k], cut)
+		}
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, el := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = l.appendClean(b, el, cut)
+		}
+		return append(b, ']')
+	case string:
+		if utf8.RuneCountInString(t) > l.opts.MaxArgChars {
+			*cut = true
+			t = runes.Prefix(t, l.opts.MaxArgChars)
+		}
+		return jsonx.AppendStringHTML(b, t)
+	case json.Number:
+		if t == "" {
+			return append(b, '0')
+		}
+		return append(b, t...)
+	case bool:
+		return strconv.AppendBool(b, t)
+	case nil:
+		return append(b, "null"...)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, data...)
 }
 
 func (l *Log) clean(v any, cut *bool) any {

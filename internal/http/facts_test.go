@@ -162,7 +162,7 @@ func TestTraceID(t *testing.T) {
 		{[]string{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{nil, ""},
 		{[]string{validTraceparent, validTraceparent}, ""},
-		{[]string{validTraceparent + "-x"}, ""},                                   // version 00 has four fields
+		{[]string{validTraceparent + "-x"}, ""},                                    // version 00 has four fields
 		{[]string{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"}, ""}, // a later field after a dash
 		{[]string{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, ""},
 		{[]string{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"}, ""},

@@ -280,19 +280,19 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 // slot is taken, canceled when the service stops, with the facts (the
 // key's name, the headers of callHeaders) the door read from the MCP
 // request.
-func (s *server) mcpInvoke(ctx context.Context, name string, args []byte) (registry.Result, string) {
-	p, err := s.gate.admit(ctx, s.opts.Registry.Timeout(name))
+func (s *server) mcpInvoke(ctx context.Context, t registry.Target, args []byte) (registry.Result, string) {
+	p, err := s.gate.admit(ctx, t.Timeout())
 	switch {
 	case errors.Is(err, errStopping):
 		return registry.Result{}, "the service is shutting down. Next: retry in a moment; if it persists, tell the user the tool service is down."
 	case errors.Is(err, errBusy):
 		return registry.Result{}, fmt.Sprintf("%d tool calls are already running. Next: retry this call in a few seconds.", cap(s.gate.sem))
 	case err != nil:
-		s.opts.Log.Error().Err(err).Str("tool", name).Msg("mcp: a call without its door's context was refused")
+		s.opts.Log.Error().Err(err).Str("tool", t.Name()).Msg("mcp: a call without its door's context was refused")
 		return registry.Result{}, "the service could not run the call (an internal fault, in its log). Next: tell the user the tool service needs its operator."
 	}
 	defer p.done()
-	return s.opts.Registry.Invoke(p.ctx, name, args, p.facts), ""
+	return s.opts.Registry.InvokeTarget(p.ctx, t, args, p.facts), ""
 }
 
 // mcpBody reads an MCP request's body as a call's body is read (size
@@ -322,9 +322,11 @@ func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
-	if !s.opts.Registry.Has(name) {
-		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
+	// The tool is looked up once: the 404, the call's deadline and the
+	// call itself go by what this look-up found.
+	t := s.opts.Registry.Find(chi.URLParam(r, "name"))
+	if !t.Found() {
+		writeError(w, kindUnknownTool, registry.UnknownToolMessage(t.Name()))
 		return
 	}
 	if s.gate.stopped() {
@@ -339,7 +341,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A call stops when its client goes away or when the service stops.
-	p, err := s.gate.admit(r.Context(), s.opts.Registry.Timeout(name))
+	p, err := s.gate.admit(r.Context(), t.Timeout())
 	switch {
 	case errors.Is(err, errStopping):
 		writeError(w, kindShuttingDown, "the service is shutting down; retry on another instance")
@@ -364,7 +366,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, cancel, callDone, w, rc, name, body, facts)
+		s.invokeStream(ctx, cancel, callDone, w, rc, t, body, facts)
 		return
 	}
 	// A tool call may take as long as its own deadline allows (the server's
@@ -376,7 +378,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 {
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
-	res := s.opts.Registry.Invoke(ctx, name, body, facts)
+	res := s.opts.Registry.InvokeTarget(ctx, t, body, facts)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	writeResult(w, &s.resultBufs, &res)
@@ -385,7 +387,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 // invokeStream runs a call and streams the tool's progress as server-sent
 // events, each with a JSON object {"text": ...} as data, then one "result"
 // event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, name string, body []byte, facts callinfo.Facts) {
+func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, t registry.Target, body []byte, facts callinfo.Facts) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -395,7 +397,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	_ = rc.Flush()
 
 	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
-	res := s.opts.Registry.Invoke(registry.WithProgress(ctx, es.progress), name, body, facts)
+	res := s.opts.Registry.InvokeTarget(registry.WithProgress(ctx, es.progress), t, body, facts)
 	callDone()
 	if !es.finish("result", res.AppendJSON(nil)) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", facts.Key).

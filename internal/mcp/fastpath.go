@@ -6,10 +6,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,18 +49,16 @@ func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 			return toolCall{}, false
 		}
 	}
-	if !acceptsBoth(h.Values("Accept")) || tooDeep(body) {
+	if !acceptsBoth(h.Values("Accept")) {
 		return toolCall{}, false
 	}
-	if !json.Valid(body) {
+	msg, params, ok := readEnvelope(body)
+	if !ok || string(msg[0]) != `"2.0"` || string(msg[2]) != `"tools/call"` || msg[1] == nil || params[0] == nil {
 		return toolCall{}, false
 	}
-	msg, ok := members(body, "jsonrpc", "id", "method", "params")
-	if !ok || string(msg[0]) != `"2.0"` || string(msg[2]) != `"tools/call"` || msg[1] == nil || msg[3] == nil {
-		return toolCall{}, false
-	}
-	params, ok := members(msg[3], "name", "arguments")
-	if !ok || len(params[0]) < 2 || params[0][0] != '"' || bytes.IndexByte(params[0], '\\') >= 0 {
+	// A name with an escape or that is not UTF-8 is read otherwise by
+	// encoding/json (and names no tool): the SDK answers it.
+	if len(params[0]) < 2 || params[0][0] != '"' || bytes.IndexByte(params[0], '\\') >= 0 || !utf8.Valid(params[0]) {
 		return toolCall{}, false
 	}
 	id, ok := callID(msg[1])
@@ -68,40 +66,6 @@ func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 		return toolCall{}, false
 	}
 	return toolCall{id: id, name: string(params[0][1 : len(params[0])-1]), args: params[1]}, true
-}
-
-// members splits obj, a valid JSON document, into the values of the
-// members named keys, in that order (nil for one that is absent). It
-// refuses anything the SDK might read otherwise than these exact names:
-// not an object, another member, a key written with escapes (the SDK
-// matches names exactly, encoding/json would fold case) or given twice.
-func members(obj []byte, keys ...string) ([][]byte, bool) {
-	vals := make([][]byte, len(keys))
-	i := jsonx.SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	i = jsonx.SkipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		end := jsonx.StringEnd(obj, i)
-		key := obj[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, false
-		}
-		k := slices.Index(keys, string(key))
-		if k < 0 || vals[k] != nil {
-			return nil, false
-		}
-		i = jsonx.SkipSpace(obj, end)
-		i = jsonx.SkipSpace(obj, i+1) // the colon
-		end = jsonx.ValueEnd(obj, i)
-		vals[k] = obj[i:end]
-		i = jsonx.SkipSpace(obj, end)
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonx.SkipSpace(obj, i+1)
-		}
-	}
-	return vals, true
 }
 
 // callID is a request's ID as the response repeats it: an integer as
@@ -140,31 +104,6 @@ func acceptsBoth(values []string) bool {
 		}
 	}
 	return jsonOK && streamOK
-}
-
-// tooDeep reports whether body nests objects and arrays deeper than the
-// SDK allows.
-func tooDeep(body []byte) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range body {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && b == '\\':
-			escaped = true
-		case inString:
-			inString = b != '"'
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			if depth++; depth > maxDepth {
-				return true
-			}
-		case b == '}' || b == ']':
-			depth--
-		}
-	}
-	return false
 }
 
 // callResult is a call's result over MCP: the text a model reads, and

@@ -55,11 +55,11 @@ func testHandlers(t *testing.T) (fast, viaSDK *Handler, sdkCalls *countingHandle
 	if err := reg.Register(sayTool{}); err != nil {
 		t.Fatal(err)
 	}
-	invoke := func(ctx context.Context, name string, args []byte) (registry.Result, string) {
-		if name == "say" && strings.Contains(string(args), "refuse me") {
+	invoke := func(ctx context.Context, t registry.Target, args []byte) (registry.Result, string) {
+		if t.Name() == "say" && strings.Contains(string(args), "refuse me") {
 			return registry.Result{}, "every slot is taken. Next: retry."
 		}
-		return reg.Invoke(ctx, name, args, registry.Meta{}), ""
+		return reg.InvokeTarget(ctx, t, args, registry.Meta{}), ""
 	}
 	opts := Options{Registry: reg, Invoke: invoke, Version: "test", MaxBodyBytes: 1 << 20}
 	fast, viaSDK = NewHandler(opts), NewHandler(opts)
@@ -155,7 +155,7 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 func TestFastPathCancel(t *testing.T) {
 	started := make(chan struct{})
 	var seen error
-	invoke := func(ctx context.Context, _ string, _ []byte) (registry.Result, string) {
+	invoke := func(ctx context.Context, _ registry.Target, _ []byte) (registry.Result, string) {
 		close(started)
 		<-ctx.Done()
 		seen = ctx.Err()

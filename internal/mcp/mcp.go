@@ -17,12 +17,12 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
-// Invoker runs one call through the service's gate. ctx carries what the
-// gate read from the MCP request (its metadata headers, the caller's key):
-// the SDK hands its request's context values on to the tool handler.
-// refused is non-empty when the call was not run (too many calls at once,
-// shutting down): a message the model can act on.
-type Invoker func(ctx context.Context, name string, args []byte) (res registry.Result, refused string)
+// Invoker runs one call of the tool t (looked up once, by the handler)
+// through the service's gate. ctx carries what the gate read from the MCP
+// request (the call's facts): the SDK hands its request's context values
+// on to the tool handler. refused is non-empty when the call was not run
+// (too many calls at once, shutting down): a message the model can act on.
+type Invoker func(ctx context.Context, t registry.Target, args []byte) (res registry.Result, refused string)
 
 // Options configure the handler.
 type Options struct {
@@ -102,9 +102,11 @@ func (h *Handler) current() (*sdk.Server, map[string]bool) {
 // bounded) by the caller.
 func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	if !h.noFastPath {
+		// A tool that is not registered is left to the SDK, whose answer
+		// (a JSON-RPC error) is the protocol's.
 		if c, ok := plainCall(r, body); ok {
-			if _, names := h.current(); names[c.name] {
-				h.call(w, r, c)
+			if t := h.opts.Registry.Find(c.name); t.Found() {
+				h.call(w, r, t, c)
 				return
 			}
 		}
@@ -114,10 +116,10 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 	h.sdk.ServeHTTP(w, r)
 }
 
-// call runs a plain tools/call and writes its JSON-RPC response as the
-// SDK's handler would.
-func (h *Handler) call(w http.ResponseWriter, r *http.Request, c toolCall) {
-	res := result(h.opts.Invoke(r.Context(), c.name, c.args))
+// call runs a plain tools/call of t and writes its JSON-RPC response as
+// the SDK's handler would.
+func (h *Handler) call(w http.ResponseWriter, r *http.Request, t registry.Target, c toolCall) {
+	res := result(h.opts.Invoke(r.Context(), t, c.args))
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "application/json")
@@ -145,15 +147,16 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 				IdempotentHint:  a.Idempotent,
 				OpenWorldHint:   &a.OpenWorld,
 			},
-		}, handler(opts.Invoke))
+		}, handler(opts.Registry, opts.Invoke))
 	}
 	return srv
 }
 
 // handler is the SDK's tool handler: the same result as the fast path
-// (see result).
-func handler(invoke Invoker) sdk.ToolHandler {
+// (see result). The SDK has found the tool in its own list; the registry
+// is asked once, for the Target the call runs on.
+func handler(reg *registry.Registry, invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return result(invoke(ctx, req.Params.Name, req.Params.Arguments)).sdk(), nil
+		return result(invoke(ctx, reg.Find(req.Params.Name), req.Params.Arguments)).sdk(), nil
 	}
 }

@@ -32,8 +32,8 @@ func newTestServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	h := NewHandler(Options{Registry: reg, Version: "test", MaxBodyBytes: 1 << 20,
-		Invoke: func(ctx context.Context, name string, args []byte) (registry.Result, string) {
-			return reg.Invoke(ctx, name, args, registry.Meta{}), ""
+		Invoke: func(ctx context.Context, t registry.Target, args []byte) (registry.Result, string) {
+			return reg.InvokeTarget(ctx, t, args, registry.Meta{}), ""
 		}})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)

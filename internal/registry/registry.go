@@ -184,6 +184,9 @@ type Registry struct {
 	allDefs []byte // cached JSON array of every definition, sorted by name
 	// gen counts the changes of the set of tools (see Generation).
 	gen uint64
+
+	// hooks, set by tests only, are told of look-ups and readings.
+	hooks *hooks
 }
 
 var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
@@ -299,15 +302,64 @@ func (r *Registry) Names() []string {
 	return names
 }
 
+// lookup returns the entry registered under name, or nil. Every look-up
+// of a tool by name goes through here.
+func (r *Registry) lookup(name string) *entry {
+	if r.hooks != nil && r.hooks.lookup != nil {
+		r.hooks.lookup(name)
+	}
+	r.mu.RLock()
+	e := r.tools[name]
+	r.mu.RUnlock()
+	return e
+}
+
 // Tool returns the tool registered under name.
 func (r *Registry) Tool(name string) (Tool, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.tools[name]
-	if !ok {
+	e := r.lookup(name)
+	if e == nil {
 		return nil, false
 	}
 	return e.tool, true
+}
+
+// Target is a tool as one look-up of its name found it, or found nothing.
+// A door looks the tool up once (Find) and hands the Target on, so that
+// whether the tool exists, its deadline and the call itself are answered
+// by that one look-up, and agree even when the set of tools changes
+// meanwhile.
+type Target struct {
+	name string
+	e    *entry
+	// timeout is the registry's default, for a tool without its own.
+	timeout time.Duration
+}
+
+// Find looks the named tool up. The Target of a name that is not
+// registered is not Found; invoking it gives the unknown_tool result.
+func (r *Registry) Find(name string) Target {
+	return Target{name: name, e: r.lookup(name), timeout: r.opts.DefaultTimeout}
+}
+
+// Found reports whether a tool was registered under the name.
+func (t Target) Found() bool { return t.e != nil }
+
+// Name returns the name looked up.
+func (t Target) Name() string { return t.name }
+
+// Timeout returns how long a call of the tool may run: the tool's own
+// timeout (Timeouter) or the registry's default. A caller that makes a
+// cancelable context for the call anyway (the HTTP doors) can give it
+// this deadline; Invoke then adds no deadline of its own.
+func (t Target) Timeout() time.Duration {
+	if t.e != nil {
+		if tt, ok := t.e.tool.(Timeouter); ok {
+			if d := tt.Timeout(); d > 0 {
+				return d
+			}
+		}
+	}
+	return t.timeout
 }
 
 // Has reports whether a tool of that name is registered.
@@ -356,10 +408,8 @@ func (r *Registry) DefinitionsJSON() []byte {
 
 // DefinitionJSON returns one tool's definition as JSON.
 func (r *Registry) DefinitionJSON(name string) ([]byte, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.tools[name]
-	if !ok {
+	e := r.lookup(name)
+	if e == nil {
 		return nil, false
 	}
 	return e.defJS, true
@@ -374,35 +424,24 @@ func (r *Registry) namesLocked() []string {
 	return names
 }
 
-// Timeout returns how long a call of the named tool may run: the tool's
-// own timeout (Timeouter) or the registry's default. A caller that makes
-// a cancelable context for the call anyway (the HTTP doors) can give it
-// this deadline; Invoke then adds no deadline of its own.
+// Timeout returns how long a call of the named tool may run; see
+// Target.Timeout, which a door that has looked the tool up uses instead.
 func (r *Registry) Timeout(name string) time.Duration {
-	r.mu.RLock()
-	e := r.tools[name]
-	r.mu.RUnlock()
-	return r.timeout(e)
-}
-
-func (r *Registry) timeout(e *entry) time.Duration {
-	if e != nil {
-		if t, ok := e.tool.(Timeouter); ok && t.Timeout() > 0 {
-			return t.Timeout()
-		}
-	}
-	return r.opts.DefaultTimeout
+	return r.Find(name).Timeout()
 }
 
 // Invoke runs one call of the named tool with the model's raw arguments.
 // It never panics and never fails: every outcome, including an unknown tool,
 // malformed arguments, a timeout or a panic in the tool, is a Result.
-func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) (res Result) {
+func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
+	return r.InvokeTarget(ctx, r.Find(name), args, meta)
+}
+
+// InvokeTarget is Invoke of the tool t found, without looking it up again.
+func (r *Registry) InvokeTarget(ctx context.Context, t Target, args []byte, meta Meta) (res Result) {
 	start := r.opts.Now()
+	name, e := t.name, t.e
 	label := name
-	r.mu.RLock()
-	e := r.tools[name]
-	r.mu.RUnlock()
 	if e == nil {
 		label = UnknownToolLabel
 		// No tool has a long name: the result, audit and log carry the
@@ -424,16 +463,15 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	// Whether args are JSON is asked once, for the checks and the audit
-	// record.
-	valid := json.Valid(args)
+	// The arguments are read once, for the checks and the audit record.
+	rd := r.read(e, args)
 	if r.opts.Audit == nil {
-		res = r.run(ctx, e, call, args, valid)
+		res = r.run(ctx, e, call, &rd)
 		res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 		return res
 	}
 	rec := audit.Record{CallID: call.ID, ToolName: name, Facts: meta, Timestamp: start.UTC()}
-	rec.Arguments = r.auditArguments(args, valid)
+	rec.Arguments = r.auditArguments(&rd)
 	started, err := r.opts.Audit.Start(rec)
 	if err != nil {
 		r.opts.Observer.AuditFailed("start")
@@ -446,9 +484,15 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 		}
 	}
 
-	res = r.run(ctx, e, call, args, valid)
+	res = r.run(ctx, e, call, &rd)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
+	// The checks may have changed the decoded value (nulls dropped,
+	// numbers rewritten): the final record does not look at it.
+	if ra, ok := rec.Arguments.(audit.ReadArguments); ok {
+		ra.Value = nil
+		rec.Arguments = ra
+	}
 	rec.Status = res.Status
 	rec.DurationMS = res.DurationMS
 	rec.Result = res.Result
@@ -470,18 +514,23 @@ func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Me
 	return res
 }
 
-// auditArguments is args as the audit log gets them: redacted, as raw
-// JSON when they are JSON, else as text. Arguments without a secret (the
-// rule) are not copied: a 50 MB write_file would otherwise hold its
-// content twice more for the whole call. args is never changed; valid
-// says whether they are JSON.
-func (r *Registry) auditArguments(args []byte, valid bool) any {
+// auditArguments are the arguments as the audit log gets them: redacted,
+// as raw JSON when they are JSON, else as text, and with what their one
+// reading found when redaction left them as they were, so that the log
+// does not read them again. Arguments without a secret (the rule) are not
+// copied: a 50 MB write_file would otherwise hold its content twice more
+// for the whole call. The arguments are never changed.
+func (r *Registry) auditArguments(rd *reading) any {
+	args := rd.raw
 	view := unsafe.String(unsafe.SliceData(args), len(args))
 	red := r.opts.Redact(view)
+	same := unsafe.StringData(red) == unsafe.StringData(view) && len(red) == len(view)
 	switch {
-	case valid && unsafe.StringData(red) == unsafe.StringData(view) && len(red) == len(view):
+	case same && rd.whole:
+		return audit.ReadArguments{JSON: args, Compact: rd.compact, Value: rd.value, SecretNames: rd.secretNames}
+	case same && rd.valid:
 		return json.RawMessage(args)
-	case valid:
+	case rd.valid:
 		return json.RawMessage(red)
 	}
 	return strings.Clone(red)
@@ -493,8 +542,8 @@ const (
 )
 
 // run runs the call of e, the tool registered under call.Tool when the
-// call began (nil: none); valid says whether args are JSON.
-func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, valid bool) Result {
+// call began (nil: none), with the arguments rd read.
+func (r *Registry) run(ctx context.Context, e *entry, call Call, rd *reading) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
@@ -506,12 +555,19 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, args []byte, va
 		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
 	}
 
-	args, code, msg := checkValidity(e, call.Tool, args, valid)
+	var args []byte
+	var code, msg string
+	if rd.whole {
+		args, code, msg = checkDecoded(e, call.Tool, rd.raw, rd.raw, rd.value, false)
+	} else {
+		r.countRead() // and more: the checks read them their own way
+		args, code, msg = checkValidity(e, call.Tool, rd.raw, rd.valid)
+	}
 	if code != "" {
 		return fail(code, msg)
 	}
 
-	timeout := r.timeout(e)
+	timeout := Target{e: e, timeout: r.opts.DefaultTimeout}.Timeout()
 	// A caller that already gave the call this deadline or an earlier one
 	// (the HTTP doors, see Timeout) spares it a second context and timer.
 	if dl, ok := ctx.Deadline(); !ok || dl.After(time.Now().Add(timeout)) {

@@ -115,6 +115,14 @@ func checkValue(e *entry, tool string, args []byte, shortenAt int) ([]byte, stri
 			return nil, toolerr.MalformedArguments, fmt.Sprintf("Tool call arguments for '%s' could not be read (%v). Please regenerate the tool call with valid JSON arguments.", tool, err)
 		}
 	}
+	return checkDecoded(e, tool, args, full, v, shortened)
+}
+
+// checkDecoded is checkValue once the arguments are decoded into v, which
+// it may change: args are what was decoded, full the arguments the tool
+// is to get (args, or the whole of which args is a cut copy when
+// shortened).
+func checkDecoded(e *entry, tool string, args, full []byte, v any, shortened bool) ([]byte, string, string) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, toolerr.InvalidArguments, fmt.Sprintf("Invalid parameters for tool '%s': arguments must be a JSON object, not %s. Next: %s", tool, jsonKind(v), whatToSend(e))
