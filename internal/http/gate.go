@@ -171,14 +171,16 @@ func (g *gate) authenticate(next http.Handler) http.Handler {
 func (g *gate) door(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, st := withState(r)
-		f := callinfo.Facts{Key: st.caller.Key}
+		// Filled in place: the request's state is on the heap already, a
+		// Facts of its own would be too (set takes its address).
+		st.facts = callinfo.Facts{Key: st.caller.Key}
 		for i := range g.headers {
 			h := &g.headers[i]
 			if v := h.read(r, h.key); v != "" {
-				h.set(&f, v)
+				h.set(&st.facts, v)
 			}
 		}
-		st.facts, st.hasFacts = f, true
+		st.hasFacts = true
 		next.ServeHTTP(w, r)
 	})
 }
@@ -199,8 +201,9 @@ type pass struct {
 	// ctx is the call's context: canceled when the service stops, or when
 	// the call is done.
 	ctx context.Context
-	// facts are what the door read, for registry.Invoke.
-	facts callinfo.Facts
+	// facts are what the door read, for registry.Invoke: the request's
+	// own, which outlives the call.
+	facts *callinfo.Facts
 	// cancel cancels ctx (a client that went away) and keeps the slot:
 	// the call holds it until the tool has returned and done is called.
 	cancel context.CancelFunc
@@ -251,7 +254,7 @@ func (g *gate) admit(ctx context.Context, timeout time.Duration) (*pass, error) 
 		return nil, errBusy
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	p := &pass{ctx: ctx, facts: st.facts, cancel: cancel, gate: g}
+	p := &pass{ctx: ctx, facts: &st.facts, cancel: cancel, gate: g}
 	g.mu.Lock()
 	if g.halted {
 		cancel() // stopping since the check above: the call starts canceled

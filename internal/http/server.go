@@ -292,7 +292,7 @@ func (s *server) mcpInvoke(ctx context.Context, t registry.Target, args []byte) 
 		return registry.Result{}, "the service could not run the call (an internal fault, in its log). Next: tell the user the tool service needs its operator."
 	}
 	defer p.done()
-	return s.opts.Registry.InvokeTarget(p.ctx, t, args, p.facts), ""
+	return s.opts.Registry.InvokeTarget(p.ctx, t, args, *p.facts), ""
 }
 
 // mcpBody reads an MCP request's body as a call's body is read (size
@@ -362,7 +362,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		release()
 	}
 	defer callDone()
-	ctx, cancel, facts := p.ctx, p.cancel, p.facts
+	ctx, cancel, facts := p.ctx, p.cancel, *p.facts
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
