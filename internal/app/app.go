@@ -87,14 +87,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// in the file or a misspelt name stops start-up before anything is
 	// built. The switches also take the file's tools and toolsets.
 	var toolsFile *customtools.File
-	var mcpCfgs map[string]mcpmount.Config
-	var mcpRaws map[string][]byte
 	if cfg.ToolsFile != "" {
 		if toolsFile, err = loadToolsFile(cfg.ToolsFile, os.LookupEnv); err != nil {
 			return a, err
 		}
-		if mcpCfgs, mcpRaws, err = parseMCPServers(toolsFile, a.log); err != nil {
-			return a, err
+		if err := mcpmount.CheckEntries(toolsFile.MCPServers); err != nil {
+			return a, fmt.Errorf("tools file %s: %w", toolsFile.Path, err)
 		}
 	}
 	sel, err := newSelection(cfg.ToolsEnabled, cfg.ToolsDisabled, fileToolsets(toolsFile), serverNames(toolsFile))
@@ -130,13 +128,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			return a, err
 		}
 		a.closers = append(a.closers, a.custom.close)
-		if err := a.custom.apply(toolsFile, sel); err != nil {
-			closeAgents()
-			return a, err
-		}
 		// The MCP servers start at once, each within its connect timeout;
 		// one that fails to start is retried in the background.
-		if err := a.custom.startMCP(toolsFile, mcpCfgs, mcpRaws, sel); err != nil {
+		if err := a.custom.load(toolsFile, sel); err != nil {
 			closeAgents()
 			return a, err
 		}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +85,7 @@ type custom struct {
 	ws     string             // the workspace, resolved
 	areas  []customtools.Area // the folders the model can write into
 
-	mcp *mcpMount // the file's MCP servers
+	mcp *mcpmount.Mount // the file's MCP servers
 
 	mu        sync.Mutex // one load at a time
 	state     customState
@@ -225,7 +224,6 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 		}
 	}
 	warnUnconfined(d.Log, c, runner)
-	cu.mcp = newMCPMount(d, reg, red, runner, cu.deps.CommandOff, getenv)
 	if runner != nil {
 		if built.runner != nil {
 			// exec's own closer stops its commands; the other sandbox is ours.
@@ -244,24 +242,15 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 			DefaultTimeout: c.ExecTimeout,
 		}
 	}
-	if c.ExecHome != "" {
-		// Stdio servers keep TOOLSVC_EXEC_HOME between starts, as exec's
-		// commands keep it between calls (npx's cache lives there);
-		// otherwise each start gets a fresh HOME of its own.
-		var user *sandbox.User
-		if runner != nil {
-			user = runner.opts.User
-		}
-		home, err := execHome(c.ExecHome, d.DataDir, user)
-		if err != nil {
-			cu.close()
-			return nil, err
-		}
-		cu.mcp.deps.Home = home
+	mcp, err := newMCPMount(d, reg, red, runner, cu.deps.CommandOff, getenv)
+	if err != nil {
+		cu.close()
+		return nil, err
 	}
+	cu.mcp = mcp
 	// Servers stop before the sandboxes they run in (closers run last
 	// first).
-	cu.closers = append(cu.closers, cu.mcp.close)
+	cu.closers = append(cu.closers, cu.mcp.Close)
 	return cu, nil
 }
 
@@ -271,27 +260,39 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 // environment allowlist, and every secret of theirs redacted. Without
 // exec's sandbox (noSandbox says why) a stdio server cannot start, which
 // stops start-up; Streamable HTTP servers need none.
-func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *execRunner, noSandbox string, getenv func(string) (string, bool)) *mcpMount {
+func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *execRunner, noSandbox string, getenv func(string) (string, bool)) (*mcpmount.Mount, error) {
 	c := d.Config
-	m := &mcpMount{reg: reg, log: d.Log, red: red, ws: d.Workspace.Dir(), getenv: getenv, callTimeout: c.CallTimeout}
-	m.drainCtx, m.drainStop = context.WithCancel(context.Background())
-	m.deps = mcpmount.Deps{
-		Workspace: d.Workspace,
-		EnvAllow:  c.ExecEnvAllow,
-		LookupEnv: getenv,
-		Redact:    red.String,
-		MaxOutput: c.ExecMaxOutput,
+	o := mcpmount.MountOptions{
+		Registry: reg,
+		Log:      d.Log,
+		Redactor: red,
+		Deps: mcpmount.Deps{
+			Workspace: d.Workspace,
+			EnvAllow:  c.ExecEnvAllow,
+			LookupEnv: getenv,
+			MaxOutput: c.ExecMaxOutput,
+		},
+		NoSandbox:   noSandbox,
+		CallTimeout: c.CallTimeout,
 	}
+	var user *sandbox.User
 	if runner != nil {
-		o := runner.opts
-		o.Mode = runner.sandbox.Mode()
-		m.sandboxes = mcpmount.NewSandboxes(o)
-		m.deps.Sandbox = m.sandboxes.For
-		m.deps.Owner = o.User
-	} else {
-		m.deps.Sandbox = func(bool) (*sandbox.Sandbox, error) { return nil, errors.New(noSandbox) }
+		sb := runner.opts
+		sb.Mode = runner.sandbox.Mode()
+		o.Sandbox = &sb
+		user = sb.User
 	}
-	return m
+	if c.ExecHome != "" {
+		// Stdio servers keep TOOLSVC_EXEC_HOME between starts, as exec's
+		// commands keep it between calls (npx's cache lives there);
+		// otherwise each start gets a fresh HOME of its own.
+		home, err := execHome(c.ExecHome, d.DataDir, user)
+		if err != nil {
+			return nil, err
+		}
+		o.Deps.Home = home
+	}
+	return mcpmount.NewMount(o), nil
 }
 
 func hasShell() bool {
@@ -352,43 +353,57 @@ func (cu *custom) reloadLocked() error {
 	if err != nil {
 		return err
 	}
-	cfgs, raws, err := parseMCPServers(f, cu.log)
-	if err != nil {
-		return err
+	if err := mcpmount.CheckEntries(f.MCPServers); err != nil {
+		return fmt.Errorf("tools file %s: %w", f.Path, err)
 	}
 	sel, err := newSelection(cu.cfg.ToolsEnabled, cu.cfg.ToolsDisabled, fileToolsets(f), serverNames(f))
 	if err != nil {
 		return fmt.Errorf("tools file %s: with its toolsets and MCP servers, %w", f.Path, err)
 	}
-	plan, err := cu.mcp.prepare(cfgs, raws, sel, fileToolNames(f))
+	return cu.load(f, sel)
+}
+
+// load starts the MCP servers f adds or changes (unchanged ones keep
+// running) and checks every name; then replaces the file's tools,
+// publishes the servers' tools and closes the servers it removed or
+// changed. Any error before that last step changes nothing.
+func (cu *custom) load(f *customtools.File, sel Selection) error {
+	commit, abandon, err := cu.mcp.Prepare(f.MCPServers, sel.OffMCP, fileToolNames(f))
 	if err != nil {
 		return fmt.Errorf("tools file %s: %w", f.Path, err)
 	}
 	if err := cu.apply(f, sel); err != nil {
-		plan.abandon()
+		abandon()
 		return err
 	}
-	if err := cu.mcp.commit(plan); err != nil {
+	if err := commit(); err != nil {
 		return fmt.Errorf("tools file %s: %w", f.Path, err)
 	}
 	return nil
 }
 
-// startMCP starts the file's MCP servers at start-up, after apply.
-func (cu *custom) startMCP(f *customtools.File, cfgs map[string]mcpmount.Config, raws map[string][]byte, sel Selection) error {
-	if err := cu.mcp.start(cfgs, raws, sel, fileToolNames(f)); err != nil {
-		return fmt.Errorf("tools file %s: %w", f.Path, err)
-	}
-	return nil
-}
-
-// fileToolNames are the names of the file's tools.
-func fileToolNames(f *customtools.File) []string {
-	var out []string
+// fileToolNames are the names of the file's tools, and what holds them,
+// for the MCP servers' names to be checked against.
+func fileToolNames(f *customtools.File) map[string]string {
+	out := map[string]string{}
 	for _, s := range f.Tools {
-		out = append(out, s.Name)
+		out[s.Name] = "the tool of " + customSet
 	}
 	return out
+}
+
+// serverNames are the keys of the file's mcpServers, disabled or not: the
+// switches may name any of them.
+func serverNames(f *customtools.File) []string {
+	if f == nil {
+		return nil
+	}
+	names := make([]string, 0, len(f.MCPServers))
+	for n := range f.MCPServers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // subagentTools lists the file's tools sub-agents may call.
@@ -399,7 +414,7 @@ func (cu *custom) subagentTools() []string {
 	cu.mu.Lock()
 	out := slices.Clone(cu.state.subagents)
 	cu.mu.Unlock()
-	return append(out, cu.mcp.subagentTools()...)
+	return append(out, cu.mcp.SubagentTools()...)
 }
 
 // ready adds the file's state to /readyz: its tools that are off, and a
@@ -422,7 +437,7 @@ func (cu *custom) ready(checks map[string]string) {
 		v = "reload failed, the tools of the last good load are served: " + cu.red.String(cu.lastError)
 	}
 	checks["tools_file"] = v
-	cu.mcp.ready(checks)
+	cu.mcp.Ready(checks)
 }
 
 func (cu *custom) close() {

@@ -298,7 +298,7 @@ func (c Config) Secrets(workspace string, lookupEnv func(string) (string, bool))
 	return out
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
