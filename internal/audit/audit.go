@@ -323,7 +323,7 @@ func (l *Log) prepare(rec Record, st *Started) Record {
 	// Cutting and blanking again changes nothing: a record read back from
 	// the journal keeps its arguments and its flag.
 	var cut bool
-	rec.Arguments, cut = l.cleanArguments(rec.Arguments)
+	rec.Arguments, cut = l.cleanArguments(rec.Arguments, st == nil)
 	rec.ArgumentsTruncated = rec.ArgumentsTruncated || cut
 	return rec
 }
@@ -340,6 +340,10 @@ type ReadArguments struct {
 	Compact []byte
 	// Value is JSON as a json.Decoder with UseNumber decodes it; nil: not
 	// at hand (the log then decodes JSON when it has to cut or blank).
+	// Start alone reads it: the caller may change it once Start has
+	// returned (its checks drop nulls and rewrite numbers), so Finish,
+	// where it has no journal line to take the arguments from, decodes
+	// JSON.
 	Value any
 	// SecretNames is redact.MentionsSecretName(JSON).
 	SecretNames bool
@@ -349,13 +353,14 @@ type ReadArguments struct {
 func (a ReadArguments) MarshalJSON() ([]byte, error) { return a.JSON, nil }
 
 // cleanArguments cuts long string values and blanks values of secret-looking
-// keys. Small arguments without such keys pass through untouched.
-func (l *Log) cleanArguments(args any) (any, bool) {
+// keys. Small arguments without such keys pass through untouched. start
+// says whether Start asks, which alone may read ReadArguments.Value.
+func (l *Log) cleanArguments(args any, start bool) (any, bool) {
 	if ra, ok := args.(ReadArguments); ok {
 		switch {
 		case len(ra.JSON) <= l.opts.MaxArgChars && !ra.SecretNames:
 			return encodedArgs(ra.Compact), false
-		case ra.Value != nil:
+		case ra.Value != nil && start:
 			cut := false
 			return encodedArgs(l.appendClean(nil, ra.Value, &cut)), cut
 		}

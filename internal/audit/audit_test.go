@@ -582,7 +582,7 @@ func TestLongArgumentsCutBeforeDecoding(t *testing.T) {
 		`{"list":["` + long(`<&>`, 600) + `",{"deep":"` + long(`\u00e9`, 700) + `"}],"` + long("K", 700) + `":"v"}`,
 		`{"edge":"` + long("a", 12*52) + `","edge2":"` + long("a", 12*52+1) + `","ok":"short"}`,
 	} {
-		got, gotCut := l.cleanArguments(json.RawMessage(raw))
+		got, gotCut := l.cleanArguments(json.RawMessage(raw), true)
 		want, wantCut := whole(json.RawMessage(raw))
 		if string(got.(json.RawMessage)) != string(want) || gotCut != wantCut {
 			t.Errorf("cleanArguments(%.60s...):\n%s %v\nwant\n%s %v", raw, got, gotCut, want, wantCut)

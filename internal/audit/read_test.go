@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,8 +79,11 @@ func TestReadArgumentsNotReadAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// As the registry does: the value may have changed since.
-			tc.args.Value = nil
+			// The caller's checks may change the value once Start has
+			// returned: Finish takes the arguments Start recorded.
+			if tc.args.Value != nil {
+				tc.args.Value.(map[string]any)["changed"] = "since"
+			}
 			rec.Arguments, rec.Status = tc.args, "success"
 			if err := l.Finish(st, rec); err != nil {
 				t.Fatal(err)
@@ -92,5 +96,34 @@ func TestReadArgumentsNotReadAgain(t *testing.T) {
 				t.Errorf("recorded %s (cut %v), want %s (cut %v)", data, got.ArgumentsTruncated, tc.want, tc.cut)
 			}
 		})
+	}
+}
+
+// TestReadArgumentsWithoutJournalLine: when Start could not note the call
+// (the journal failed), Finish cleans the arguments from JSON, not from
+// the caller's value, which may have changed since.
+func TestReadArgumentsWithoutJournalLine(t *testing.T) {
+	l := newLog(t, Options{MaxArgChars: 12})
+	l.inject = func(op string) error {
+		if op == "journal" {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	value := map[string]any{"token": "x"}
+	rec := Record{CallID: "nojournal", ToolName: "t", Timestamp: time.Now(), Arguments: ReadArguments{
+		JSON: json.RawMessage(`{"token":"from JSON"}`), Compact: []byte(`{"token":"from JSON"}`), Value: value, SecretNames: true}}
+	st, err := l.Start(rec)
+	if err == nil {
+		t.Fatal("the injected journal fault did not fail Start")
+	}
+	value["token"], value["changed"] = "changed", "since"
+	rec.Status = "success"
+	if err := l.Finish(st, rec); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(readRecord(t, l.Dir(), rec).Arguments)
+	if string(data) != `{"token":"[REDACTED]"}` {
+		t.Errorf("recorded %s", data)
 	}
 }

@@ -487,12 +487,6 @@ func (r *Registry) InvokeTarget(ctx context.Context, t Target, args []byte, meta
 	res = r.run(ctx, e, call, &rd)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
-	// The checks may have changed the decoded value (nulls dropped,
-	// numbers rewritten): the final record does not look at it.
-	if ra, ok := rec.Arguments.(audit.ReadArguments); ok {
-		ra.Value = nil
-		rec.Arguments = ra
-	}
 	rec.Status = res.Status
 	rec.DurationMS = res.DurationMS
 	rec.Result = res.Result
