@@ -55,10 +55,10 @@ type App struct {
 	reg      *registry.Registry
 	metrics  *metrics.Metrics
 	tools    *Tools
-	replica  string         // TOOLSVC_REPLICA_ID, or the host name and a random suffix
-	shared   *pgstore.Store // TOOLSVC_DATABASE_URL's store; nil without one
-	out      *logbuf.Writer // the log's output, which audit records may share
-	custom   *custom        // the tools file's tools; nil without one
+	replica  string                // TOOLSVC_REPLICA_ID, or the host name and a random suffix
+	shared   *pgstore.Store        // TOOLSVC_DATABASE_URL's store; nil without one
+	out      *logbuf.Writer        // the log's output, which audit records may share
+	custom   *customtools.Reloader // the tools file's tools; nil without one
 	handler  http.Handler
 	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
 	stopping context.Context
@@ -123,14 +123,16 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	a.closers = append(a.closers, a.tools.Close)
 	if toolsFile != nil {
-		if a.custom, err = newCustom(deps, a.reg, red, a.tools, os.LookupEnv); err != nil {
+		custom, closers, err := newCustom(deps, a.reg, red, a.tools, os.LookupEnv)
+		if err != nil {
 			closeAgents()
 			return a, err
 		}
-		a.closers = append(a.closers, a.custom.close)
+		a.custom = custom
+		a.closers = append(a.closers, closers...)
 		// The MCP servers start at once, each within its connect timeout;
 		// one that fails to start is retried in the background.
-		if err := a.custom.load(toolsFile, sel); err != nil {
+		if err := custom.Start(toolsFile, sel); err != nil {
 			closeAgents()
 			return a, err
 		}
@@ -223,7 +225,7 @@ func (a *App) newAgents(cfg config.Config, sel Selection, red *redact.Redactor) 
 	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.subagentTools() })
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() })
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -315,7 +317,7 @@ func (a *App) Ready() (bool, map[string]string) {
 	for tool, why := range a.tools.Off {
 		r.Checks["tool:"+tool] = "off: " + why
 	}
-	a.custom.ready(r.Checks)
+	a.custom.Ready(r.Checks)
 	return r.Ready, r.Checks
 }
 
@@ -328,7 +330,7 @@ func (a *App) Reload() error {
 		a.log.Info().Msg("reload: no tools file (TOOLSVC_TOOLS_FILE) to reload")
 		return nil
 	}
-	return a.custom.reload()
+	return a.custom.Reload()
 }
 
 // Stop begins the shutdown: new calls are refused and running ones
