@@ -88,8 +88,12 @@ type Options struct {
 	// Stdout, when set, also receives each final record as one JSON line,
 	// for log shippers that read a container's output.
 	Stdout io.Writer
-	Now    func() time.Time
-	Log    zerolog.Logger
+	// RetentionInterval, when set, runs a round of reconciliation and
+	// retention (RunRetention) now and then every interval, in the
+	// background, until Close.
+	RetentionInterval time.Duration
+	Now               func() time.Time
+	Log               zerolog.Logger
 }
 
 // Stats counts the faults of a Log since it was made.
@@ -123,6 +127,11 @@ type Log struct {
 	// inject, set by tests, fails the named write ("journal", "record")
 	// with the error it returns.
 	inject func(op string) error
+
+	// stopRetention ends the rounds of Options.RetentionInterval, and
+	// retention waits for the last one.
+	stopRetention context.CancelFunc
+	retention     sync.WaitGroup
 }
 
 // Started is what Start hands back for Finish: the journal segment that
@@ -167,6 +176,11 @@ func New(opts Options) (*Log, error) {
 	if _, err := l.next(dayOf(opts.Now()), nil); err != nil {
 		l.files.close()
 		return nil, fmt.Errorf("audit: journal: %w", err)
+	}
+	if opts.RetentionInterval > 0 {
+		ctx, stop := context.WithCancel(context.Background())
+		l.stopRetention = stop
+		l.retention.Go(func() { l.RunRetention(ctx, opts.RetentionInterval) })
 	}
 	return l, nil
 }
@@ -535,10 +549,15 @@ func (l *Log) RunRetention(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close closes the journal and the folders' descriptors. A segment with no
-// call left open is deleted; one with open calls stays for the next start
-// to reconcile.
+// Close ends the rounds of Options.RetentionInterval, then closes the
+// journal and the folders' descriptors. A segment with no call left open
+// is deleted; one with open calls stays for the next start to reconcile.
 func (l *Log) Close() error {
+	// A round in progress finishes before the folders close.
+	if l.stopRetention != nil {
+		l.stopRetention()
+	}
+	l.retention.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
