@@ -4,6 +4,13 @@
 // is the one place that knows how the parts fit; cmd/toolsvc only loads
 // the configuration, listens and shuts down, and tests build the service
 // from a config.Config value the same way.
+//
+// It only wires. Each part is built from its own section of the
+// configuration (cfg.Exec, cfg.Web...), never from a setting read through
+// the whole; and machinery with a lifecycle of its own lives in its own
+// package, which this one builds and closes: the MCP servers
+// (mcpmount.Mount), the tools file's reload (customtools.Reloader), the
+// audit log's retention. wiring_test.go holds the package to both.
 package app
 
 import (
@@ -85,32 +92,23 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 
 	// The tools file and the tool switches are checked first: a mistake
 	// in the file or a misspelt name stops start-up before anything is
-	// built. The switches also take the file's tools and toolsets.
-	var toolsFile *customtools.File
-	if cfg.ToolsFile != "" {
-		if toolsFile, err = loadToolsFile(cfg.ToolsFile, os.LookupEnv); err != nil {
-			return a, err
-		}
-		if err := mcpmount.CheckEntries(toolsFile.MCPServers); err != nil {
-			return a, fmt.Errorf("tools file %s: %w", toolsFile.Path, err)
-		}
-	}
-	sel, err := newSelection(cfg.ToolsEnabled, cfg.ToolsDisabled, fileToolsets(toolsFile), serverNames(toolsFile))
+	// built.
+	toolsFile, sel, err := readSwitches(cfg.Switches)
 	if err != nil {
 		return a, err
 	}
-	if err := a.openFolders(cfg.Server, cfg.PublicURL); err != nil {
+	if err := a.openFolders(cfg.Server, cfg.Channels.PublicURL); err != nil {
 		return a, err
 	}
 	if err := a.openShared(cfg.Replicas); err != nil {
 		return a, err
 	}
-	if err := a.newRegistry(cfg, red); err != nil {
+	if err := a.newRegistry(cfg.Calls, cfg.Audit, red); err != nil {
 		return a, err
 	}
-	sk := skills.New(a.ws.Root(), cfg.SkillsDisabled) // read_file's gate and GET /skills
+	sk := skills.New(a.ws.Root(), cfg.Memory.SkillsDisabled) // read_file's gate and GET /skills
 
-	agents, conv, closeAgents, err := a.newAgents(cfg, sel, red)
+	agents, conv, closeAgents, err := a.newAgents(cfg.Agents, cfg.Server.ShutdownTimeout, sel, red)
 	if err != nil {
 		return a, err
 	}
@@ -139,8 +137,25 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
-	a.handler = a.newHandler(cfg, sk, agents, opts.Version)
+	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, agents, opts.Version)
 	return a, nil
+}
+
+// readSwitches reads the tools file, when one is set, and the switches
+// over the built-in tools and the file's tools, toolsets and MCP servers.
+func readSwitches(c config.Switches) (*customtools.File, Selection, error) {
+	var f *customtools.File
+	if c.ToolsFile != "" {
+		var err error
+		if f, err = loadToolsFile(c.ToolsFile, os.LookupEnv); err != nil {
+			return nil, Selection{}, err
+		}
+		if err := mcpmount.CheckEntries(f.MCPServers); err != nil {
+			return nil, Selection{}, fmt.Errorf("tools file %s: %w", f.Path, err)
+		}
+	}
+	sel, err := newSelection(c.ToolsEnabled, c.ToolsDisabled, fileToolsets(f), serverNames(f))
+	return f, sel, err
 }
 
 // newApp is the App before anything is built: its configuration, its
@@ -151,9 +166,9 @@ func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
 	if out == nil {
 		out = io.Discard
 	}
-	buf := logbuf.New(out, cfg.LogFlushInterval)
-	level, _ := zerolog.ParseLevel(cfg.LogLevel)
-	return &App{cfg: cfg, out: buf, replica: replicaID(cfg.ReplicaID), log: zerolog.New(red.Writer(buf)).Level(level).With().Timestamp().Logger()}
+	buf := logbuf.New(out, cfg.Server.LogFlushInterval)
+	level, _ := zerolog.ParseLevel(cfg.Server.LogLevel)
+	return &App{cfg: cfg, out: buf, replica: replicaID(cfg.Replicas.ReplicaID), log: zerolog.New(red.Writer(buf)).Level(level).With().Timestamp().Logger()}
 }
 
 // openFolders opens the workspace and creates the data folder; with a
@@ -186,17 +201,18 @@ func (a *App) openFolders(cfg config.Server, publicURL string) (err error) {
 
 // newRegistry builds the registry every call goes through, with the
 // metrics and, when on, the audit log watching it.
-func (a *App) newRegistry(cfg config.Config, red *redact.Redactor) error {
+func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Redactor) error {
 	// Metrics watch every call, whichever door it came through.
 	a.metrics = metrics.New()
-	regOpts := registry.Options{Log: a.log, DefaultTimeout: cfg.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
+	regOpts := registry.Options{Log: a.log, DefaultTimeout: calls.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
 	if cfg.AuditEnabled {
 		opts := audit.Options{
-			Dir:            filepath.Join(a.dataDir, "audit_logs"),
-			MaxResultChars: cfg.AuditMaxResultChars,
-			RetentionDays:  cfg.AuditRetentionDays,
-			Replica:        a.replica,
-			Log:            a.log,
+			Dir:               filepath.Join(a.dataDir, "audit_logs"),
+			MaxResultChars:    cfg.AuditMaxResultChars,
+			RetentionDays:     cfg.AuditRetentionDays,
+			RetentionInterval: time.Hour,
+			Replica:           a.replica,
+			Log:               a.log,
 		}
 		if cfg.AuditStdout {
 			opts.Stdout = a.out
@@ -208,7 +224,6 @@ func (a *App) newRegistry(cfg config.Config, red *redact.Redactor) error {
 		a.closers = append(a.closers, func() { al.Close() })
 		regOpts.Audit = al
 		regOpts.AuditFailOpen = !cfg.AuditRequired
-		go al.RunRetention(a.stopping, time.Hour)
 	}
 	a.reg = registry.New(regOpts)
 	return nil
@@ -217,20 +232,20 @@ func (a *App) newRegistry(cfg config.Config, red *redact.Redactor) error {
 // newAgents builds the sub-agents (spawn, workflow_run, send_message,
 // /agents): only with a model endpoint configured and one of those tools
 // switched on. closeAgents waits for them to record their end.
-func (a *App) newAgents(cfg config.Config, sel Selection, red *redact.Redactor) (agents *agent.Manager, conv *agent.Conversations, closeAgents func(), err error) {
-	agentsCfg := cfg.Agents
+func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Selection, red *redact.Redactor) (agents *agent.Manager, conv *agent.Conversations, closeAgents func(), err error) {
+	agentsCfg := cfg
 	_, spawnOff := sel.Off("spawn")
 	_, workflowOff := sel.Off("workflow_run")
 	_, messageOff := sel.Off("send_message")
 	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), cfg.ShutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() })
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() })
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if !messageOff {
-		if conv, err = newConversations(cfg.Agents, a.agentStores(red.String), agents, a.reg, a.dataDir, a.log, red.String); err != nil {
+		if conv, err = newConversations(cfg, a.agentStores(red.String), agents, a.reg, a.dataDir, a.log, red.String); err != nil {
 			closeAgents()
 			return nil, nil, nil, err
 		}
@@ -239,12 +254,12 @@ func (a *App) newAgents(cfg config.Config, sel Selection, red *redact.Redactor) 
 }
 
 // newHandler builds the HTTP handler: every door and its gate.
-func (a *App) newHandler(cfg config.Config, sk *skills.Loader, agents *agent.Manager, version string) http.Handler {
+func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loader, agents *agent.Manager, version string) http.Handler {
 	return toolhttp.NewHandler(toolhttp.Options{
 		Registry:      a.reg,
-		Keys:          httpKeys(cfg.Access),
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		MaxConcurrent: cfg.MaxConcurrentCalls,
+		Keys:          httpKeys(cfg),
+		MaxBodyBytes:  calls.MaxBodyBytes,
+		MaxConcurrent: calls.MaxConcurrentCalls,
 		Log:           a.log,
 		Stopping:      a.stopping,
 		Ready:         a.Ready,
@@ -255,8 +270,8 @@ func (a *App) newHandler(cfg config.Config, sk *skills.Loader, agents *agent.Man
 		AllowedHosts:  cfg.AllowedHosts,
 		Media:         a.links,
 
-		BodyTimeout:        cfg.BodyTimeout,
-		StreamWriteTimeout: cfg.StreamWriteTimeout,
+		BodyTimeout:        calls.BodyTimeout,
+		StreamWriteTimeout: calls.StreamWriteTimeout,
 	})
 }
 
@@ -271,10 +286,11 @@ func (a *App) Registry() *registry.Registry { return a.reg }
 
 // Describe adds what the "listening" log line tells about the service.
 func (a *App) Describe(ev *zerolog.Event) {
+	au, access := a.cfg.Audit, a.cfg.Access
 	ev.Str("workspace", a.ws.Dir()).Bool("restricted", a.ws.Restricted()).
-		Bool("audit", a.cfg.AuditEnabled).Bool("audit_required", a.cfg.AuditRequired).
-		Bool("auth", a.cfg.KeysConfigured()).Strs("keys", append(a.cfg.APIKeys.Names(), a.cfg.AdminKeys.Names()...)).
-		Strs("admin_keys", a.cfg.AdminKeys.Names()).Strs("tools", a.reg.Names())
+		Bool("audit", au.AuditEnabled).Bool("audit_required", au.AuditRequired).
+		Bool("auth", access.KeysConfigured()).Strs("keys", append(access.APIKeys.Names(), access.AdminKeys.Names()...)).
+		Strs("admin_keys", access.AdminKeys.Names()).Strs("tools", a.reg.Names())
 }
 
 // httpKeys are the API keys and the admin keys as the HTTP gate takes them.
@@ -308,7 +324,7 @@ func (a *App) Ready() (bool, map[string]string) {
 			return nil
 		}})
 	}
-	if minFree := a.cfg.MinFreeBytes; minFree > 0 {
+	if minFree := a.cfg.Server.MinFreeBytes; minFree > 0 {
 		checks = append(checks, ready.Check{Name: "free_space", Run: func() error {
 			return ready.FreeSpace(minFree, map[string]string{"workspace": a.ws.Dir(), "data_dir": a.dataDir})
 		}})

@@ -97,12 +97,11 @@ type builder struct {
 // cannot work (a bad exec pattern, a sandbox mode asked for by name that
 // this machine lacks) is an error.
 func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
-	c := d.Config
 	// The network guard is built once, before any tool that reaches the
 	// network, and shared by all of them (web_fetch, screenshot's proxy...),
 	// so that one policy decides every outbound connection.
 	if d.Guard == nil {
-		g, err := netguard.New(netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts})
+		g, err := newGuard(d.Config.Web)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +109,7 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 	}
 	// read_file of a SKILL.md goes through the skills loader.
 	if d.Skills == nil {
-		d.Skills = skills.New(d.Workspace.Root(), c.SkillsDisabled)
+		d.Skills = skills.New(d.Workspace.Root(), d.Config.Memory.SkillsDisabled)
 	}
 	b := &builder{Deps: d, sandboxMode: "off"}
 	out := &Tools{Off: map[string]string{}}
@@ -160,6 +159,16 @@ func Register(reg *registry.Registry, d Deps, sel Selection) (*Tools, error) {
 	return out, nil
 }
 
+// newGuard is the network guard of the settings' exceptions
+// (NET_ALLOW_CIDRS, NET_ALLOW_HOSTS).
+func newGuard(c config.Web) (*netguard.Guard, error) {
+	return netguard.New(guardOptions(c))
+}
+
+func guardOptions(c config.Web) netguard.Options {
+	return netguard.Options{AllowCIDRs: c.NetAllowCIDRs, AllowHosts: c.NetAllowHosts}
+}
+
 // registerRow adds the tool t built by the row def to reg. The row's name
 // is what switches and agent lists go by, so a tool named otherwise stops
 // start-up.
@@ -171,7 +180,7 @@ func registerRow(reg *registry.Registry, def toolDef, t registry.Tool) error {
 }
 
 func (b *builder) readFile() (registry.Tool, string, error) {
-	return tools.NewReadFile(b.Workspace, b.Config.ReadMaxChars, b.Skills), "", nil
+	return tools.NewReadFile(b.Workspace, b.Config.Files.ReadMaxChars, b.Skills), "", nil
 }
 
 func (b *builder) writeFile() (registry.Tool, string, error) {
@@ -183,17 +192,18 @@ func (b *builder) editFile() (registry.Tool, string, error) {
 }
 
 func (b *builder) listDir() (registry.Tool, string, error) {
-	return tools.NewListDir(b.Workspace, b.Config.ListMaxEntries), "", nil
+	return tools.NewListDir(b.Workspace, b.Config.Files.ListMaxEntries), "", nil
 }
 
 func (b *builder) fileSearch() (registry.Tool, string, error) {
-	return tools.NewFileSearch(b.Workspace, b.Config.SearchWorkers, b.Config.SearchTimeout), "", nil
+	c := b.Config.Files
+	return tools.NewFileSearch(b.Workspace, c.SearchWorkers, c.SearchTimeout), "", nil
 }
 
 // memory: long-term memory in workspace/memory/MEMORY.md, offered unless
 // TOOLSVC_MEMORY_ENABLED is false.
 func (b *builder) memory() (registry.Tool, string, error) {
-	if !b.Config.MemoryEnabled {
+	if !b.Config.Memory.MemoryEnabled {
 		return nil, config.Prefix + "_MEMORY_ENABLED is false", nil
 	}
 	return tools.NewMemory(memory.New(b.Workspace.Root(), memory.Options{Root: b.Workspace.Current})), "", nil
@@ -201,7 +211,7 @@ func (b *builder) memory() (registry.Tool, string, error) {
 
 // webFetch dials through the shared guard.
 func (b *builder) webFetch() (registry.Tool, string, error) {
-	c := b.Config
+	c := b.Config.Web
 	return tools.NewWebFetch(b.Guard, extract.New(extract.Options{}), tools.WebFetchOptions{
 		MaxBytes:      c.FetchMaxBytes,
 		Timeout:       c.FetchTimeout,
@@ -217,7 +227,7 @@ func (b *builder) webFetch() (registry.Tool, string, error) {
 // the tool could only fail, so it is left out; with one of them it is on,
 // and a call of the missing kind says what the operator must install.
 func (b *builder) screenshot() (registry.Tool, string, error) {
-	c := b.Config
+	c := b.Config.Screenshot
 	web := "web: "
 	chrome, chromeErr := browser.FindChrome(c.ChromePath)
 	switch {
@@ -258,7 +268,8 @@ func (b *builder) spawn() (registry.Tool, string, error) {
 	if b.Agents == nil {
 		return nil, noModel, nil
 	}
-	return tools.NewSpawn(b.Agents, b.Config.AgentTimeout, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
+	c := b.Config.Agents
+	return tools.NewSpawn(b.Agents, c.AgentTimeout, c.AgentMaxConcurrent), "model " + c.LLMModel, nil
 }
 
 // sendMedia: only with at least one chat channel configured. Channel
@@ -270,16 +281,17 @@ func (b *builder) sendMedia() (registry.Tool, string, error) {
 	if b.MediaLinks != nil {
 		o.Links = b.MediaLinks
 	}
-	m := channels.FromConfig(channelsConfig(b.Config.Channels), o)
+	c := b.Config.Channels
+	m := channels.FromConfig(channelsConfig(c), o)
 	if m.Empty() {
 		return nil, "no chat channel configured (see docs/channels.md)", nil
 	}
 	log := b.Log.With().Str("component", "channels").Logger()
-	if len(b.Config.QQAppID) > 0 {
+	if len(c.QQAppID) > 0 {
 		if b.MediaLinks == nil {
 			log.Warn().Str("channel", "qq").Msg("TOOLSVC_PUBLIC_URL is not set: files go to QQ as base64 file_data, which QQ's rich-media API documents as not yet supported and may refuse; set TOOLSVC_PUBLIC_URL to the address at which QQ reaches this service, so that QQ fetches each file from a signed link")
 		} else {
-			log.Info().Str("channel", "qq").Str("public_url", b.Config.PublicURL).Dur("link_ttl", b.MediaLinks.TTL()).Msg("QQ fetches files from signed links at TOOLSVC_PUBLIC_URL/media/")
+			log.Info().Str("channel", "qq").Str("public_url", c.PublicURL).Dur("link_ttl", b.MediaLinks.TTL()).Msg("QQ fetches files from signed links at TOOLSVC_PUBLIC_URL/media/")
 		}
 	}
 	return tools.NewSendMedia(b.Workspace, m, log), "", nil
@@ -291,19 +303,21 @@ func (b *builder) workflowRun() (registry.Tool, string, error) {
 	if b.Agents == nil {
 		return nil, noModel, nil
 	}
-	return tools.NewWorkflowRun(b.Agents, b.Config.AgentTimeout), "model " + b.Config.LLMModel, nil
+	c := b.Config.Agents
+	return tools.NewWorkflowRun(b.Agents, c.AgentTimeout), "model " + c.LLMModel, nil
 }
 
 // sendMessage: the voice-device conversation mode, on when asked for and a
 // model is configured.
 func (b *builder) sendMessage() (registry.Tool, string, error) {
+	c := b.Config.Agents
 	switch {
-	case !b.Config.XiaozhiConversation:
+	case !c.XiaozhiConversation:
 		return nil, config.Prefix + "_XIAOZHI_CONVERSATION is false", nil
 	case b.Conversations == nil:
 		return nil, noModel, nil
 	}
-	return tools.NewSendMessage(b.Conversations, b.Config.AgentMaxConcurrent), "model " + b.Config.LLMModel, nil
+	return tools.NewSendMessage(b.Conversations, c.AgentMaxConcurrent), "model " + c.LLMModel, nil
 }
 
 // noModel is why the agent tools are off without a model endpoint.
@@ -320,7 +334,7 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	if _, err := os.Stat(tools.Shell); err != nil {
 		return nil, fmt.Sprintf("exec runs commands with %s, which this system (%s) does not have", tools.Shell, runtime.GOOS), nil
 	}
-	ex, sb, sbOpts, err := newExecTool(b.Deps)
+	ex, sb, sbOpts, err := newExecTool(b.Config.Exec, b.Workspace, b.DataDir, b.Log)
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return nil, err.Error(), nil
 	}
@@ -333,10 +347,10 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	return ex, "sandbox " + string(sb.Mode()), nil
 }
 
-// newExecTool builds exec with its command guard and sandbox, and returns
-// the options the sandbox was built with.
-func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
-	c := d.Config
+// newExecTool builds exec with its command guard and sandbox over ws,
+// with dataDir hidden from its commands, and returns the options the
+// sandbox was built with.
+func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zerolog.Logger) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
 	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
 	if err != nil {
 		return nil, nil, sandbox.Options{}, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
@@ -345,7 +359,7 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 	if err != nil {
 		return nil, nil, sandbox.Options{}, err
 	}
-	home, err := execHome(c.ExecHome, d.DataDir, user)
+	home, err := execHome(c.ExecHome, dataDir, user)
 	if err != nil {
 		return nil, nil, sandbox.Options{}, err
 	}
@@ -356,8 +370,8 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 	sbOpts := sandbox.Options{
 		Mode:      sandbox.Mode(c.ExecSandbox),
 		Network:   c.ExecNetwork,
-		Workspace: d.Workspace.Dir(),
-		Private:   append([]string{d.DataDir}, c.ExecPrivatePaths...),
+		Workspace: ws.Dir(),
+		Private:   append([]string{dataDir}, c.ExecPrivatePaths...),
 		Writable:  writable,
 		MaxProcs:  c.ExecMaxProcs,
 		MaxMemory: int64(c.ExecMaxMemory),
@@ -367,9 +381,9 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 	if err != nil {
 		return nil, nil, sandbox.Options{}, err
 	}
-	ev := d.Log.Info()
+	ev := log.Info()
 	if sb.Mode() == sandbox.None || !sb.NetworkEnforced() || !sb.SignalsContained() || !sb.Contains() {
-		ev = d.Log.Warn()
+		ev = log.Warn()
 	}
 	ev.Str("requested", c.ExecSandbox).Str("mode", string(sb.Mode())).Bool("network", c.ExecNetwork).
 		Bool("network_enforced", sb.NetworkEnforced()).Bool("contained", sb.Contains()).
@@ -377,8 +391,8 @@ func newExecTool(d Deps) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error)
 		Msg(sandboxSummary(sb, c.ExecNetwork))
 	// Every mount, namespace and control group path: for whoever needs to
 	// know exactly, at debug level, not in every start's log.
-	d.Log.Debug().Str("mode", string(sb.Mode())).Str("detail", sb.Describe()).Msg("exec sandbox in detail")
-	return tools.NewExec(d.Workspace, tools.ExecOptions{
+	log.Debug().Str("mode", string(sb.Mode())).Str("detail", sb.Describe()).Msg("exec sandbox in detail")
+	return tools.NewExec(ws, tools.ExecOptions{
 		DefaultTimeout: c.ExecTimeout,
 		MaxTimeout:     c.ExecMaxTimeout,
 		MaxConcurrent:  c.ExecMaxConcurrent,

@@ -171,7 +171,7 @@ func closeLastFirst(closers []func()) {
 // It returns the run path, and adds what it built to closers.
 func customDeps(d Deps, execs *execRunner, closers *[]func()) (customtools.Deps, *execRunner, error) {
 	var deps customtools.Deps
-	gopts := netguard.Options{AllowCIDRs: d.Config.Web.NetAllowCIDRs, AllowHosts: d.Config.Web.NetAllowHosts}
+	gopts := guardOptions(d.Config.Web)
 	guard, err := netguard.New(gopts)
 	if err != nil {
 		return deps, nil, err
@@ -190,7 +190,7 @@ func customDeps(d Deps, execs *execRunner, closers *[]func()) (customtools.Deps,
 	case !hasShell():
 		deps.CommandOff = fmt.Sprintf("command tools run in exec's sandbox, which needs %s; this system (%s) does not have it", tools.Shell, runtime.GOOS)
 	default:
-		ex, sb, sbOpts, err := newExecTool(d)
+		ex, sb, sbOpts, err := newExecTool(d.Config.Exec, d.Workspace, d.DataDir, d.Log)
 		switch {
 		case errors.Is(err, sandbox.ErrNoSandbox):
 			deps.CommandOff = "command tools run in exec's sandbox: " + err.Error()

@@ -48,7 +48,7 @@ type stores struct {
 }
 
 func (a *App) agentStores(redact func(string) string) stores {
-	st := stores{replica: a.replica, lease: a.cfg.AgentLease}
+	st := stores{replica: a.replica, lease: a.cfg.Replicas.AgentLease}
 	if a.shared != nil {
 		st.tasks, st.conversations = a.shared, a.shared.Conversations(redact)
 	}

@@ -24,9 +24,10 @@ import (
 const Prefix = "TOOLSVC"
 
 // Config is the whole configuration, one section per part of the
-// service. Each section is embedded, so its fields read as the Config's
-// own (c.ExecTimeout), and internal/app hands each part the section, or a
-// struct of its own built from it. Every field has an env name, a default
+// service. Each section is embedded, so its fields also read as the
+// Config's own (c.ExecTimeout); internal/app hands each part its section
+// (c.Exec), or a struct of its own built from it, and reads no setting
+// through the whole. Every field has an env name, a default
 // where it has one, and a description: toolsvc -h and docs/configuration.md
 // are generated from them, grouped by section (the section tag is the
 // heading, doc the text under it).
