@@ -115,8 +115,9 @@ func serverNames(f *customtools.File) []string {
 
 // newCustom wires the tools of TOOLSVC_TOOLS_FILE: their runners, the
 // mount of the file's MCP servers and the reloader that loads both, at
-// start-up and on Reload. closers release what it built, last first.
-func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tools, getenv func(string) (string, bool)) (rl *customtools.Reloader, closers []func(), err error) {
+// start-up and on Reload. It returns what releases what it built, to run
+// last first; on an error it has released it.
+func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tools, getenv func(string) (string, bool)) (*customtools.Reloader, []func(), error) {
 	sw := d.Config.Switches
 	getenv = customtools.HideServiceVars(getenv)
 	ws := d.Workspace.Dir()
@@ -126,23 +127,21 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 	if err := customtools.CheckPlace(sw.ToolsFile, areas); err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			closeLastFirst(closers)
-		}
-	}()
+	var closers []func()
 	deps, runner, err := customDeps(d, built.runner, &closers)
 	if err != nil {
-		return nil, closers, err
+		closeLastFirst(closers)
+		return nil, nil, err
 	}
 	warnUnconfined(d.Log, d.Config.Server, sw.ToolsFile, runner)
 	mount, err := newMCPMount(d, reg, red, runner, deps.CommandOff, getenv)
 	if err != nil {
-		return nil, closers, err
+		closeLastFirst(closers)
+		return nil, nil, err
 	}
 	// Servers stop before the sandboxes they run in.
 	closers = append(closers, mount.Close)
-	rl = customtools.NewReloader(customtools.ReloaderOptions{
+	rl := customtools.NewReloader(customtools.ReloaderOptions{
 		Path:      sw.ToolsFile,
 		Load:      customtools.Options{Getenv: getenv, Reserved: reservedNames(), ModelWritable: areas},
 		Workspace: ws,
