@@ -82,7 +82,7 @@ func memberValueEnd(b []byte, i int) (int, bool) {
 	case c == '[':
 		return plainArrayEnd(b, i)
 	case c == '-' || (c >= '0' && c <= '9'):
-		return numberEnd(b, i)
+		return NumberEnd(b, i)
 	case hasPrefix(b[i:], "true"):
 		return i + 4, true
 	case hasPrefix(b[i:], "false"):
@@ -140,9 +140,10 @@ func plainArrayEnd(b []byte, i int) (int, bool) {
 	}
 }
 
-// numberEnd returns the end of the number at i, checked against JSON's
-// grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func numberEnd(b []byte, i int) (int, bool) {
+// NumberEnd returns the end of the number at i, checked against JSON's
+// grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?; false, with
+// where the grammar failed, when it is not one.
+func NumberEnd(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -218,7 +219,7 @@ func Strings(val []byte) ([]string, bool) {
 // Int reads an integer into an int: written without fraction or
 // exponent, and within the int's range.
 func Int(val []byte) (int, bool) {
-	if end, ok := numberEnd(val, 0); !ok || end != len(val) {
+	if end, ok := NumberEnd(val, 0); !ok || end != len(val) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(val), 10, strconv.IntSize)

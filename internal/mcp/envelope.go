@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"slices"
 )
 
@@ -143,7 +144,7 @@ func (v validator) value(i, depth int) (int, bool) {
 	case c == 'n':
 		return v.literal(i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return v.number(i)
+		return jsonx.NumberEnd(v.b, i)
 	}
 	return i, false
 }
@@ -227,46 +228,4 @@ func (v validator) literal(i int, lit string) (int, bool) {
 		return i, false
 	}
 	return i + len(lit), true
-}
-
-// number checks the number at i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (v validator) number(i int) (int, bool) {
-	b := v.b
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = v.digits(i)
-	default:
-		return i, false
-	}
-	if i < len(b) && b[i] == '.' {
-		j := v.digits(i + 1)
-		if j == i+1 {
-			return i, false
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := v.digits(i)
-		if j == i {
-			return i, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func (v validator) digits(i int) int {
-	for i < len(v.b) && v.b[i] >= '0' && v.b[i] <= '9' {
-		i++
-	}
-	return i
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"github.com/countbot/toolsvc/internal/jsonx"
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/redact"
@@ -129,7 +130,7 @@ func (a *argReader) value(i, depth int) (any, int, bool) {
 	case c == 'n' && hasLiteral(a.b[i:], "null"):
 		return nil, i + 4, true
 	case c == '-' || (c >= '0' && c <= '9'):
-		end, ok := numberEnd(a.b, i)
+		end, ok := jsonx.NumberEnd(a.b, i)
 		if !ok {
 			return nil, i, false
 		}
@@ -263,46 +264,4 @@ func (a *argReader) names(i, end int) {
 
 func hasLiteral(b []byte, lit string) bool {
 	return len(b) >= len(lit) && string(b[:len(lit)]) == lit
-}
-
-// numberEnd returns the index after the JSON number at i, whose grammar it
-// checks: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func numberEnd(b []byte, i int) (int, bool) {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return i, false
-	}
-	if i < len(b) && b[i] == '.' {
-		if j := digits(b, i+1); j > i+1 {
-			i = j
-		} else {
-			return i, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return i, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
 }
