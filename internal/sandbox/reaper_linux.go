@@ -53,11 +53,9 @@ func newMark() string {
 // Each pass holds pause, so that no command starts while it reaps.
 func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, limit time.Duration) bool {
 	needle := []byte(markVar + "=" + mark + "\x00")
-	deadline := time.Now().Add(limit)
-	clean := 0
-	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
-		found := false
+	return untilClean(limit, func() (found bool) {
 		pause.Lock()
+		defer pause.Unlock()
 		for _, p := range processes() {
 			if p.pid == leader {
 				continue // the command's shell: os/exec reaps it
@@ -74,7 +72,19 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 				reap(p.pid)
 			}
 		}
-		pause.Unlock()
+		return found
+	})
+}
+
+// untilClean runs pass, which reports whether it found a process to
+// kill, until two passes in a row find none (true), or, past limit, until
+// the deadline (whether the last pass found none); with limit 0, until a
+// pass finds none. The passes are a little further apart each time.
+func untilClean(limit time.Duration, pass func() bool) bool {
+	deadline := time.Now().Add(limit)
+	clean := 0
+	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		found := pass()
 		if found {
 			clean = 0
 		} else if clean++; clean >= 2 {
@@ -99,10 +109,7 @@ func sweep(mark string, leader int, isLeader func(int) bool, pause sync.Locker, 
 // until two passes in a row find none.
 func sweepDomain(leader int, since uint64, limit time.Duration) bool {
 	self := os.Getpid()
-	deadline := time.Now().Add(limit)
-	clean := 0
-	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
-		found := false
+	return untilClean(limit, func() (found bool) {
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
@@ -123,16 +130,8 @@ func sweepDomain(leader int, since uint64, limit time.Duration) bool {
 				reap(pid)
 			}
 		}
-		if found {
-			clean = 0
-		} else if clean++; clean >= 2 {
-			return true
-		}
-		if limit > 0 && time.Now().After(deadline) || limit == 0 && !found {
-			return !found
-		}
-		time.Sleep(wait)
-	}
+		return found
+	})
 }
 
 // reap collects a child that is dead or about to be (it was just killed).
