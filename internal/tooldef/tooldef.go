@@ -1,6 +1,6 @@
 // Package tooldef declares a tool once: its name, its description for a
-// model, the Go struct its arguments are decoded into, and a sample of
-// those arguments. The parameters JSON Schema a model is given is derived
+// model, the Go struct its arguments are decoded into, a sample of those
+// arguments, and its title and hints for the clients that show them. The parameters JSON Schema a model is given is derived
 // from that struct, so that the schema the registry validates against and
 // the struct the tool reads cannot drift apart; the sample lets the tests
 // that call every tool do so without a table of arguments per tool.
@@ -18,13 +18,15 @@ import (
 )
 
 // Def is the declared part of a tool. A tool embeds it, which gives the
-// tool the Name, Description and Parameters methods of registry.Tool, and
-// writes Execute, which reads its arguments with Decode.
+// tool the Name, Description and Parameters methods of registry.Tool and
+// the Annotations method of registry.Annotated, and writes Execute, which
+// reads its arguments with Decode.
 type Def[Args any] struct {
 	name        string
 	description string
 	params      json.RawMessage
 	sample      json.RawMessage
+	annotations registry.Annotations
 }
 
 // Option adds to a declaration what New's arguments do not say.
@@ -32,8 +34,11 @@ type Option func(d *declaration) error
 
 // declaration is what the options of one New call see and set.
 type declaration struct {
-	args   reflect.Type // the Args of New
-	sample json.RawMessage
+	args        reflect.Type // the Args of New
+	sample      json.RawMessage
+	annotations registry.Annotations
+	// titled and hinted: Title and Hints were given.
+	titled, hinted bool
 }
 
 // Sample is one arguments object a model could send the tool, given as a
@@ -60,6 +65,71 @@ func Sample[A any](args A) Option {
 	}
 }
 
+// Title is the tool's short name for people ("Read file"), which MCP
+// clients show instead of its name. A tool that gives a Title gives its
+// Hints too.
+func Title(title string) Option {
+	return func(d *declaration) error {
+		if strings.TrimSpace(title) == "" {
+			return fmt.Errorf("an empty Title")
+		}
+		d.annotations.Title, d.titled = title, true
+		return nil
+	}
+}
+
+// Hint is one thing every call of a tool does, or does not do, to its
+// environment.
+type Hint int
+
+// The hints. Each must hold for every call the tool could be given: a
+// client may run a read-only tool without asking, and ask before a
+// destructive one.
+const (
+	// ReadOnly: a call changes nothing outside the service.
+	ReadOnly Hint = iota + 1
+	// Destructive: a call may change or delete what exists (never with
+	// ReadOnly).
+	Destructive
+	// Idempotent: a second call with the same arguments has no further
+	// effect.
+	Idempotent
+	// OpenWorld: a call may reach what is outside the service (the
+	// internet, a chat platform, a model).
+	OpenWorld
+)
+
+// Hints are the hints that hold for the tool, for the clients that show
+// them or ask before a call (MCP's tool annotations); a hint left out is
+// said not to hold, so Hints() with none says that a call changes what is
+// here without destroying anything and reaches nothing outside. A tool
+// that gives Hints gives its Title too.
+func Hints(hints ...Hint) Option {
+	return func(d *declaration) error {
+		a := &d.annotations
+		a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld = false, false, false, false
+		for _, h := range hints {
+			switch h {
+			case ReadOnly:
+				a.ReadOnly = true
+			case Destructive:
+				a.Destructive = true
+			case Idempotent:
+				a.Idempotent = true
+			case OpenWorld:
+				a.OpenWorld = true
+			default:
+				return fmt.Errorf("no hint %d", h)
+			}
+		}
+		if a.ReadOnly && a.Destructive {
+			return fmt.Errorf("the Hints say ReadOnly and Destructive: a call that changes nothing destroys nothing")
+		}
+		d.hinted = true
+		return nil
+	}
+}
+
 // New declares the tool name, described to models by description, whose
 // arguments are decoded into Args.
 //
@@ -70,11 +140,11 @@ func Sample[A any](args A) Option {
 // bounds, enums, and descriptions that quote Go constants.
 //
 // opts add the rest of the declaration; every built-in tool gives a
-// Sample of its arguments.
+// Sample of its arguments, its Title and its Hints.
 //
 // A mistake in the declaration (a type jsonschema-go cannot describe, a
 // limit on a property Args lacks or of the wrong kind, a sample of another
-// type) panics: it is a programming error, and every test that builds the
+// type, a Title without Hints or Hints without a Title) panics: it is a programming error, and every test that builds the
 // tool finds it.
 func New[Args any](name, description string, limits func(p Prop), opts ...Option) Def[Args] {
 	params, err := derive[Args](limits)
@@ -87,7 +157,12 @@ func New[Args any](name, description string, limits func(p Prop), opts ...Option
 			panic(fmt.Sprintf("tool %s: %v", name, err))
 		}
 	}
-	return Def[Args]{name: name, description: description, params: params, sample: d.sample}
+	// Apart, each would tell clients the other's zero value: a tool
+	// without a title, or one that claims no hint holds.
+	if d.titled != d.hinted {
+		panic(fmt.Sprintf("tool %s: give its Title and its Hints together (tooldef.Title(...), tooldef.Hints(...))", name))
+	}
+	return Def[Args]{name: name, description: description, params: params, sample: d.sample, annotations: d.annotations}
 }
 
 // Name implements registry.Tool.
@@ -104,6 +179,10 @@ func (d Def[Args]) Parameters() json.RawMessage { return d.params }
 // Sample returns the arguments of the declaration's Sample as JSON, or
 // nil when it has none.
 func (d Def[Args]) Sample() json.RawMessage { return d.sample }
+
+// Annotations implements registry.Annotated: the Title and Hints of the
+// declaration, or none.
+func (d Def[Args]) Annotations() registry.Annotations { return d.annotations }
 
 // Decode reads arguments that passed the schema into Args (see
 // registry.Decode).

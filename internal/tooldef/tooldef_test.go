@@ -142,6 +142,50 @@ func TestSample(t *testing.T) {
 	New[exampleArgs]("example", "An example.", exampleLimits, Sample(item{Name: "x"}))
 }
 
+// TestAnnotations: the Title and Hints reach the registry as the tool's
+// annotations, and the mistakes in them (one without the other, an empty
+// title, a read-only tool that destroys) panic with what to give.
+func TestAnnotations(t *testing.T) {
+	d := New[exampleArgs]("example", "An example.", nil, Title("Example"), Hints(ReadOnly, Idempotent, OpenWorld))
+	want := registry.Annotations{Title: "Example", ReadOnly: true, Idempotent: true, OpenWorld: true}
+	if got := d.Annotations(); got != want {
+		t.Errorf("Annotations() = %+v, want %+v", got, want)
+	}
+	if got := New[exampleArgs]("example", "An example.", nil, Title("Memory"), Hints()).Annotations(); got != (registry.Annotations{Title: "Memory"}) {
+		t.Errorf("Annotations() with Hints() = %+v", got)
+	}
+	if got := New[exampleArgs]("example", "An example.", nil).Annotations(); got != (registry.Annotations{}) {
+		t.Errorf("Annotations() without Title and Hints = %+v", got)
+	}
+	reg := registry.New(registry.Options{})
+	if err := reg.Register(exampleTool{d}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Definitions()[0].Annotations; got != want {
+		t.Errorf("registered annotations %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"title alone", []Option{Title("Example")}, "give its Title and its Hints together"},
+		{"hints alone", []Option{Hints(ReadOnly)}, "give its Title and its Hints together"},
+		{"empty title", []Option{Title(" "), Hints()}, "an empty Title"},
+		{"read-only and destructive", []Option{Title("Example"), Hints(ReadOnly, Destructive)}, "ReadOnly and Destructive"},
+		{"unknown hint", []Option{Title("Example"), Hints(Hint(0))}, "no hint 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if msg, _ := recover().(string); !strings.HasPrefix(msg, "tool example: ") || !strings.Contains(msg, tc.want) {
+					t.Errorf("panic %q; want one naming %q", msg, tc.want)
+				}
+			}()
+			New[exampleArgs]("example", "An example.", nil, tc.opts...)
+		})
+	}
+}
+
 type exampleTool struct{ Def[exampleArgs] }
 
 func (exampleTool) Execute(context.Context, json.RawMessage) (string, error) { return "", nil }
