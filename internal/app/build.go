@@ -176,7 +176,7 @@ func registerRow(reg *registry.Registry, def toolDef, t registry.Tool) error {
 	if t.Name() != def.name {
 		return fmt.Errorf("the toolsets row %q built a tool named %q", def.name, t.Name())
 	}
-	return reg.RegisterAnnotated(t, def.hints)
+	return reg.Register(t)
 }
 
 func (b *builder) readFile() (registry.Tool, string, error) {

@@ -378,15 +378,18 @@ func sample(schema map[string]any) any {
 	return nil
 }
 
-// TestRowsHaveHints: every built-in tool states a title and hints that
-// agree with one another (a read-only tool destroys nothing).
+// TestRowsHaveHints: every built-in tool, as registered, has a title and
+// hints that agree with one another (a read-only tool destroys nothing):
+// MCP clients show the title, and may run a read-only tool without asking.
 func TestRowsHaveHints(t *testing.T) {
-	for _, set := range toolsets() {
-		for _, row := range set.tools {
-			h := row.hints
-			if h.Title == "" || (h.ReadOnly && h.Destructive) {
-				t.Errorf("%s: hints %+v", row.name, h)
-			}
+	a := everyTool(t, "http://127.0.0.1:9/v1")
+	for _, def := range a.reg.Definitions() {
+		h, name := def.Annotations, def.Function.Name
+		switch {
+		case h.Title == "":
+			t.Errorf("%s has no title or hints: add tooldef.Title(\"...\") and tooldef.Hints(...) (those of tooldef.ReadOnly, Destructive, Idempotent, OpenWorld that hold for every call) to its tooldef.New", name)
+		case h.ReadOnly && h.Destructive:
+			t.Errorf("%s: hints %+v: a read-only tool destroys nothing", name, h)
 		}
 	}
 }

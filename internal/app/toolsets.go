@@ -35,26 +35,6 @@ type toolDef struct {
 	name   string
 	build  func(b *builder) (t registry.Tool, note string, err error)
 	agents agentUse
-	// hints are the tool's title and what a call does to its environment,
-	// for the clients that show them or ask before a call (MCP).
-	hints registry.Annotations
-}
-
-// The kinds of hints the rows use; each row names its title.
-var (
-	// reads: changes nothing, and reads only what is here.
-	reads = registry.Annotations{ReadOnly: true, Idempotent: true}
-	// fetches: changes nothing here, but reaches the outside world.
-	fetches = registry.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true}
-	// agentHints: an agent asks a model and may call tools that change
-	// and delete files and run commands.
-	agentHints = registry.Annotations{Destructive: true, OpenWorld: true}
-)
-
-// titled returns a with its Title set.
-func titled(title string, a registry.Annotations) registry.Annotations {
-	a.Title = title
-	return a
 }
 
 // agentUse says which of the service's own agents may call a tool, besides
@@ -81,47 +61,33 @@ type toolsetDef struct {
 
 // toolsets is every tool of the service, by toolset, in the order they are
 // built. A new tool is a file in internal/tools (its arguments struct, and
-// a constructor that declares the name, description and limits with
-// tooldef.New) and a row here: the name, how to build it (a builder
-// method, which may leave the tool off when a dependency is missing) and
-// which agents may use it. The tests of this package build every row and
-// check each tool's schema against its arguments struct.
+// a constructor that declares the name, description, limits, sample,
+// title and hints with tooldef.New) and a row here: the name, how to
+// build it (a builder method, which may leave the tool off when a
+// dependency is missing) and which agents may use it. The tests of this
+// package build every row and check each tool's schema against its
+// arguments struct, and its title and hints.
 func toolsets() []toolsetDef {
 	return []toolsetDef{
 		{Files, []toolDef{
-			{"read_file", (*builder).readFile, allAgents,
-				titled("Read file", reads)},
-			{"write_file", (*builder).writeFile, allAgents,
-				titled("Write file", registry.Annotations{Destructive: true, Idempotent: true})},
-			{"edit_file", (*builder).editFile, allAgents,
-				titled("Edit file", registry.Annotations{Destructive: true})},
-			{"list_dir", (*builder).listDir, allAgents,
-				titled("List folder", reads)},
-			{"file_search", (*builder).fileSearch, allAgents,
-				titled("Search files", reads)},
+			{"read_file", (*builder).readFile, allAgents},
+			{"write_file", (*builder).writeFile, allAgents},
+			{"edit_file", (*builder).editFile, allAgents},
+			{"list_dir", (*builder).listDir, allAgents},
+			{"file_search", (*builder).fileSearch, allAgents},
 		}},
-		{Shell, []toolDef{{"exec", (*builder).exec, allAgents,
-			titled("Run command", registry.Annotations{Destructive: true, OpenWorld: true})}}},
+		{Shell, []toolDef{{"exec", (*builder).exec, allAgents}}},
 		{Web, []toolDef{
-			{"web_fetch", (*builder).webFetch, allAgents,
-				titled("Fetch web page", fetches)},
-			{"screenshot", (*builder).screenshot, conversationAgent,
-				// It saves the picture in the workspace, over the file
-				// output_path names if there is one.
-				titled("Take screenshot", registry.Annotations{Destructive: true, OpenWorld: true})},
+			{"web_fetch", (*builder).webFetch, allAgents},
+			{"screenshot", (*builder).screenshot, conversationAgent},
 		}},
-		{Memory, []toolDef{{"memory", (*builder).memory, allAgents,
-			titled("Long-term memory", registry.Annotations{})}}},
+		{Memory, []toolDef{{"memory", (*builder).memory, allAgents}}},
 		{Agents, []toolDef{
-			{"spawn", (*builder).spawn, callersOnly,
-				titled("Start sub-agent", agentHints)},
-			{"workflow_run", (*builder).workflowRun, callersOnly,
-				titled("Run workflow", agentHints)},
-			{"send_message", (*builder).sendMessage, callersOnly,
-				titled("Message the assistant", agentHints)},
+			{"spawn", (*builder).spawn, callersOnly},
+			{"workflow_run", (*builder).workflowRun, callersOnly},
+			{"send_message", (*builder).sendMessage, callersOnly},
 		}},
-		{Channels, []toolDef{{"send_media", (*builder).sendMedia, callersOnly,
-			titled("Send file to chat", registry.Annotations{OpenWorld: true})}}},
+		{Channels, []toolDef{{"send_media", (*builder).sendMedia, callersOnly}}},
 	}
 }
 

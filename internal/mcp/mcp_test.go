@@ -24,11 +24,14 @@ func (echoTool) Execute(_ context.Context, args json.RawMessage) (string, error)
 	err := json.Unmarshal(args, &a)
 	return a.Text, err
 }
+func (echoTool) Annotations() registry.Annotations {
+	return registry.Annotations{Title: "Echo", ReadOnly: true, Idempotent: true}
+}
 
 func newTestServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	reg := registry.New(registry.Options{})
-	if err := reg.RegisterAnnotated(echoTool{}, registry.Annotations{Title: "Echo", ReadOnly: true, Idempotent: true}); err != nil {
+	if err := reg.Register(echoTool{}); err != nil {
 		t.Fatal(err)
 	}
 	h := NewHandler(Options{Registry: reg, Version: "test", MaxBodyBytes: 1 << 20,

@@ -21,9 +21,10 @@ type Annotations struct {
 	OpenWorld bool
 }
 
-// Annotated is implemented by tools that state their own annotations
-// (tools from a file, tools of a mounted MCP server). Built-in tools get
-// theirs from the row that registers them (RegisterAnnotated).
+// Annotated is implemented by tools that state their annotations: the
+// built-in tools (their tooldef declaration's Title and Hints), tools from
+// a file (its hints) and tools of a mounted MCP server (the server's). A
+// tool that does not has none: no title, and no hint holds.
 type Annotated interface {
 	Annotations() Annotations
 }

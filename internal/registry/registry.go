@@ -230,17 +230,6 @@ func (r *Registry) Register(t Tool) error {
 	return r.add(e)
 }
 
-// RegisterAnnotated is Register with the tool's annotations given by its
-// caller (the row that declares a built-in tool).
-func (r *Registry) RegisterAnnotated(t Tool, a Annotations) error {
-	e, err := newEntry(t, "")
-	if err != nil {
-		return err
-	}
-	e.def.Annotations = a
-	return r.add(e)
-}
-
 func (r *Registry) add(e *entry) error {
 	t := e.tool
 	name := t.Name()

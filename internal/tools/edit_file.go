@@ -44,7 +44,8 @@ func NewEditFile(ws *workspace.Workspace) *EditFile {
 			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("old_str").MinLength(1)
 		},
-		tooldef.Sample(editFileArgs{Path: "a.txt", OldStr: "hello", NewStr: "hi"}))
+		tooldef.Sample(editFileArgs{Path: "a.txt", OldStr: "hello", NewStr: "hi"}),
+		tooldef.Title("Edit file"), tooldef.Hints(tooldef.Destructive))
 	return &EditFile{Def: def, ws: ws}
 }
 

@@ -95,7 +95,8 @@ func NewExec(ws *workspace.Workspace, o ExecOptions) *Exec {
 		p.Prop("command").MinLength(1).MaxLength(shellguard.MaxScriptBytes)
 		p.Prop("timeout").Minimum(1).Maximum(int(o.MaxTimeout / time.Second)).
 			Description(fmt.Sprintf("Seconds before the command is stopped. Default: %d.", int(o.DefaultTimeout/time.Second)))
-	}, tooldef.Sample(execArgs{Command: "true"}))
+	}, tooldef.Sample(execArgs{Command: "true"}),
+		tooldef.Title("Run command"), tooldef.Hints(tooldef.Destructive, tooldef.OpenWorld))
 	return e
 }
 

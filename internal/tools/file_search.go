@@ -65,7 +65,8 @@ func NewFileSearch(ws *workspace.Workspace, workers int, budget time.Duration) *
 				Description(fmt.Sprintf("Matches to show, 1-%d (default %d); the total is always counted", searchMaxLimit, searchDefaultLimit))
 			p.Prop("exclude").MaxItems(50).Items().MinLength(1).MaxLength(255)
 		},
-		tooldef.Sample(fileSearchArgs{Path: "."}))
+		tooldef.Sample(fileSearchArgs{Path: "."}),
+		tooldef.Title("Search files"), tooldef.Hints(tooldef.ReadOnly, tooldef.Idempotent))
 	return &FileSearch{Def: def, ws: ws, workers: workers, budget: budget}
 }
 

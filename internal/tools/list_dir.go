@@ -41,7 +41,8 @@ func NewListDir(ws *workspace.Workspace, maxEntries int) *ListDir {
 		func(p tooldef.Prop) {
 			p.Prop("path").MaxLength(workspace.MaxPathLen)
 		},
-		tooldef.Sample(listDirArgs{}))
+		tooldef.Sample(listDirArgs{}),
+		tooldef.Title("List folder"), tooldef.Hints(tooldef.ReadOnly, tooldef.Idempotent))
 	return &ListDir{Def: def, ws: ws, maxEntries: maxEntries}
 }
 

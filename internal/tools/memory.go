@@ -72,7 +72,10 @@ func NewMemory(store *memory.Store) *Memory {
 			p.Prop("recent_count").Minimum(1).Maximum(memoryMaxShown).
 				Description(fmt.Sprintf("read without a range: how many of the newest entries to show (default %d)", memoryDefaultRecent))
 		},
-		tooldef.Sample(memoryArgs{Action: "read"}))
+		tooldef.Sample(memoryArgs{Action: "read"}),
+		// None holds: a write adds an entry to the memory file, and
+		// removes nothing.
+		tooldef.Title("Long-term memory"), tooldef.Hints())
 	return &Memory{Def: def, store: store}
 }
 

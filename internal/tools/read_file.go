@@ -113,7 +113,8 @@ func NewReadFile(ws *workspace.Workspace, maxChars int, skills SkillGate) *ReadF
 			p.Prop("start_line").Minimum(1)
 			p.Prop("end_line").Minimum(1)
 		},
-		tooldef.Sample(readFileArgs{Path: "a.txt"}))
+		tooldef.Sample(readFileArgs{Path: "a.txt"}),
+		tooldef.Title("Read file"), tooldef.Hints(tooldef.ReadOnly, tooldef.Idempotent))
 	return &ReadFile{Def: def, ws: ws, maxChars: maxChars, skills: skills}
 }
 

@@ -74,7 +74,10 @@ func NewScreenshot(ws *workspace.Workspace, b *browser.Browser, d *desktop.Captu
 			p.Prop("wait_time").Minimum(0).Maximum(10000)
 			p.Prop("timeout").Minimum(1).Maximum(300)
 		},
-		tooldef.Sample(screenshotArgs{URL: "http://127.0.0.1:9/"}))
+		tooldef.Sample(screenshotArgs{URL: "http://127.0.0.1:9/"}),
+		// It saves the picture in the workspace, over the file output_path
+		// names if there is one.
+		tooldef.Title("Take screenshot"), tooldef.Hints(tooldef.Destructive, tooldef.OpenWorld))
 	return &Screenshot{Def: def, ws: ws, browser: b, desktop: d, opts: opts}
 }
 

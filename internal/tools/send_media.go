@@ -50,7 +50,8 @@ func NewSendMedia(ws *workspace.Workspace, ch *channels.Manager, log zerolog.Log
 			p.Prop("file_paths").MinItems(1).MaxItems(sendMediaMaxFiles).Items().MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("message").MaxLength(4000)
 		},
-		tooldef.Sample(sendMediaArgs{FilePaths: []string{"a.txt"}}))
+		tooldef.Sample(sendMediaArgs{FilePaths: []string{"a.txt"}}),
+		tooldef.Title("Send file to chat"), tooldef.Hints(tooldef.OpenWorld))
 	return &SendMedia{Def: def, ws: ws, channels: ch, log: log}
 }
 

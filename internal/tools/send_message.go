@@ -35,7 +35,10 @@ func NewSendMessage(c *agent.Conversations, maxConcurrent int) *SendMessage {
 		func(p tooldef.Prop) {
 			p.Prop("text").MinLength(1).MaxLength(4000)
 		},
-		tooldef.Sample(sendMessageArgs{Text: "hello"}))
+		tooldef.Sample(sendMessageArgs{Text: "hello"}),
+		// It asks a model, which may call tools that change and delete
+		// files and run commands.
+		tooldef.Title("Message the assistant"), tooldef.Hints(tooldef.Destructive, tooldef.OpenWorld))
 	return &SendMessage{Def: def, conv: c, maxConcurrent: maxConcurrent}
 }
 

@@ -42,7 +42,10 @@ func NewSpawn(m *agent.Manager, timeout time.Duration, maxConcurrent int) *Spawn
 			p.Prop("task").MinLength(1).MaxLength(100000)
 			p.Prop("label").MaxLength(100)
 		},
-		tooldef.Sample(spawnArgs{Task: "Say hello.", Wait: true}))
+		tooldef.Sample(spawnArgs{Task: "Say hello.", Wait: true}),
+		// It asks a model, which may call tools that change and delete
+		// files and run commands.
+		tooldef.Title("Start sub-agent"), tooldef.Hints(tooldef.Destructive, tooldef.OpenWorld))
 	return &Spawn{Def: def, agents: m, timeout: timeout, maxConcurrent: maxConcurrent}
 }
 

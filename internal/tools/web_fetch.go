@@ -68,7 +68,8 @@ func NewWebFetch(guard *netguard.Guard, ex *extract.Extractor, opts WebFetchOpti
 			p.Prop("maxChars").Minimum(100).Maximum(maxFetchChars).
 				Description(fmt.Sprintf("Most characters of text returned per page (default %d); the pages of a batch share at most %d", defaultFetchChars, maxFetchChars))
 		},
-		tooldef.Sample(webFetchArgs{URL: "http://127.0.0.1:9/"}))
+		tooldef.Sample(webFetchArgs{URL: "http://127.0.0.1:9/"}),
+		tooldef.Title("Fetch web page"), tooldef.Hints(tooldef.ReadOnly, tooldef.Idempotent, tooldef.OpenWorld))
 	return &WebFetch{
 		Def:        def,
 		guard:      guard,

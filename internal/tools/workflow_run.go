@@ -59,7 +59,10 @@ func NewWorkflowRun(r agent.Runner, agentTimeout time.Duration) *WorkflowRun {
 			p.Prop("cross_review").
 				Description("council mode: after the first round, each member reviews the others' answers and revises its own")
 		},
-		tooldef.Sample(agent.Workflow{Goal: "Say hello.", Agents: []agent.Slot{{Task: "Say hello."}}}))
+		tooldef.Sample(agent.Workflow{Goal: "Say hello.", Agents: []agent.Slot{{Task: "Say hello."}}}),
+		// It asks a model, which may call tools that change and delete
+		// files and run commands.
+		tooldef.Title("Run workflow"), tooldef.Hints(tooldef.Destructive, tooldef.OpenWorld))
 	return &WorkflowRun{Def: def, runner: r, timeout: workflowStages*agentTimeout + 30*time.Second}
 }
 

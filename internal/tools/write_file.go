@@ -36,7 +36,8 @@ func NewWriteFile(ws *workspace.Workspace) *WriteFile {
 			p.Prop("path").MinLength(1).MaxLength(workspace.MaxPathLen)
 			p.Prop("mode").Enum("overwrite", "append")
 		},
-		tooldef.Sample(writeFileArgs{Path: "b.txt", Content: "hello\n"}))
+		tooldef.Sample(writeFileArgs{Path: "b.txt", Content: "hello\n"}),
+		tooldef.Title("Write file"), tooldef.Hints(tooldef.Destructive, tooldef.Idempotent))
 	return &WriteFile{Def: def, ws: ws}
 }
 
