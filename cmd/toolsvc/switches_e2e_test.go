@@ -28,35 +28,80 @@ func toolLines(t *testing.T, s *testServer) map[string][2]string {
 	return out
 }
 
+// switchedOn returns whether the switches in env (TOOLS_ENABLED,
+// TOOLS_DISABLED) leave a tool on, reading their tool and toolset names
+// by app.Toolsets.
+func switchedOn(env map[string]string) func(tool string) bool {
+	names := func(list string) map[string]bool {
+		out := map[string]bool{}
+		for _, n := range strings.Split(list, ",") {
+			n = strings.TrimSpace(n)
+			for _, set := range app.Toolsets() {
+				for _, tool := range set.Tools {
+					if n == set.Name || n == tool {
+						out[tool] = true
+					}
+				}
+			}
+		}
+		return out
+	}
+	enabled, disabled := names(env["TOOLS_ENABLED"]), names(env["TOOLS_DISABLED"])
+	return func(tool string) bool {
+		return (env["TOOLS_ENABLED"] == "" || enabled[tool]) && !disabled[tool]
+	}
+}
+
 // TestToolSwitches: TOOLSVC_TOOLS_ENABLED and TOOLSVC_TOOLS_DISABLED,
 // with tool and toolset names, decide what GET /tools advertises; every
 // tool left out is in /readyz with the reason, a call to it is an unknown
 // tool, and the start-up log has one line per tool.
+//
+// What each case serves is derived, so that a new tool needs no line
+// here: the tools a start without switches serves, less those the case's
+// switches leave out and those its off names for another reason (a
+// case's other settings may only turn tools off, and off names them).
 func TestToolSwitches(t *testing.T) {
 	t.Parallel()
+	baseline := startServer(t, nil).toolNames(t)
+	// The derived lists are not empty: a start without switches serves
+	// the files toolset at least.
+	for _, set := range app.Toolsets() {
+		if set.Name != app.Files {
+			continue
+		}
+		for _, tool := range set.Tools {
+			if !slices.Contains(baseline, tool) {
+				t.Fatalf("a start without switches does not serve %s: GET /tools = %v", tool, baseline)
+			}
+		}
+	}
 	cases := []struct {
 		name string
 		env  map[string]string
-		want []string // GET /tools, sorted
-		off  map[string]string
+		off  map[string]string // /readyz reasons
 	}{
 		{"toolset and tool disabled", map[string]string{"TOOLS_DISABLED": "shell, screenshot", "MEMORY_ENABLED": "false"},
-			[]string{"edit_file", "file_search", "list_dir", "read_file", "web_fetch", "write_file"},
 			map[string]string{"exec": "off: switched off by TOOLSVC_TOOLS_DISABLED", "screenshot": "off: switched off by TOOLSVC_TOOLS_DISABLED",
 				"memory": "off: TOOLSVC_MEMORY_ENABLED is false"}},
 		{"only toolsets enabled", map[string]string{"TOOLS_ENABLED": "files,memory"},
-			[]string{"edit_file", "file_search", "list_dir", "memory", "read_file", "write_file"},
 			map[string]string{"exec": "off: not in TOOLSVC_TOOLS_ENABLED", "web_fetch": "off: not in TOOLSVC_TOOLS_ENABLED"}},
 		{"disabled wins over enabled", map[string]string{"TOOLS_ENABLED": "files,exec", "TOOLS_DISABLED": "write_file,edit_file,exec", "EXEC_SANDBOX": "none"},
-			[]string{"file_search", "list_dir", "read_file"},
 			map[string]string{"write_file": "off: switched off by TOOLSVC_TOOLS_DISABLED", "exec": "off: switched off by TOOLSVC_TOOLS_DISABLED"}},
 	}
 	for _, tc := range cases {
+		on := switchedOn(tc.env)
+		want := []string{} // GET /tools, sorted as baseline is
+		for _, tool := range baseline {
+			if on(tool) && tc.off[tool] == "" {
+				want = append(want, tool)
+			}
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t, tc.env)
-			if got := s.toolNames(t); !slices.Equal(got, tc.want) {
-				t.Errorf("GET /tools = %v, want %v", got, tc.want)
+			if got := s.toolNames(t); !slices.Equal(got, want) {
+				t.Errorf("GET /tools = %v, want %v", got, want)
 			}
 			code, r := s.readyz(t)
 			if code != 200 {
@@ -74,7 +119,7 @@ func TestToolSwitches(t *testing.T) {
 			for _, set := range app.Toolsets() {
 				for _, tool := range set.Tools {
 					l, ok := lines[tool]
-					on := slices.Contains(tc.want, tool)
+					on := slices.Contains(want, tool)
 					switch {
 					case !ok:
 						t.Errorf("no start-up line for %s", tool)
