@@ -161,9 +161,11 @@ func TestNoPrivilegeReachesCommand(t *testing.T) {
 		// hides them.
 		targets, files := []string{vpid, self}, []string{"environ", "mem"}
 		ownProc := s.mode == Bwrap || s.mountns
-		if os.Geteuid() != 0 && !ownProc {
+		if os.Geteuid() != 0 && !ownProc && !s.scoped {
 			// A service that is not root shares its account with the
-			// processes it starts: only the service itself is protected.
+			// processes it starts: only the service itself is protected,
+			// unless the command is in a Landlock domain of its own,
+			// which refuses it access to every process outside.
 			targets = []string{self}
 		}
 		if ownProc {
