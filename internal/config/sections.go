@@ -60,6 +60,7 @@ type Access struct {
 	AdminKeys     APIKeys `env:"ADMIN_KEYS" desc:"comma-separated bearer keys, name=key or bare, that also see, follow and cancel every key's sub-agent tasks (those started before keys were set included); they need no entry in API_KEYS"`
 	CORSOrigins   List    `env:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com; * for any, only with TOOLSVC_API_KEYS; null, the origin of sandboxed frames and local files, only when listed), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. A browser's request from any other web page gets 403. Empty: no browser page may call the API"`
 	AllowedHosts  List    `env:"ALLOWED_HOSTS" desc:"comma-separated host names (or *.example.com) the Host header may name besides localhost and loopback addresses, any port, e.g. the name a reverse proxy forwards. Requests that come in on a loopback address and name another host get 403, which keeps renamed (DNS rebinding) pages out; when set, the check applies on every address. /healthz, /readyz and the signed /media/ links of TOOLSVC_PUBLIC_URL are exempt"`
+	PolicyFile    string  `env:"POLICY_FILE" desc:"YAML or JSON file of what each key (by its name in API_KEYS or ADMIN_KEYS) may do: the tools it may call and see (tools: allow/deny, names, toolsets or globs), its rate (rate: per_minute, burst) and its calls at once (max_concurrent), with a default for the keys it does not list; a tool a key may not call answers as an unknown tool, a key over its rate or its calls at once gets 429. A mistake in it (an unknown key, tool or field) stops start-up, SIGHUP reloads it with the tools file. Needs API_KEYS or ADMIN_KEYS. Empty: every key calls every tool, unlimited"`
 }
 
 // KeysConfigured reports whether any key is set, so that every route but
@@ -74,6 +75,9 @@ func (s Access) validate(bad report) {
 		bad("ADDR", "%q is not a loopback address and TOOLSVC_API_KEYS is empty: anyone who can reach it could run commands. Set TOOLSVC_API_KEYS, or TOOLSVC_ALLOW_INSECURE=true if something else guards the port", s.Addr)
 	}
 	s.validateKeys(bad)
+	if s.PolicyFile != "" && !s.KeysConfigured() {
+		bad("POLICY_FILE", "a policy says what each key may do, and no key is set: set TOOLSVC_API_KEYS (or TOOLSVC_ADMIN_KEYS) too, or leave TOOLSVC_POLICY_FILE empty")
+	}
 	for _, o := range s.CORSOrigins {
 		if !validOrigin(o) {
 			bad("CORS_ORIGINS", "%q is not an origin such as https://chat.example.com or http://localhost:3000, nor * or null", o)
