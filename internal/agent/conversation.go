@@ -169,10 +169,11 @@ func NewFileConversations(dir string, log zerolog.Logger, redact func(string) st
 	return &FileConversations{dir: dir, log: log, redact: redact, now: now, locks: map[string]*sessionLock{}}, nil
 }
 
-// Tools returns the names of the tools the conversation agent may use now.
-func (c *Conversations) Tools() []string {
+// tools returns the names of the tools the conversation agent of the key
+// named key may use now.
+func (c *Conversations) tools(key string) []string {
 	var out []string
-	for _, d := range Restrict(c.opts.Tools.Definitions(), c.opts.Allowed) {
+	for _, d := range Restrict(c.opts.Tools.DefinitionsFor(key), c.opts.Allowed) {
 		out = append(out, d.Function.Name)
 	}
 	return out
@@ -212,7 +213,7 @@ func (c *Conversations) Send(ctx context.Context, owner, session, text string, o
 		defer hold.Release()
 		past = trimHistory(repairHistory(hold.Messages()))
 	}
-	loop := &Loop{Model: c.opts.Model, Tools: c.opts.Tools, Allowed: c.Tools(), MaxTurns: c.opts.MaxTurns,
+	loop := &Loop{Model: c.opts.Model, Tools: c.opts.Tools, Allowed: c.tools(owner), MaxTurns: c.opts.MaxTurns,
 		System: ConversationPrompt(c.opts.MaxTurns), Source: "send_message", Key: owner}
 	id := session
 	if id == "" {

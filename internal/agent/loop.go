@@ -13,10 +13,11 @@ import (
 )
 
 // Tools is the part of the registry a sub-agent uses: the definitions to
-// show the model, and Invoke, so every call is validated and audited like
-// any other.
+// show the model (those the key the work belongs to may call, so that the
+// model is shown nothing it may not call), and Invoke, so every call is
+// validated, held to the key's policy and audited like any other.
 type Tools interface {
-	Definitions() []registry.Definition
+	DefinitionsFor(key string) []registry.Definition
 	Invoke(ctx context.Context, name string, args []byte, meta registry.Meta) registry.Result
 }
 
@@ -104,7 +105,7 @@ func (l *Loop) Run(ctx context.Context, id, task string, obs Observer) Outcome {
 // Continue is Run after earlier messages of a conversation (user and
 // assistant texts), which the model sees before text.
 func (l *Loop) Continue(ctx context.Context, id string, history []Message, text string, obs Observer) Outcome {
-	defs := Restrict(l.Tools.Definitions(), l.Allowed)
+	defs := Restrict(l.Tools.DefinitionsFor(l.Key), l.Allowed)
 	names := make([]string, len(defs))
 	for i, d := range defs {
 		names[i] = d.Function.Name

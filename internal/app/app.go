@@ -36,6 +36,7 @@ import (
 	"github.com/countbot/toolsvc/internal/medialink"
 	"github.com/countbot/toolsvc/internal/metrics"
 	"github.com/countbot/toolsvc/internal/pgstore"
+	"github.com/countbot/toolsvc/internal/policy"
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -66,6 +67,7 @@ type App struct {
 	shared   *pgstore.Store        // TOOLSVC_DATABASE_URL's store; nil without one
 	out      *logbuf.Writer        // the log's output, which audit records may share
 	custom   *customtools.Reloader // the tools file's tools; nil without one
+	policy   *policy.Reloader      // the key policy's file; nil without one
 	handler  http.Handler
 	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
 	stopping context.Context
@@ -103,7 +105,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err := a.openShared(cfg.Replicas); err != nil {
 		return a, err
 	}
-	if err := a.newRegistry(cfg.Calls, cfg.Audit, red); err != nil {
+	// The policy decides every call, so the registry holds its enforcer
+	// from the start; the file is read once every tool is known.
+	var enf *policy.Enforcer
+	if cfg.Access.PolicyFile != "" {
+		enf = policy.NewEnforcer(keyNames(cfg.Access), nil)
+	}
+	if err := a.newRegistry(cfg.Calls, cfg.Audit, red, enf); err != nil {
 		return a, err
 	}
 	sk := skills.New(a.ws.Root(), cfg.Memory.SkillsDisabled) // read_file's gate and GET /skills
@@ -136,6 +144,12 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 	}
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
+	if enf != nil {
+		a.policy = policy.NewReloader(enf, cfg.Access.PolicyFile, a.policyNames(cfg.Access), a.log)
+		if err := a.policy.Load(); err != nil {
+			return a, err
+		}
+	}
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, agents, opts.Version)
 	return a, nil
@@ -201,10 +215,13 @@ func (a *App) openFolders(cfg config.Server, publicURL string) (err error) {
 
 // newRegistry builds the registry every call goes through, with the
 // metrics and, when on, the audit log watching it.
-func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Redactor) error {
+func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Redactor, enf *policy.Enforcer) error {
 	// Metrics watch every call, whichever door it came through.
 	a.metrics = metrics.New()
 	regOpts := registry.Options{Log: a.log, DefaultTimeout: calls.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
+	if enf != nil { // a nil *Enforcer in the interface would not be nil
+		regOpts.Policy = enf
+	}
 	if cfg.AuditEnabled {
 		opts := audit.Options{
 			Dir:               filepath.Join(a.dataDir, "audit_logs"),
@@ -339,14 +356,49 @@ func (a *App) Ready() (bool, map[string]string) {
 
 // Reload reads TOOLSVC_TOOLS_FILE again and replaces its tools at once:
 // calls already running finish on the old definitions, new calls and
-// every listing see the new ones. A file with a mistake changes nothing;
-// the error is logged and returned. Without a tools file it does nothing.
+// every listing see the new ones. Then it reads TOOLSVC_POLICY_FILE
+// again, checked against the tools now in force. A file with a mistake
+// changes nothing of its own; the error is logged and returned. Without
+// either file it does nothing.
 func (a *App) Reload() error {
-	if a.custom == nil {
-		a.log.Info().Msg("reload: no tools file (TOOLSVC_TOOLS_FILE) to reload")
+	if a.custom == nil && a.policy == nil {
+		a.log.Info().Msg("reload: no tools file (TOOLSVC_TOOLS_FILE) nor policy file (TOOLSVC_POLICY_FILE) to reload")
 		return nil
 	}
-	return a.custom.Reload()
+	var errs []error
+	if a.custom != nil {
+		errs = append(errs, a.custom.Reload())
+	}
+	if a.policy != nil {
+		errs = append(errs, a.policy.Reload())
+	}
+	return errors.Join(errs...)
+}
+
+// keyNames are the names of the API keys and the admin keys.
+func keyNames(cfg config.Access) []string {
+	return append(cfg.APIKeys.Names(), cfg.AdminKeys.Names()...)
+}
+
+// policyNames gives what the policy file may name, as the service has it
+// at each load: the keys, every tool (the built-in ones, on or off, those
+// registered and those of the tools file), the toolsets and the MCP
+// servers of the tools file's last good load.
+func (a *App) policyNames(cfg config.Access) func() policy.Names {
+	return func() policy.Names {
+		f := a.custom.Loaded()
+		n := policy.Names{Keys: keyNames(cfg), Tools: a.reg.Names(), Toolsets: map[string][]string{}, Servers: serverNames(f)}
+		for _, s := range append(Toolsets(), fileToolsets(f)...) {
+			n.Toolsets[s.Name] = s.Tools
+			n.Tools = append(n.Tools, s.Tools...)
+		}
+		if f != nil {
+			for _, s := range f.Tools {
+				n.Tools = append(n.Tools, s.Name)
+			}
+		}
+		return n
+	}
 }
 
 // Stop begins the shutdown: new calls are refused and running ones

@@ -72,6 +72,11 @@ type Record struct {
 	ResultTruncated bool      `json:"result_truncated"`
 	ResultLength    int       `json:"result_length"` // characters in the full result
 	ErrorCode       string    `json:"error_code,omitempty"`
+	// Decision is the key policy's, for a call it refused before it ran:
+	// "denied" (a tool the key may not call; answered as an unknown tool)
+	// or "rate_limited" (over the key's rate or its calls at once).
+	// Absent for every call that ran.
+	Decision string `json:"decision,omitempty"`
 }
 
 // Options configure a Log.

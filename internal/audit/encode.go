@@ -83,6 +83,10 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 		b = append(b, `,"error_code":`...)
 		b = jsonx.AppendString(b, rec.ErrorCode)
 	}
+	if rec.Decision != "" {
+		b = append(b, `,"decision":`...)
+		b = jsonx.AppendString(b, rec.Decision)
+	}
 	return append(b, '}', '\n'), args, nil
 }
 

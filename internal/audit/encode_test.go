@@ -27,6 +27,7 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 		{CallID: "c3", Arguments: `{"path": "trunc` + weird, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Status: StatusStarted},
 		{CallID: "c4", Arguments: map[string]any{"k": []any{"v", 1.5}}, Timestamp: ts.Add(500 * time.Millisecond), Status: StatusInterrupted, ErrorCode: CodeInterrupted},
 		{CallID: "c5", Arguments: json.RawMessage(`"just a string"`), Timestamp: ts, Result: strings.Repeat("ab", 3000)},
+		{CallID: "c6", ToolName: "exec", Facts: callinfo.Facts{Key: "carol"}, Timestamp: ts, Status: "error", ErrorCode: "rate_limited", Decision: "rate_limited"},
 	}
 	for _, rec := range cases {
 		var want bytes.Buffer

@@ -84,6 +84,7 @@ type loaded struct {
 	on        []string
 	off       map[string]string
 	subagents []string
+	file      *File
 }
 
 // NewReloader returns a Reloader that has loaded nothing yet.
@@ -168,7 +169,7 @@ func (r *Reloader) apply(f *File, sw Switches) error {
 	if err := r.o.Registry.ReplaceSet(Set, built.Tools); err != nil {
 		return fmt.Errorf("tools file %s: %w", f.Path, err)
 	}
-	r.state = loaded{on: built.On, off: built.Off, subagents: built.Subagents}
+	r.state = loaded{on: built.On, off: built.Off, subagents: built.Subagents, file: f}
 	log := r.o.Log
 	for _, s := range f.Tools {
 		if why, off := built.Off[s.Name]; off {
@@ -183,6 +184,18 @@ func (r *Reloader) apply(f *File, sw Switches) error {
 		}
 	}
 	return nil
+}
+
+// Loaded returns the file of the last good load (nil before one, and for
+// a nil Reloader): what else names its tools, toolsets and MCP servers
+// (the key policy) checks its names against it.
+func (r *Reloader) Loaded() *File {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.file
 }
 
 // SubagentTools lists the tools of the file and of its MCP servers that

@@ -57,6 +57,15 @@ func withState(r *http.Request) (*http.Request, *requestState) {
 	return r.WithContext(c), &c.st
 }
 
+// keyFrom returns the name of the key the gate authenticated for ctx's
+// request: what the key policy decides by. Empty without keys.
+func keyFrom(ctx context.Context) string {
+	if st := stateFrom(ctx); st != nil {
+		return st.caller.Key
+	}
+	return ""
+}
+
 func requestIDFrom(ctx context.Context) string {
 	if st := stateFrom(ctx); st != nil {
 		return st.id

@@ -7,6 +7,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/jsonx"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Kinds of HTTP-level failure. These are for the caller, not the model: a
@@ -23,9 +24,12 @@ const (
 	kindBodyTimeout      = "body_timeout"
 	kindBadRequest       = "bad_request"
 	kindOverloaded       = "overloaded"
-	kindShuttingDown     = "shutting_down"
-	kindNotReady         = "not_ready"
-	kindInternal         = "internal_error"
+	// kindRateLimited: the key is over its rate or its calls at once
+	// (TOOLSVC_POLICY_FILE); Retry-After says when to try again.
+	kindRateLimited  = "rate_limited"
+	kindShuttingDown = "shutting_down"
+	kindNotReady     = "not_ready"
+	kindInternal     = "internal_error"
 	// kindUnavailable: a dependency (the shared database) cannot be
 	// reached.
 	kindUnavailable = "unavailable"
@@ -44,6 +48,7 @@ var statusOf = map[string]int{
 	kindBodyTimeout:      http.StatusRequestTimeout,
 	kindBadRequest:       http.StatusBadRequest,
 	kindOverloaded:       http.StatusServiceUnavailable,
+	kindRateLimited:      http.StatusTooManyRequests,
 	kindShuttingDown:     http.StatusServiceUnavailable,
 	kindNotReady:         http.StatusServiceUnavailable,
 	kindInternal:         http.StatusInternalServerError,
@@ -73,6 +78,18 @@ func writeError(w http.ResponseWriter, kind, message string) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, b)
+}
+
+// writeRefused answers a call the key policy refused: an unknown tool's
+// 404 for a tool the key may not call, a 429 with Retry-After in whole
+// seconds for a key over its rate or its calls at once.
+func writeRefused(w http.ResponseWriter, res *registry.Result) {
+	if res.Error.Code != toolerr.RateLimited {
+		writeError(w, kindUnknownTool, res.Error.Message)
+		return
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(registry.RetrySeconds(res.RetryAfter), 10))
+	writeError(w, kindRateLimited, res.Error.Message)
 }
 
 // writeJSON marshals v before writing the header, so an encoding failure

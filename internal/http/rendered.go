@@ -23,33 +23,48 @@ type rendered struct {
 	openapiErr   error
 }
 
-// renderings renders the definitions once per registry generation: the
-// bytes stay the same between calls (model prompt caches depend on it)
-// until the tools change (tools from a file reloaded).
+// renderings renders the definitions once per registry generation and
+// per key that sees some tools only (TOOLSVC_POLICY_FILE): the bytes stay
+// the same between calls (model prompt caches depend on it) until the
+// tools or the policy change (a reload). Every key that sees every tool
+// shares one rendering.
 type renderings struct {
 	reg     *registry.Registry
 	version string
 	mu      sync.Mutex // one rendering at a time
 	cur     atomic.Pointer[rendered]
+	// keys are the renderings of the keys that see some tools only.
+	keys sync.Map // key name -> *rendered
 }
 
 func newRenderings(reg *registry.Registry, version string) *renderings {
 	r := &renderings{reg: reg, version: version}
-	r.get() // rendered now: the first request does not wait
+	r.get("") // rendered now: the first request does not wait
 	return r
 }
 
-// get returns the renderings of the registry's current generation.
-func (r *renderings) get() *rendered {
-	if cur := r.cur.Load(); cur != nil && cur.gen == r.reg.Generation() {
-		return cur
+// get returns the renderings of the registry's current generation for the
+// key named key.
+func (r *renderings) get(key string) *rendered {
+	if r.reg.SeesAll(key) {
+		return r.load(&r.cur, "")
+	}
+	v, _ := r.keys.LoadOrStore(key, &atomic.Pointer[rendered]{})
+	return r.load(v.(*atomic.Pointer[rendered]), key)
+}
+
+// load returns what cur holds, rendered again for key when the
+// generation changed.
+func (r *renderings) load(cur *atomic.Pointer[rendered], key string) *rendered {
+	if c := cur.Load(); c != nil && c.gen == r.reg.Generation() {
+		return c
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if cur := r.cur.Load(); cur != nil && cur.gen == r.reg.Generation() {
-		return cur
+	if c := cur.Load(); c != nil && c.gen == r.reg.Generation() {
+		return c
 	}
-	gen, defs := r.reg.Snapshot()
+	gen, defs := r.reg.SnapshotFor(key)
 	out := &rendered{gen: gen, formats: map[string][]byte{}, strict: map[string][]byte{}}
 	for _, f := range toolfmt.Formats()[1:] {
 		if out.formats[f], out.formatErr = toolfmt.Render(defs, f); out.formatErr != nil {
@@ -65,6 +80,6 @@ func (r *renderings) get() *rendered {
 	if out.openapiErr == nil {
 		out.openapiTools, out.openapiErr = openapi.Build(api.OpenAPI(), defs, r.version, true)
 	}
-	r.cur.Store(out)
+	cur.Store(out)
 	return out
 }

@@ -120,6 +120,7 @@ func NewHandler(opts Options) http.Handler {
 	s.rendered = newRenderings(opts.Registry, opts.Version)
 	mcpHandler := mcp.NewHandler(mcp.Options{
 		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
+		Key: keyFrom, Denied: s.mcpDenied,
 	})
 
 	r := chi.NewRouter()
@@ -240,10 +241,10 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindBadRequest, fmt.Sprintf("strict=true applies to the formats %s, not %s", strings.Join(toolfmt.StrictFormats(), " and "), format))
 		return
 	case strict != "true" && format == toolfmt.OpenAI:
-		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSON())
+		writeRaw(w, http.StatusOK, s.opts.Registry.DefinitionsJSONFor(keyFrom(r.Context())))
 		return
 	}
-	rd := s.rendered.get()
+	rd := s.rendered.get(keyFrom(r.Context()))
 	if rd.formatErr != nil {
 		s.opts.Log.Error().Err(rd.formatErr).Msg("tool definitions")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
@@ -259,7 +260,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) {
 // openAPI serves the OpenAPI document: the contract plus one operation
 // per tool, or (scope=tools) the tools' operations only.
 func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
-	rd := s.rendered.get()
+	rd := s.rendered.get(keyFrom(r.Context()))
 	if rd.openapiErr != nil {
 		s.opts.Log.Error().Err(rd.openapiErr).Msg("openapi document")
 		writeError(w, kindInternal, "internal error; the request ID is in the X-Request-ID header")
@@ -292,7 +293,22 @@ func (s *server) mcpInvoke(ctx context.Context, t registry.Target, args []byte) 
 		return registry.Result{}, "the service could not run the call (an internal fault, in its log). Next: tell the user the tool service needs its operator."
 	}
 	defer p.done()
-	return s.opts.Registry.InvokeTarget(p.ctx, t, args, *p.facts), ""
+	// A refusal of the key policy is a result: a tool the key may not
+	// call cannot come here (the MCP handler offers the key none), and a
+	// rate_limited result becomes the handler's JSON-RPC error.
+	a, refused, ok := s.opts.Registry.Admit(t, *p.facts)
+	if !ok {
+		return refused, ""
+	}
+	return s.opts.Registry.InvokeAdmitted(p.ctx, a, args), ""
+}
+
+// mcpDenied records a plain tools/call of a tool the caller's key may
+// not call, which the MCP handler then answers as an unknown tool.
+func (s *server) mcpDenied(ctx context.Context, t registry.Target) {
+	if st := stateFrom(ctx); st != nil && st.hasFacts {
+		s.opts.Registry.Admit(t, st.facts)
+	}
 }
 
 // mcpBody reads an MCP request's body as a call's body is read (size
@@ -313,7 +329,7 @@ func (s *server) mcpBody(h *mcp.Handler) http.HandlerFunc {
 
 func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
-	def, ok := s.opts.Registry.DefinitionJSON(name)
+	def, ok := s.opts.Registry.DefinitionJSONFor(keyFrom(r.Context()), name)
 	if !ok {
 		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
 		return
@@ -324,7 +340,14 @@ func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	// The tool is looked up once: the 404, the call's deadline and the
 	// call itself go by what this look-up found.
-	t := s.opts.Registry.Find(chi.URLParam(r, "name"))
+	// A tool the key may not call is not found either, and answered as
+	// one that does not exist; Admit records the refusal.
+	t := s.opts.Registry.FindFor(keyFrom(r.Context()), chi.URLParam(r, "name"))
+	if t.Denied() {
+		if st := stateFrom(r.Context()); st != nil {
+			s.opts.Registry.Admit(t, st.facts)
+		}
+	}
 	if !t.Found() {
 		writeError(w, kindUnknownTool, registry.UnknownToolMessage(t.Name()))
 		return
@@ -363,10 +386,18 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	defer callDone()
 	ctx, cancel, facts := p.ctx, p.cancel, *p.facts
+	// The key's policy is asked once the call holds its slot, before any
+	// answer is begun: its refusal is a 429 (or a 404) on either kind of
+	// call, streamed or not.
+	a, refused, ok := s.opts.Registry.Admit(t, facts)
+	if !ok {
+		writeRefused(w, &refused)
+		return
+	}
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, cancel, callDone, w, rc, t, body, facts)
+		s.invokeStream(ctx, cancel, callDone, w, rc, a, body, facts)
 		return
 	}
 	// A tool call may take as long as its own deadline allows (the server's
@@ -378,7 +409,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 {
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
-	res := s.opts.Registry.InvokeTarget(ctx, t, body, facts)
+	res := s.opts.Registry.InvokeAdmitted(ctx, a, body)
 	callDone()
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	writeResult(w, &s.resultBufs, &res)
@@ -387,7 +418,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 // invokeStream runs a call and streams the tool's progress as server-sent
 // events, each with a JSON object {"text": ...} as data, then one "result"
 // event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, t registry.Target, body []byte, facts callinfo.Facts) {
+func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, a registry.Admission, body []byte, facts callinfo.Facts) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -397,7 +428,7 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	_ = rc.Flush()
 
 	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
-	res := s.opts.Registry.InvokeTarget(registry.WithProgress(ctx, es.progress), t, body, facts)
+	res := s.opts.Registry.InvokeAdmitted(registry.WithProgress(ctx, es.progress), a, body)
 	callDone()
 	if !es.finish("result", res.AppendJSON(nil)) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", facts.Key).

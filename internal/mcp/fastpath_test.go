@@ -59,6 +59,11 @@ func testHandlers(t *testing.T) (fast, viaSDK *Handler, sdkCalls *countingHandle
 		if t.Name() == "say" && strings.Contains(string(args), "refuse me") {
 			return registry.Result{}, "every slot is taken. Next: retry."
 		}
+		if strings.Contains(string(args), "slow down") {
+			res := registry.Failed("say", toolerr.RateLimited, `the key "carol" is over its rate. Next: wait 3 seconds <&>.`)
+			res.RetryAfter = 2500 * time.Millisecond
+			return res, ""
+		}
 		return reg.InvokeTarget(ctx, t, args, registry.Meta{}), ""
 	}
 	opts := Options{Registry: reg, Invoke: invoke, Version: "test", MaxBodyBytes: 1 << 20}
@@ -100,6 +105,7 @@ func TestFastPathAnswersAsTheSDK(t *testing.T) {
 		{"arguments not an object", "2025-06-18", both, "application/json", call("3", `{"name":"say","arguments":[1]}`), true},
 		{"spaced arguments", "2025-06-18", both, "application/json", call("3", `{ "name" : "say" , "arguments" : { "text" : "a b" } }`), true},
 		{"refused by the gate", "2025-06-18", both, "application/json", call("4", `{"name":"say","arguments":{"text":"refuse me"}}`), true},
+		{"rate limited: a JSON-RPC error with the wait", "2025-06-18", both, "application/json", call("6", `{"name":"say","arguments":{"text":"slow down"}}`), true},
 		{"unknown tool", "2025-06-18", both, "application/json", call("5", `{"name":"nope","arguments":{}}`), false},
 		{"_meta", "2025-06-18", both, "application/json", call("5", `{"name":"say","arguments":{"text":"x"},"_meta":{"progressToken":1}}`), false},
 		{"fractional id", "2025-06-18", both, "application/json", call("5.5", `{"name":"say","arguments":{"text":"x"}}`), false},

@@ -8,13 +8,16 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/toolerr"
 )
 
 // Invoker runs one call of the tool t (looked up once, by the handler)
@@ -31,6 +34,15 @@ type Options struct {
 	Version  string
 	// MaxBodyBytes bounds a request's body (413 above it).
 	MaxBodyBytes int64
+	// Key returns the name of the caller's key from a request's context:
+	// tools/list shows it, and tools/call runs, only the tools its policy
+	// lets it call (the registry's FindFor and SnapshotFor). Nil: every
+	// caller is the same.
+	Key func(ctx context.Context) string
+	// Denied, when set, is told of a tools/call of a tool the key may not
+	// call, before it is answered as an unknown tool, so that the refusal
+	// is recorded.
+	Denied func(ctx context.Context, t registry.Target)
 }
 
 const instructions = "These are toolsvc's tools. Arguments are checked against each tool's input schema; " +
@@ -52,10 +64,11 @@ type Handler struct {
 	noFastPath bool
 	respBufs   sync.Pool // *[]byte: the fast path's response buffers
 
-	mu    sync.Mutex
-	gen   uint64
-	srv   *sdk.Server
-	names map[string]bool // the tools srv offers
+	mu  sync.Mutex
+	gen uint64
+	// servers are the MCP servers of generation gen, by view: "" for the
+	// keys that see every tool, the key's name for one that sees some.
+	servers map[string]*sdk.Server
 }
 
 // NewHandler returns the MCP endpoint's handler. It offers the tools
@@ -64,8 +77,8 @@ type Handler struct {
 // reloaded), and kept while it does not.
 func NewHandler(opts Options) *Handler {
 	h := &Handler{opts: opts}
-	h.current() // built now, so that the first request does not wait
-	h.sdk = fixErrors(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { s, _ := h.current(); return s },
+	h.current("") // built now, so that the first request does not wait
+	h.sdk = fixErrors(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return h.current(h.key(r.Context())) },
 		&sdk.StreamableHTTPOptions{
 			Stateless:           true,
 			JSONResponse:        true,
@@ -80,22 +93,37 @@ func NewHandler(opts Options) *Handler {
 	return h
 }
 
-// current is the server for the registry's generation, and the names of
-// the tools it offers.
-func (h *Handler) current() (*sdk.Server, map[string]bool) {
-	g := h.opts.Registry.Generation()
+// key is the name of the caller's key, "" without Options.Key.
+func (h *Handler) key(ctx context.Context) string {
+	if h.opts.Key == nil {
+		return ""
+	}
+	return h.opts.Key(ctx)
+}
+
+// current is the server for the registry's generation that offers the
+// tools the key named key may call. Keys that see every tool share one.
+func (h *Handler) current(key string) *sdk.Server {
+	reg := h.opts.Registry
+	view := key
+	if reg.SeesAll(key) {
+		view = ""
+	}
+	g := reg.Generation()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.srv == nil || g != h.gen {
-		var defs []registry.Definition
-		h.gen, defs = h.opts.Registry.Snapshot()
-		h.srv = newServer(h.opts, defs)
-		h.names = make(map[string]bool, len(defs))
-		for _, d := range defs {
-			h.names[d.Function.Name] = true
+	if g != h.gen || h.servers == nil {
+		h.gen, h.servers = g, map[string]*sdk.Server{}
+	}
+	srv := h.servers[view]
+	if srv == nil {
+		gen, defs := reg.SnapshotFor(view)
+		srv = newServer(h.opts, defs)
+		if gen == h.gen {
+			h.servers[view] = srv
 		}
 	}
-	return h.srv, h.names
+	return srv
 }
 
 // ServeBody answers an MCP request whose body has already been read (and
@@ -105,26 +133,54 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 		// A tool that is not registered is left to the SDK, whose answer
 		// (a JSON-RPC error) is the protocol's.
 		if c, ok := plainCall(r, body); ok {
-			if t := h.opts.Registry.Find(c.name); t.Found() {
+			t := h.opts.Registry.FindFor(h.key(r.Context()), c.name)
+			if t.Found() {
 				h.call(w, r, t, c)
 				return
 			}
+			h.denied(r, t)
+		} else {
+			h.deniedCall(r, body)
 		}
+	} else {
+		h.deniedCall(r, body)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
 }
 
+// deniedCall tells Denied of a tools/call the SDK is about to answer, when
+// it names a tool the key may not call.
+func (h *Handler) deniedCall(r *http.Request, body []byte) {
+	msg, params, ok := readEnvelope(body)
+	if !ok || string(msg[2]) != `"tools/call"` || len(params[0]) < 2 || params[0][0] != '"' {
+		return
+	}
+	h.denied(r, h.opts.Registry.FindFor(h.key(r.Context()), string(params[0][1:len(params[0])-1])))
+}
+
+func (h *Handler) denied(r *http.Request, t registry.Target) {
+	if t.Denied() && h.opts.Denied != nil {
+		h.opts.Denied(r.Context(), t)
+	}
+}
+
 // call runs a plain tools/call of t and writes its JSON-RPC response as
 // the SDK's handler would.
 func (h *Handler) call(w http.ResponseWriter, r *http.Request, t registry.Target, c toolCall) {
-	res := result(h.opts.Invoke(r.Context(), t, c.args))
+	res, refused := h.opts.Invoke(r.Context(), t, c.args)
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "application/json")
+	if e := rateLimited(res, refused); e != nil {
+		b, _ := marshal(errorResponse{JSONRPC: "2.0", ID: c.id, Error: e}) // plain values: cannot fail
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
-	writeResponse(w, &h.respBufs, c.id, res)
+	writeResponse(w, &h.respBufs, c.id, result(res, refused))
 }
 
 // newServer is an MCP server offering defs.
@@ -157,6 +213,40 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 // is asked once, for the Target the call runs on.
 func handler(reg *registry.Registry, invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return result(invoke(ctx, reg.Find(req.Params.Name), req.Params.Arguments)).sdk(), nil
+		res, refused := invoke(ctx, reg.Find(req.Params.Name), req.Params.Arguments)
+		if e := rateLimited(res, refused); e != nil {
+			return nil, e
+		}
+		return result(res, refused).sdk(), nil
 	}
+}
+
+// CodeRateLimited is the JSON-RPC error code of a tools/call the key
+// policy held back (over the key's rate or its calls at once): one of the
+// codes JSON-RPC leaves to servers. Its data says why ("rate" or
+// "concurrency" is not told apart: "rate_limited") and retry_after, the
+// seconds to wait.
+const CodeRateLimited = -32029
+
+// rateLimited is the JSON-RPC error of a call the key policy held back,
+// or nil.
+func rateLimited(res registry.Result, refused string) *jsonrpc.Error {
+	if refused != "" || res.Error == nil || res.Error.Code != toolerr.RateLimited {
+		return nil
+	}
+	data, _ := json.Marshal(rateLimitedData{Code: toolerr.RateLimited, RetryAfter: registry.RetrySeconds(res.RetryAfter)}) // plain values: cannot fail
+	return &jsonrpc.Error{Code: CodeRateLimited, Message: res.Error.Message, Data: data}
+}
+
+// rateLimitedData is the data of a rate_limited JSON-RPC error.
+type rateLimitedData struct {
+	Code       string `json:"code"`
+	RetryAfter int64  `json:"retry_after"`
+}
+
+// errorResponse is a JSON-RPC error response as the SDK writes it.
+type errorResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   *jsonrpc.Error  `json:"error"`
 }

@@ -1,6 +1,6 @@
 // Package metrics keeps the service's Prometheus metrics: tool calls by
 // outcome, errors by code, call durations per tool, calls in flight, audit
-// log faults and the exec sandbox's mode, beside the Go runtime's and the
+// log faults, calls the key policy refused and the exec sandbox's mode, beside the Go runtime's and the
 // process's own. It is the registry's Observer, so the registry needs no
 // Prometheus import, and it uses a registry of its own, not the global one.
 package metrics
@@ -23,6 +23,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	audit    *prometheus.CounterVec
+	refused  *prometheus.CounterVec
 	sandbox  *prometheus.GaugeVec
 	// tools holds each tool's series of a successful call (*toolSeries),
 	// looked up once: finding a series by its labels hashes them, a good
@@ -63,6 +64,10 @@ func New() *Metrics {
 			Name: "toolsvc_audit_failures_total",
 			Help: "Audit log faults: stage=\"start\" (the call's start could not be recorded) or \"finish\" (its final record could not be written).",
 		}, []string{"stage"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_calls_refused_total",
+			Help: "Calls the key policy (TOOLSVC_POLICY_FILE) refused before they ran, by key name and reason: denied (a tool the key may not call), rate (over its rate) or concurrency (over its calls at once).",
+		}, []string{"key", "reason"}),
 		sandbox: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolsvc_exec_sandbox_mode",
 			Help: "1 for the exec sandbox's mode in force (bwrap, landlock, none), or mode=\"off\" when exec is not offered.",
@@ -72,7 +77,7 @@ func New() *Metrics {
 	// rate needs no special case for a series that does not exist yet.
 	m.audit.WithLabelValues("start")
 	m.audit.WithLabelValues("finish")
-	m.reg.MustRegister(m.calls, m.errors, m.duration, m.inFlight, m.audit, m.sandbox,
+	m.reg.MustRegister(m.calls, m.errors, m.duration, m.inFlight, m.audit, m.refused, m.sandbox,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -110,6 +115,10 @@ func (m *Metrics) series(tool string) *toolSeries {
 
 // AuditFailed implements registry.Observer.
 func (m *Metrics) AuditFailed(stage string) { m.audit.WithLabelValues(stage).Inc() }
+
+// CallRefused implements registry.Observer. Key names are the operator's
+// (a bounded set), never what a caller sent.
+func (m *Metrics) CallRefused(key, reason string) { m.refused.WithLabelValues(key, reason).Inc() }
 
 // SetSandboxMode records the exec sandbox's mode; "off" when exec is not
 // offered.

@@ -33,7 +33,7 @@ func (threeCalls) Chat(_ context.Context, msgs []agent.Message, _ []registry.Def
 // noopTool answers every call at once.
 type noopTool struct{ n atomic.Int64 }
 
-func (*noopTool) Definitions() []registry.Definition {
+func (*noopTool) DefinitionsFor(string) []registry.Definition {
 	var d registry.Definition
 	d.Type, d.Function.Name, d.Function.Parameters = "function", "noop", json.RawMessage(`{"type":"object"}`)
 	return []registry.Definition{d}

@@ -270,7 +270,7 @@ func (m blockingModel) Chat(ctx context.Context, _ []agent.Message, _ []registry
 
 type noTools struct{}
 
-func (noTools) Definitions() []registry.Definition { return nil }
+func (noTools) DefinitionsFor(string) []registry.Definition { return nil }
 func (noTools) Invoke(context.Context, string, []byte, registry.Meta) registry.Result {
 	return registry.Result{}
 }

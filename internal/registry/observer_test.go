@@ -24,7 +24,8 @@ func (r *recorder) CallStarted(tool string) { r.add("start " + tool) }
 func (r *recorder) CallEnded(tool, status, code string, d time.Duration) {
 	r.add(fmt.Sprintf("end %s %s %s %v", tool, status, code, d >= 0))
 }
-func (r *recorder) AuditFailed(stage string) { r.add("audit " + stage) }
+func (r *recorder) AuditFailed(stage string)       { r.add("audit " + stage) }
+func (r *recorder) CallRefused(key, reason string) { r.add("refused " + key + " " + reason) }
 
 func TestObserverSeesEveryCall(t *testing.T) {
 	rec := &recorder{}

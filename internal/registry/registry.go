@@ -83,6 +83,10 @@ type Options struct {
 	// Observer is told of every call and audit fault, for metrics. Nil:
 	// nobody is told.
 	Observer Observer
+	// Policy decides, by the caller's key name, the tools each key may
+	// call and see, and when its calls may start. Nil: every key calls
+	// every tool, unlimited.
+	Policy Policy
 }
 
 // Observer watches calls from outside, so that metrics need no import
@@ -99,6 +103,10 @@ type Observer interface {
 	// AuditFailed is called when the audit log cannot record a call's
 	// start ("start") or its final record ("finish").
 	AuditFailed(stage string)
+	// CallRefused is called when the Policy refused a call before it ran,
+	// with the key's name and why: "denied", or the Policy's reason
+	// ("rate", "concurrency").
+	CallRefused(key, reason string)
 }
 
 // UnknownToolLabel stands for every name that is not registered in what
@@ -110,6 +118,7 @@ type nopObserver struct{}
 func (nopObserver) CallStarted(string)                              {}
 func (nopObserver) CallEnded(string, string, string, time.Duration) {}
 func (nopObserver) AuditFailed(string)                              {}
+func (nopObserver) CallRefused(string, string)                      {}
 
 // Status values of a Result.
 const (
@@ -130,6 +139,10 @@ type Result struct {
 	// tools that run no command.
 	ExitCode   *int  `json:"exit_code,omitempty"`
 	DurationMS int64 `json:"duration_ms"`
+	// RetryAfter is, for a call the Policy held back (rate_limited), how
+	// long to wait before a retry can pass; the doors that have a way to
+	// say it (Retry-After, a JSON-RPC error) say it.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // ErrorBody is the machine-readable part of an error result.
@@ -184,6 +197,9 @@ type Registry struct {
 	allDefs []byte // cached JSON array of every definition, sorted by name
 	// gen counts the changes of the set of tools (see Generation).
 	gen uint64
+	// keyDefs caches DefinitionsJSONFor of the keys that see some tools
+	// only, each with the generation it was built for.
+	keyDefs map[string]keyDefs
 
 	// hooks, set by tests only, are told of look-ups and readings.
 	hooks *hooks
@@ -320,6 +336,10 @@ func (r *Registry) Tool(name string) (Tool, bool) {
 type Target struct {
 	name string
 	e    *entry
+	// denied: a tool is registered under the name, but the caller's key
+	// may not call it (FindFor); e is nil, so that it is treated as
+	// unknown everywhere.
+	denied bool
 	// timeout is the registry's default, for a tool without its own.
 	timeout time.Duration
 }
@@ -419,15 +439,31 @@ func (r *Registry) Timeout(name string) time.Duration {
 	return r.Find(name).Timeout()
 }
 
-// Invoke runs one call of the named tool with the model's raw arguments.
-// It never panics and never fails: every outcome, including an unknown tool,
+// Invoke runs one call of the named tool with the model's raw arguments,
+// for the key meta names (see FindFor). It never panics and never fails:
+// every outcome, including an unknown tool, a tool the key may not call,
 // malformed arguments, a timeout or a panic in the tool, is a Result.
 func (r *Registry) Invoke(ctx context.Context, name string, args []byte, meta Meta) Result {
-	return r.InvokeTarget(ctx, r.Find(name), args, meta)
+	return r.InvokeTarget(ctx, r.FindFor(meta.Key, name), args, meta)
 }
 
-// InvokeTarget is Invoke of the tool t found, without looking it up again.
-func (r *Registry) InvokeTarget(ctx context.Context, t Target, args []byte, meta Meta) (res Result) {
+// InvokeTarget is Invoke of the tool t found, without looking it up again:
+// Admit, then InvokeAdmitted, or the Policy's refusal.
+func (r *Registry) InvokeTarget(ctx context.Context, t Target, args []byte, meta Meta) Result {
+	a, refused, ok := r.Admit(t, meta)
+	if !ok {
+		return refused
+	}
+	return r.InvokeAdmitted(ctx, a, args)
+}
+
+// InvokeAdmitted runs the call Admit let through, and then ends its
+// admission. Every Admission Admit gives must come here.
+func (r *Registry) InvokeAdmitted(ctx context.Context, a Admission, args []byte) (res Result) {
+	if a.held {
+		defer r.opts.Policy.Release(a.meta.Key)
+	}
+	t, meta := a.t, a.meta
 	start := r.opts.Now()
 	name, e := t.name, t.e
 	label := name

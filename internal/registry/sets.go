@@ -69,12 +69,22 @@ func (r *Registry) Set(set string) []string {
 	return names
 }
 
-// Generation counts the changes of the set of tools: it is the same as
-// long as the tools and their definitions are, so that what is rendered
-// from them (formats, documents) can be cached per generation.
+// Generation counts the changes of the set of tools and of the Policy in
+// force: it is the same as long as the tools, their definitions and what
+// each key may see are, so that what is rendered from them (formats,
+// documents) can be cached per generation.
 func (r *Registry) Generation() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	return r.genLocked()
+}
+
+// genLocked is Generation with r.mu held: the sum of two counters that
+// only grow, so it changes when either does.
+func (r *Registry) genLocked() uint64 {
+	if r.opts.Policy != nil {
+		return r.gen + r.opts.Policy.Generation()
+	}
 	return r.gen
 }
 
@@ -87,7 +97,7 @@ func (r *Registry) Snapshot() (gen uint64, defs []Definition) {
 	for _, n := range r.namesLocked() {
 		defs = append(defs, r.tools[n].def)
 	}
-	return r.gen, defs
+	return r.genLocked(), defs
 }
 
 func (r *Registry) changedLocked() {

@@ -49,13 +49,17 @@ const (
 	// was answered without running it. Only the agent loop uses it; a call
 	// through the registry never ends with it.
 	DuplicateCall = "duplicate_call"
+	// RateLimited: the caller's key is over its rate or its calls at once
+	// (TOOLSVC_POLICY_FILE); the call did not run. The message says how
+	// long to wait.
+	RateLimited = "rate_limited"
 )
 
 // codes is every code above, in the order api/openapi.yaml lists them.
 var codes = [...]string{
 	UnknownTool, MalformedArguments, InvalidArguments, ToolError, NotFound,
 	PathDenied, PolicyDenied, Timeout, Canceled, Busy, Unavailable,
-	AuditUnavailable, AuditFailed, DuplicateCall,
+	AuditUnavailable, AuditFailed, DuplicateCall, RateLimited,
 }
 
 // Codes returns every error code, as a new slice.
