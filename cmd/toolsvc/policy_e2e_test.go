@@ -381,3 +381,51 @@ func waitAuditRecords(t *testing.T, s *testServer, ok func([]map[string]any) boo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestPolicyReload: SIGHUP reads the policy again together with the tools
+// file, and checks it against the tools the file now has (a toolset the
+// new file adds may be named); a policy with a mistake keeps the one in
+// force, and the log says why.
+func TestPolicyReload(t *testing.T) {
+	t.Parallel()
+	tools := filepath.Join(t.TempDir(), "tools.yaml")
+	write := func(f, text string) {
+		t.Helper()
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(tools, "tools:\n  - name: greet\n    description: says hi\n    toolset: mine\n    shell: 'echo hi'\n")
+	pol := writePolicy(t, "keys:\n  bob: {tools: {allow: [read_file]}}\n")
+	s := startServer(t, map[string]string{"API_KEYS": policyKeys(), "POLICY_FILE": pol, "TOOLS_FILE": tools})
+	bob := s.asKey(policyBobKey)
+	sees := func(want ...string) {
+		t.Helper()
+		if got := bob.listed(t)["GET /tools"]; !slices.Equal(got, want) {
+			t.Errorf("bob sees %v, want %v", got, want)
+		}
+	}
+	sees("read_file")
+
+	// One reload: the tools file adds a toolset, the policy names it.
+	write(tools, "tools:\n  - name: greet\n    description: says hi\n    toolset: mine\n    shell: 'echo hi'\n"+
+		"  - name: wave\n    description: waves\n    toolset: extra\n    shell: 'echo wave'\n")
+	write(pol, "keys:\n  bob: {tools: {allow: [read_file, extra]}}\n")
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"policy file reloaded"`, 1)
+	sees("read_file", "wave")
+	if out := mustSucceed(t, bob.invoke(t, "wave", "{}")); out != "wave\n" {
+		t.Errorf("wave = %q", out)
+	}
+
+	// A mistake: the policy in force stays, and the log says why.
+	write(pol, "keys:\n  bobby: {tools: {allow: [greet]}}\n")
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"policy file reload failed; the policy in force is kept"`, 1)
+	assertContains(t, "log", s.Logs(), `no key is named \"bobby\" (did you mean \"bob\"?)`)
+	sees("read_file", "wave")
+	resp, _ := bob.do(t, "POST", "/tools/greet/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})
+	if resp.StatusCode != 404 {
+		t.Errorf("bob's greet after a failed reload: HTTP %d, want 404", resp.StatusCode)
+	}
+}
