@@ -1,9 +1,15 @@
 package http
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/countbot/toolsvc/internal/policy"
+	"github.com/countbot/toolsvc/internal/registry"
 )
 
 // BenchmarkPolicyDecision is what the key policy adds to every call,
@@ -42,6 +48,51 @@ keys:
 					b.Fatal(reason)
 				}
 				e.Release(c.key)
+			}
+		})
+	}
+}
+
+// BenchmarkInvokePolicy is one REST call of a trivial tool through the
+// whole handler with a key, without a policy and with one that lets the
+// key call the tool by a toolset and holds it to a rate and a bound of
+// calls at once: the difference is what the policy costs a call.
+//
+//	go test -run '^$' -bench 'InvokePolicy|PolicyDecision' -benchmem ./internal/http/
+func BenchmarkInvokePolicy(b *testing.B) {
+	const secret = "bench-key-0123456789abcdef"
+	for _, withPolicy := range []bool{false, true} {
+		name := "keys"
+		if withPolicy {
+			name = "keys+policy"
+		}
+		b.Run(name, func(b *testing.B) {
+			opts := registry.Options{}
+			if withPolicy {
+				names := policy.Names{Keys: []string{"bob"}, Tools: []string{"echo"}, Toolsets: map[string][]string{"mine": {"echo"}}}
+				p, err := policy.Parse([]byte(`keys: {bob: {tools: {allow: [mine]}, rate: {per_minute: 600000000, burst: 1000000}, max_concurrent: 64}}`), names)
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := policy.NewEnforcer(names.Keys, nil)
+				e.Set(p)
+				opts.Policy = e
+			}
+			reg := registry.New(opts)
+			if err := reg.Register(echoTool{}); err != nil {
+				b.Fatal(err)
+			}
+			h := NewHandler(Options{Registry: reg, Log: zerolog.Nop(), Keys: []Key{{Name: "bob", Secret: secret}}})
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/tools/echo/invoke", strings.NewReader(`{"text":"hi"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+secret)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code, rec.Body.String())
+				}
 			}
 		})
 	}
