@@ -429,3 +429,60 @@ func TestPolicyReload(t *testing.T) {
 		t.Errorf("bob's greet after a failed reload: HTTP %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestPolicySubagents: through the real server, a key's subagents bounds
+// hold for it alone: alice (max_running 1) has her second sub-agent at once
+// refused with a result that says what to do, while bob starts two; and
+// alice's sub-agent stops after her max_turns of 2 where the service's
+// bound is 25, and after 3 once a reload says 3.
+func TestPolicySubagents(t *testing.T) {
+	t.Parallel()
+	llm := agenttest.New(t, func(r agenttest.Request) agenttest.Response {
+		msgs := chatMessages(t, r)
+		if len(msgs) > 1 && msgs[1].Content == "think hard" {
+			return agenttest.Response{Hang: true}
+		}
+		// Never a final answer: a new folder each turn, so that only a
+		// bound on turns ends it.
+		return agenttest.Call(fmt.Sprintf("c%d", len(msgs)), "list_dir", fmt.Sprintf(`{"path":"%s"}`, strings.Repeat("./", len(msgs))))
+	})
+	file := writePolicy(t, `
+keys:
+  alice: {subagents: {max_running: 1, max_turns: 2}}
+`)
+	s := startServer(t, llmEnv(llm.URL, map[string]string{"API_KEYS": policyKeys(), "POLICY_FILE": file, "AGENT_MAX_CONCURRENT": "4"}))
+	alice, bob := s.asKey(policyAliceKey), s.asKey(policyBobKey)
+
+	first := agentID.FindString(mustSucceed(t, alice.invoke(t, "spawn", map[string]any{"task": "think hard"})))
+	res := alice.invoke(t, "spawn", map[string]any{"task": "think hard"})
+	if res.Status == "success" || res.Error == nil || res.Error.Code != "busy" || !strings.Contains(res.Result, "1 of your sub-agents are running") || !strings.Contains(res.Result, "DELETE /agents/") {
+		t.Errorf("alice's second sub-agent at once: %+v", res)
+	}
+	for range 2 {
+		mustSucceed(t, bob.invoke(t, "spawn", map[string]any{"task": "think hard"}))
+	}
+	if resp, body := alice.do(t, "DELETE", "/agents/"+first, nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("DELETE /agents/%s: %d %s", first, resp.StatusCode, body)
+	}
+
+	// Her slot free again, her next sub-agent runs, for 2 turns only.
+	res = alice.invoke(t, "spawn", map[string]any{"task": "list folders", "wait": true})
+	id := agentID.FindString(res.Result)
+	if res.Status == "success" || id == "" || !strings.Contains(res.Result, "after 2 turns") || !strings.Contains(res.Result, "subagents.max_turns") {
+		t.Fatalf("alice's looping sub-agent: %+v", res)
+	}
+	if got := alice.agentTask(t, id); got.Turns != 2 || got.Error == nil || got.Error.Code != "max_turns" || got.CallCount != 2 {
+		t.Errorf("alice's task: %+v", got)
+	}
+
+	// A reload bounds the sub-agents started after it.
+	if err := os.WriteFile(file, []byte(`keys: {alice: {subagents: {max_turns: 3}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.reload <- struct{}{}
+	waitLog(t, s, `"message":"policy file reloaded"`, 1)
+	res = alice.invoke(t, "spawn", map[string]any{"task": "list folders", "wait": true})
+	if !strings.Contains(res.Result, "after 3 turns") {
+		t.Errorf("alice's sub-agent after the reload: %+v", res)
+	}
+}

@@ -87,6 +87,9 @@ type Loop struct {
 	// decides them, tool by tool.
 	Allowed  []string
 	MaxTurns int
+	// Limit names what set MaxTurns, in the failure of a loop it stops;
+	// default TOOLSVC_AGENT_MAX_TURNS.
+	Limit string
 	// System is the system prompt; default SystemPrompt(MaxTurns).
 	System string
 	// Source is the audit source of the tool calls; default "subagent".
@@ -159,8 +162,12 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: res.Result})
 		}
 	}
+	limit := l.Limit
+	if limit == "" {
+		limit = "TOOLSVC_AGENT_MAX_TURNS"
+	}
 	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,
-		Message: fmt.Sprintf("stopped after %d model replies (TOOLSVC_AGENT_MAX_TURNS) without a final answer", l.MaxTurns)}}
+		Message: fmt.Sprintf("stopped after %d model replies (%s) without a final answer", l.MaxTurns, limit)}}
 }
 
 func compact(s string) string {

@@ -78,6 +78,15 @@ const (
 // ErrBusy is returned by Start when MaxConcurrent sub-agents are running.
 var ErrBusy = errors.New("too many sub-agents running")
 
+// KeyBusyError is returned by Start when Max sub-agents of the key the
+// task would belong to are running (the key's subagents.max_running in
+// the policy file).
+type KeyBusyError struct{ Max int }
+
+func (e *KeyBusyError) Error() string {
+	return fmt.Sprintf("%d of the key's sub-agents are running", e.Max)
+}
+
 // ErrStopping is returned by Start once Close has begun.
 var ErrStopping = errors.New("the service is shutting down")
 
@@ -116,6 +125,12 @@ type ManagerOptions struct {
 	// Allowed, asked at the start of each sub-agent (tools from a file,
 	// which a reload changes).
 	MoreAllowed func() []string
+	// KeyLimits, when set, gives the bounds of one key's sub-agents (the
+	// policy file's subagents): how many of its tasks may run at once and
+	// how many turns each may take; 0: no bound of the key's own. It is
+	// asked as each task starts, so that a reload of the policy bounds the
+	// tasks started after it; MaxConcurrent and MaxTurns still hold.
+	KeyLimits func(key string) (maxRunning, maxTurns int)
 }
 
 // Manager starts sub-agents, keeps their tasks in its store and answers
@@ -131,8 +146,14 @@ type Manager struct {
 	wg     sync.WaitGroup
 	loop   chan struct{} // closed when the lease loop has stopped; nil without one
 
-	mu       sync.Mutex
-	tasks    map[string]*entry
+	mu    sync.Mutex
+	tasks map[string]*entry
+	// running counts each key's tasks running in this process, whatever
+	// the policy says of them, so that a reload that sets a bound counts
+	// the tasks already running; freed is closed, and replaced, whenever
+	// one of them ends, waking starts that wait for their key's turn.
+	running  map[string]int
+	freed    chan struct{}
 	unsynced map[*entry]struct{} // ended tasks whose final state the store has not taken yet
 	closed   bool
 }
@@ -140,7 +161,11 @@ type Manager struct {
 type entry struct {
 	t      Task
 	cancel context.CancelCauseFunc // nil once finished
-	done   chan struct{}
+	// maxTurns bounds the task's loop: the service's bound or its key's,
+	// whichever is lower, as they were when it started; limit names it.
+	maxTurns int
+	limit    string
+	done     chan struct{}
 	// hook hears of every event from the loop's goroutine (the starter's
 	// own listener); subs are the followers (GET /agents/{id}/events).
 	hook func(Event)
@@ -200,7 +225,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	base, stop := context.WithCancel(parent)
 	m := &Manager{opts: opts, store: store, sem: make(chan struct{}, opts.MaxConcurrent), base: base, stop: stop,
-		tasks: map[string]*entry{}, unsynced: map[*entry]struct{}{}}
+		tasks: map[string]*entry{}, unsynced: map[*entry]struct{}{}, running: map[string]int{}, freed: make(chan struct{})}
 	m.shared, _ = store.(SharedStore)
 	if err := m.load(); err != nil {
 		stop()
@@ -229,7 +254,8 @@ func (m *Manager) load() error {
 }
 
 // Start begins a task in the background and returns it as it starts. It
-// fails with ErrBusy when MaxConcurrent tasks are running.
+// fails with ErrBusy when MaxConcurrent tasks are running, and with a
+// KeyBusyError when the key's own bound of them are (KeyLimits).
 func (m *Manager) Start(task, label string) (Task, error) {
 	return m.StartWith(context.Background(), task, StartOptions{Label: label})
 }
@@ -259,25 +285,17 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 	if len(task) > maxTaskChars {
 		return Task{}, fmt.Errorf("the task is longer than %d characters", maxTaskChars)
 	}
-	if o.Queue {
-		select {
-		case m.sem <- struct{}{}:
-		case <-ctx.Done():
-			return Task{}, context.Cause(ctx)
-		case <-m.base.Done():
-			return Task{}, ErrStopping
-		}
-	} else {
-		select {
-		case m.sem <- struct{}{}:
-		default:
-			return Task{}, ErrBusy
-		}
+	maxRunning, maxTurns := 0, 0
+	if m.opts.KeyLimits != nil {
+		maxRunning, maxTurns = m.opts.KeyLimits(owner)
+	}
+	if err := m.acquire(ctx, owner, maxRunning, o.Queue); err != nil {
+		return Task{}, err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		<-m.sem
+		m.release(owner)
 		return Task{}, ErrStopping
 	}
 	now := m.opts.Now().UTC()
@@ -286,6 +304,10 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 		t: Task{ID: newTaskID(), Label: m.opts.Redact(o.Label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
 			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}, Owner: owner},
 		cancel: cancel, done: make(chan struct{}), hook: o.OnEvent, subs: map[*Subscription]struct{}{},
+		maxTurns: m.opts.MaxTurns, limit: "TOOLSVC_AGENT_MAX_TURNS",
+	}
+	if maxTurns > 0 && maxTurns < e.maxTurns {
+		e.maxTurns, e.limit = maxTurns, "the key's subagents.max_turns in TOOLSVC_POLICY_FILE"
 	}
 	m.tasks[e.t.ID] = e
 	m.wg.Add(1)
@@ -301,7 +323,7 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 			cancel(nil)
 			close(e.done)
 			m.wg.Done()
-			<-m.sem
+			m.release(owner)
 			return Task{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
@@ -313,15 +335,80 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 	return snap, nil
 }
 
+// acquire takes a slot for a task of owner: one of the key's maxRunning
+// (0: no bound of its own), then one of the service's MaxConcurrent, in
+// that order so that a key waiting for its own turn holds no slot of the
+// service. With queue it waits for both until ctx is done; without, it
+// fails at once with KeyBusyError or ErrBusy.
+func (m *Manager) acquire(ctx context.Context, owner string, maxRunning int, queue bool) error {
+	for {
+		m.mu.Lock()
+		if maxRunning <= 0 || m.running[owner] < maxRunning {
+			m.running[owner]++
+			m.mu.Unlock()
+			break
+		}
+		freed := m.freed
+		m.mu.Unlock()
+		if !queue {
+			return &KeyBusyError{Max: maxRunning}
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-m.base.Done():
+			return ErrStopping
+		}
+	}
+	if queue {
+		select {
+		case m.sem <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			m.releaseKey(owner)
+			return context.Cause(ctx)
+		case <-m.base.Done():
+			m.releaseKey(owner)
+			return ErrStopping
+		}
+	}
+	select {
+	case m.sem <- struct{}{}:
+		return nil
+	default:
+		m.releaseKey(owner)
+		return ErrBusy
+	}
+}
+
+// release gives back both slots acquire took.
+func (m *Manager) release(owner string) {
+	<-m.sem
+	m.releaseKey(owner)
+}
+
+// releaseKey gives back the key's slot and wakes the starts waiting for
+// one.
+func (m *Manager) releaseKey(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[owner]--; m.running[owner] <= 0 {
+		delete(m.running, owner)
+	}
+	close(m.freed)
+	m.freed = make(chan struct{})
+}
+
 // run works on task (as given; the copy kept in e is redacted).
 func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	// In this order: the slot is free before waiters hear of the end.
 	defer m.wg.Done()
 	defer close(e.done)
-	defer func() { <-m.sem }()
+	defer m.release(e.t.Owner)
 	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: m.opts.MaxTurns, Key: e.t.Owner}
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: e.maxTurns, Limit: e.limit, Key: e.t.Owner}
 	var out Outcome
 	func() {
 		defer func() {

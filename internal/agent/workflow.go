@@ -212,7 +212,7 @@ func (m *Manager) RunAgent(ctx context.Context, label, task string, onEvent func
 	if err != nil {
 		why := err.Error()
 		if ctx.Err() != nil {
-			why = fmt.Sprintf("the workflow's time ran out while it waited for a free sub-agent slot (TOOLSVC_AGENT_MAX_CONCURRENT=%d)", m.opts.MaxConcurrent)
+			why = fmt.Sprintf("the workflow's time ran out while it waited for a free sub-agent slot (TOOLSVC_AGENT_MAX_CONCURRENT=%d, or the key's subagents.max_running in TOOLSVC_POLICY_FILE)", m.opts.MaxConcurrent)
 		}
 		return AgentResult{Status: StatusSkipped, Error: why}
 	}

@@ -17,8 +17,9 @@ import (
 // otherwise. Its tasks are kept in DATA_DIR/agents/. Running sub-agents
 // stop when stopping is done; wait waits for them to record it, at most
 // shutdownTimeout.
-// moreAllowed names the tools from the file sub-agents may use.
-func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string) (m *agent.Manager, wait func(), err error) {
+// moreAllowed names the tools from the file sub-agents may use;
+// keyLimits, when set, gives each key's own bounds (the policy's).
+func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string, keyLimits func(string) (int, int)) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -44,6 +45,7 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		Redact:        redact,
 		Allowed:       SubagentTools(),
 		MoreAllowed:   moreAllowed,
+		KeyLimits:     keyLimits,
 	})
 	if err != nil {
 		return nil, nil, err

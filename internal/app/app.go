@@ -116,7 +116,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	sk := skills.New(a.ws.Root(), cfg.Memory.SkillsDisabled) // read_file's gate and GET /skills
 
-	agents, conv, closeAgents, err := a.newAgents(cfg.Agents, cfg.Server.ShutdownTimeout, sel, red)
+	agents, conv, closeAgents, err := a.newAgents(cfg.Agents, cfg.Server.ShutdownTimeout, sel, red, enf)
 	if err != nil {
 		return a, err
 	}
@@ -248,8 +248,9 @@ func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Reda
 
 // newAgents builds the sub-agents (spawn, workflow_run, send_message,
 // /agents): only with a model endpoint configured and one of those tools
-// switched on. closeAgents waits for them to record their end.
-func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Selection, red *redact.Redactor) (agents *agent.Manager, conv *agent.Conversations, closeAgents func(), err error) {
+// switched on. closeAgents waits for them to record their end. enf, when
+// a policy file is set, bounds each key's sub-agents (its subagents).
+func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Selection, red *redact.Redactor, enf *policy.Enforcer) (agents *agent.Manager, conv *agent.Conversations, closeAgents func(), err error) {
 	agentsCfg := cfg
 	_, spawnOff := sel.Off("spawn")
 	_, workflowOff := sel.Off("workflow_run")
@@ -257,7 +258,11 @@ func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Se
 	if spawnOff && workflowOff && (messageOff || !cfg.XiaozhiConversation) {
 		agentsCfg.LLMBaseURL, agentsCfg.LLMModel = "", ""
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() })
+	var keyLimits func(string) (int, int)
+	if enf != nil {
+		keyLimits = enf.Subagents
+	}
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() }, keyLimits)
 	if err != nil {
 		return nil, nil, nil, err
 	}

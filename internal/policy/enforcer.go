@@ -83,6 +83,20 @@ func (e *Enforcer) SeesAll(key string) bool {
 	return p == nil || p.SeesAll(key)
 }
 
+// Subagents returns the bounds the policy in force sets on the key's
+// sub-agents: how many may run at once and how many turns each may take;
+// 0: no bound of the key's own (both 0 without a policy, and for a key the
+// enforcer was not built with, such as a task's without keys). A task
+// takes them when it starts, so that a reload bounds the tasks started
+// after it.
+func (e *Enforcer) Subagents(key string) (maxRunning, maxTurns int) {
+	p := e.cur.Load()
+	if p == nil || e.keys[key] == nil { // as Admit: a key it does not know is not bounded
+		return 0, 0
+	}
+	return p.Subagents(key)
+}
+
 // Admit lets one call of the key named key start, or says why not
 // (ReasonRate, ReasonConcurrency) and how long to wait before a retry
 // can pass. A call admitted must be released with Release once it ends.

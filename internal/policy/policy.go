@@ -1,6 +1,7 @@
 // Package policy decides, per API key name, what a caller may do: which
-// tools it may call (and so see), how often (a token bucket per key) and
-// how many of its calls may run at once. It reads TOOLSVC_POLICY_FILE,
+// tools it may call (and so see), how often (a token bucket per key), how
+// many of its calls may run at once, and the bounds of its sub-agents
+// (how many run at once, how many turns each may take). It reads TOOLSVC_POLICY_FILE,
 // checks every name in it against the service's keys, tools, toolsets and
 // MCP servers, and answers the registry's questions for each call without
 // allocating. It knows nothing of HTTP or of any tool.
@@ -53,18 +54,27 @@ type rule struct {
 	perSecond, burst float64
 	// maxConcurrent bounds the key's calls at once; 0: no bound.
 	maxConcurrent int64
+	// subMaxRunning bounds the key's sub-agent tasks running at once and
+	// subMaxTurns the turns of each; 0: only the service's bounds.
+	subMaxRunning, subMaxTurns int
 }
 
 // entryFile is one entry of the file as written.
 type entryFile struct {
-	Tools         *toolsFile `yaml:"tools"`
-	Rate          *rateFile  `yaml:"rate"`
-	MaxConcurrent *int       `yaml:"max_concurrent"`
-	// Planned, refused until they exist: a key's own folder, and the
-	// limits of its sub-agents. Accepted by the decoder so that the error
-	// can say so instead of "unknown field".
+	Tools         *toolsFile     `yaml:"tools"`
+	Rate          *rateFile      `yaml:"rate"`
+	MaxConcurrent *int           `yaml:"max_concurrent"`
+	Subagents     *subagentsFile `yaml:"subagents"`
+	// Planned, refused until it exists: a key's own folder. Accepted by
+	// the decoder so that the error can say so instead of "unknown field".
 	Workspace any `yaml:"workspace"`
-	Subagents any `yaml:"subagents"`
+}
+
+// subagentsFile bounds a key's sub-agents; a field left out takes the
+// default's, as the entry's own fields do.
+type subagentsFile struct {
+	MaxRunning *int `yaml:"max_running"`
+	MaxTurns   *int `yaml:"max_turns"`
 }
 
 type toolsFile struct {
@@ -147,6 +157,21 @@ func merge(def, e entryFile) entryFile {
 	if e.MaxConcurrent == nil {
 		e.MaxConcurrent = def.MaxConcurrent
 	}
+	switch {
+	case e.Subagents == nil:
+		e.Subagents = def.Subagents
+	case def.Subagents != nil:
+		// Field by field: a key that sets only max_turns keeps the
+		// default's max_running.
+		s := *e.Subagents
+		if s.MaxRunning == nil {
+			s.MaxRunning = def.Subagents.MaxRunning
+		}
+		if s.MaxTurns == nil {
+			s.MaxTurns = def.Subagents.MaxTurns
+		}
+		e.Subagents = &s
+	}
 	return e
 }
 
@@ -175,9 +200,6 @@ func (c *compiler) rule(at string, e entryFile) rule {
 	if e.Workspace != nil {
 		c.fail(at+".workspace", "not supported yet: a key's own folder is planned; today every key shares TOOLSVC_WORKSPACE")
 	}
-	if e.Subagents != nil {
-		c.fail(at+".subagents", "not supported yet: limits of a key's sub-agents are planned; today they follow TOOLSVC_AGENT_*")
-	}
 	var r rule
 	if e.Tools != nil {
 		r.tools = &matcher{allow: c.set(at+".tools.allow", e.Tools.Allow), deny: c.set(at+".tools.deny", e.Tools.Deny)}
@@ -201,7 +223,24 @@ func (c *compiler) rule(at string, e entryFile) rule {
 		}
 		r.maxConcurrent = int64(*e.MaxConcurrent)
 	}
+	if e.Subagents != nil {
+		r.subMaxRunning = c.positive(at+".subagents.max_running", e.Subagents.MaxRunning, "sub-agents of the key running at once")
+		r.subMaxTurns = c.positive(at+".subagents.max_turns", e.Subagents.MaxTurns, "turns of each of the key's sub-agents")
+	}
 	return r
+}
+
+// positive is n, which must be 1 or more when set; 0 when left out (no
+// bound of the key's own).
+func (c *compiler) positive(at string, n *int, what string) int {
+	if n == nil {
+		return 0
+	}
+	if *n < 1 {
+		c.fail(at, "must be 1 or more: the %s (leave it out for the service's bound alone)", what)
+		return 0
+	}
+	return *n
 }
 
 // set compiles a list of patterns: tool names, toolset names, MCP server
@@ -337,3 +376,10 @@ func (p *Policy) Allows(key, tool string) bool {
 
 // SeesAll reports whether the key named key may call every tool.
 func (p *Policy) SeesAll(key string) bool { return p.rule(key).tools == nil }
+
+// Subagents returns the bounds of the key's sub-agents: how many may run
+// at once and how many turns each may take; 0: no bound of the key's own.
+func (p *Policy) Subagents(key string) (maxRunning, maxTurns int) {
+	r := p.rule(key)
+	return r.subMaxRunning, r.subMaxTurns
+}

@@ -69,7 +69,10 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", `keys: {bob: {tool: {allow: [read_file]}}}`, "field tool not found"},
 		{"unknown top field", `key: {}`, "field key not found"},
 		{"workspace", `keys: {bob: {workspace: /srv/bob}}`, "keys.bob.workspace: not supported yet"},
-		{"subagents", `default: {subagents: {max: 2}}`, "default.subagents: not supported yet"},
+		{"subagents unknown field", `default: {subagents: {max: 2}}`, "field max not found"},
+		{"subagents no running", `keys: {bob: {subagents: {max_running: 0}}}`, "keys.bob.subagents.max_running: must be 1 or more"},
+		{"subagents no turns", `default: {subagents: {max_turns: -3}}`, "default.subagents.max_turns: must be 1 or more"},
+		{"subagents not a number", `keys: {bob: {subagents: {max_turns: many}}}`, "cannot unmarshal"},
 		{"unknown key", `keys: {bobb: {}}`, `no key is named "bobb" (did you mean "bob"?)`},
 		{"unknown tool", `keys: {bob: {tools: {allow: [read_fil]}}}`, `no tool, toolset or MCP server is named "read_fil" (did you mean "read_file"?)`},
 		{"unknown toolset", `keys: {bob: {tools: {deny: [shel]}}}`, `did you mean "shell"?`},
@@ -87,6 +90,50 @@ func TestParseRefuses(t *testing.T) {
 				t.Fatalf("err = %v, want it to say %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestParseSubagents: a key's sub-agent bounds, taken from the default
+// field by field, and 0 (the service's bounds alone) where nothing sets
+// them.
+func TestParseSubagents(t *testing.T) {
+	p, err := Parse([]byte(`
+default: {subagents: {max_running: 3, max_turns: 10}}
+keys:
+  alice: {subagents: {max_running: 1}}
+  bob:   {subagents: {max_turns: 2}}
+  carol: {max_concurrent: 4}
+`), testNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key            string
+		running, turns int
+	}{
+		{"alice", 1, 10}, {"bob", 3, 2}, {"carol", 3, 10}, {"ops", 3, 10},
+	} {
+		if r, n := p.Subagents(c.key); r != c.running || n != c.turns {
+			t.Errorf("Subagents(%s) = %d, %d; want %d, %d", c.key, r, n, c.running, c.turns)
+		}
+	}
+	p, err = Parse([]byte(`keys: {alice: {subagents: {max_turns: 5}}}`), testNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, n := p.Subagents("alice"); r != 0 || n != 5 {
+		t.Errorf("Subagents(alice) = %d, %d; want 0, 5", r, n)
+	}
+	if r, n := p.Subagents("bob"); r != 0 || n != 0 {
+		t.Errorf("Subagents(bob) = %d, %d; want no bounds", r, n)
+	}
+	e := NewEnforcer(testNames().Keys, nil)
+	if r, n := e.Subagents("alice"); r != 0 || n != 0 {
+		t.Errorf("without a policy: %d, %d; want no bounds", r, n)
+	}
+	e.Set(p)
+	if _, n := e.Subagents("alice"); n != 5 {
+		t.Errorf("after Set: max_turns %d, want 5", n)
 	}
 }
 

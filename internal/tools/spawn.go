@@ -69,7 +69,10 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		onEvent = func(ev agent.Event) { registry.Progress(ctx, "progress", ev.Text()+"\n") }
 	}
 	task, err := t.agents.StartWith(ctx, a.Task, agent.StartOptions{Label: label, OnEvent: onEvent})
+	var kb *agent.KeyBusyError
 	switch {
+	case errors.As(err, &kb):
+		return "", toolerr.Errorf(toolerr.Busy, "%d of your sub-agents are running, as many as your key may run at once (its subagents.max_running). Next: wait for one to finish (GET /agents lists them, GET /agents/{id} shows one), cancel one (DELETE /agents/{id}), or do the work yourself.", kb.Max)
 	case errors.Is(err, agent.ErrBusy):
 		return "", toolerr.Errorf(toolerr.Busy, "%d sub-agents are already running (TOOLSVC_AGENT_MAX_CONCURRENT). Next: wait for one to finish (GET /agents), or do the work yourself.", t.maxConcurrent)
 	case errors.Is(err, agent.ErrUnavailable):
