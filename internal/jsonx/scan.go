@@ -27,6 +27,41 @@ func StringEnd(b []byte, i int) int {
 	return len(b)
 }
 
+// CheckedStringEnd returns the index just past the string that starts at
+// i (its opening quote), checked against JSON's grammar: no control
+// character, and only JSON's escapes; false, with i, when it is not one.
+// It does not check UTF-8.
+func CheckedStringEnd(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			if j+1 >= len(b) {
+				return i, false
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if j+5 >= len(b) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+					return i, false
+				}
+				j += 5
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
 // ValueEnd returns the index just past the value that starts at i: a
 // string, an object or array with everything in it, or a literal or
 // number up to the next comma, white space or closing bracket.

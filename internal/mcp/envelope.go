@@ -72,12 +72,7 @@ func (v validator) params(i int, keys []string, vals [][]byte) (int, bool) {
 // its nesting by maxDepth.
 type validator struct{ b []byte }
 
-func (v validator) space(i int) int {
-	for i < len(v.b) && (v.b[i] == ' ' || v.b[i] == '\t' || v.b[i] == '\n' || v.b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func (v validator) space(i int) int { return jsonx.SkipSpace(v.b, i) }
 
 // open starts the object at i: the index of its first member, and false
 // when it has none (an empty object has no members readEnvelope wants).
@@ -192,36 +187,7 @@ func (v validator) container(i, depth int) (int, bool) {
 
 // str checks the string at i (its opening quote): no control character,
 // only JSON's escapes. Like json.Valid, it does not check the UTF-8.
-func (v validator) str(i int) (int, bool) {
-	for j := i + 1; j < len(v.b); j++ {
-		switch c := v.b[j]; {
-		case c == '"':
-			return j + 1, true
-		case c < 0x20:
-			return i, false
-		case c == '\\':
-			if j+1 >= len(v.b) {
-				return i, false
-			}
-			switch v.b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j++
-			case 'u':
-				if j+5 >= len(v.b) || !isHex(v.b[j+2]) || !isHex(v.b[j+3]) || !isHex(v.b[j+4]) || !isHex(v.b[j+5]) {
-					return i, false
-				}
-				j += 5
-			default:
-				return i, false
-			}
-		}
-	}
-	return i, false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
+func (v validator) str(i int) (int, bool) { return jsonx.CheckedStringEnd(v.b, i) }
 
 func (v validator) literal(i int, lit string) (int, bool) {
 	if len(v.b)-i < len(lit) || string(v.b[i:i+len(lit)]) != lit {

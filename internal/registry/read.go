@@ -96,10 +96,7 @@ type argReader struct {
 
 // space skips white space from i, leaving it out of the compact form.
 func (a *argReader) space(i int) int {
-	j := i
-	for j < len(a.b) && (a.b[j] == ' ' || a.b[j] == '\t' || a.b[j] == '\n' || a.b[j] == '\r') {
-		j++
-	}
+	j := jsonx.SkipSpace(a.b, i)
 	if j > i {
 		if a.out == nil {
 			a.out = make([]byte, 0, len(a.b))
