@@ -58,6 +58,16 @@ type Workspace struct {
 
 	warn   func(msg string) // told of repairs; may be nil
 	healMu sync.Mutex       // one repair of the temporary folder at a time
+
+	// parent and rel are set for a key's own folder (see Folder): the
+	// folder rel inside parent, always opened through parent's root.
+	parent *Workspace
+	rel    string
+	owner  *Owner // who a key's own folder is made for; nil: the service
+	// folders are the keys' own folders opened so far, by rel; replaced
+	// whole under foldersMu, read without a lock.
+	folders   atomic.Pointer[map[string]*Workspace]
+	foldersMu sync.Mutex
 }
 
 // PathCheckInterval is how often Resolve compares the configured path with
@@ -84,7 +94,14 @@ type Options struct {
 	// Warn, when set, is told of repairs the service made in the
 	// workspace on its own (its temporary folder put back), for the log.
 	Warn func(msg string)
+	// FolderOwner, when set, owns the keys' own folders the service makes
+	// (see Folder): the account exec's commands run as, which must be
+	// able to write there.
+	FolderOwner *Owner
 }
+
+// Owner is an account by its numeric IDs.
+type Owner struct{ Uid, Gid int }
 
 // Open is OpenWith without warnings.
 func Open(dir string, restrict bool) (*Workspace, error) {
@@ -108,7 +125,7 @@ func OpenWith(dir string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now(), warn: opts.Warn}
+	w := &Workspace{given: abs, restrict: restrict, pathEvery: PathCheckInterval, start: time.Now(), warn: opts.Warn, owner: opts.FolderOwner}
 	w.cur.Store(o)
 	if !restrict {
 		if w.sys, err = os.OpenRoot("/"); err != nil {
@@ -138,10 +155,16 @@ func openDir(abs string) (*opened, error) {
 	return &opened{dir: resolved, root: root, f: f}, nil
 }
 
-// Close releases the workspace's open folders.
+// Close releases the workspace's open folders, the keys' own folders'
+// too.
 func (w *Workspace) Close() error {
 	if w.sys != nil {
 		w.sys.Close()
+	}
+	if m := w.folders.Load(); m != nil {
+		for _, f := range *m {
+			f.Close()
+		}
 	}
 	w.mu.Lock()
 	for _, o := range w.old {
@@ -200,14 +223,14 @@ func (w *Workspace) current() (*opened, error) {
 	if o = w.cur.Load(); w.same(o) {
 		return o, nil // another call reopened it
 	}
-	fi, err := os.Stat(w.given)
+	fi, err := w.statPath()
 	if err != nil {
 		return o, unavailable(err)
 	}
 	if !fi.IsDir() {
 		return o, unavailable(fmt.Errorf("%s is not a folder", w.given))
 	}
-	n, err := openDir(w.given)
+	n, err := w.openPath()
 	if err != nil {
 		return o, unavailable(err)
 	}
@@ -241,7 +264,7 @@ func alive(f *os.File) bool {
 // same reports whether the configured path still names the folder o holds
 // open, comparing device and inode (os.SameFile).
 func (w *Workspace) same(o *opened) bool {
-	pfi, err := os.Stat(w.given)
+	pfi, err := w.statPath()
 	if err != nil {
 		return false
 	}
