@@ -10,8 +10,9 @@ package callinfo
 import "github.com/countbot/toolsvc/internal/jsonx"
 
 // Facts are what a call carries besides its tool and arguments. Every
-// field but Key is text the caller sent (a header), bounded and stripped of
-// control characters by the gate and of secrets by the registry. The json
+// field but Key and Workspace is text the caller sent (a header), bounded
+// and stripped of control characters by the gate and of secrets by the
+// registry. The json
 // tags are the audit record's field names, which readers of the audit log
 // depend on.
 type Facts struct {
@@ -24,6 +25,12 @@ type Facts struct {
 	// empty when the service has no keys. Work a tool starts for the call
 	// (a sub-agent task, a conversation) belongs to this key.
 	Key string `json:"key,omitempty"`
+	// Workspace is the key's own folder, relative to the service's
+	// workspace, when its policy gives it one (slash-separated, such as
+	// "tenants/alice"): the call's tools see that folder as their root.
+	// Empty: the whole workspace. Set by the registry from the policy,
+	// never by the caller.
+	Workspace string `json:"workspace,omitempty"`
 	// Channel and ChatID name the chat the session belongs to when the
 	// caller says so outright (X-Channel, X-Chat-ID); send_media reads
 	// them, or else the session ID.
@@ -44,7 +51,7 @@ type Facts struct {
 }
 
 // Clean returns f with fn applied to every field the caller wrote, that
-// is every field but Key (a name the operator configured). The registry
+// is every field but Key and Workspace (names the operator configured). The registry
 // passes its redaction, since these fields reach the audit log and the
 // tool. Empty fields are left as they are, without a call.
 func (f Facts) Clean(fn func(string) string) Facts {
@@ -66,6 +73,7 @@ func (f *Facts) AppendJSON(b []byte) []byte {
 	b = jsonx.AppendString(b, f.SessionID)
 	b = appendOmitEmpty(b, `,"source":`, f.Source)
 	b = appendOmitEmpty(b, `,"key":`, f.Key)
+	b = appendOmitEmpty(b, `,"workspace":`, f.Workspace)
 	b = appendOmitEmpty(b, `,"channel":`, f.Channel)
 	b = appendOmitEmpty(b, `,"chat_id":`, f.ChatID)
 	b = appendOmitEmpty(b, `,"reply_to":`, f.ReplyTo)

@@ -65,7 +65,8 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 	}
 }
 
-// TestCleanEveryCallerField: Clean passes every field but Key through the
+// TestCleanEveryCallerField: Clean passes every field but Key and
+// Workspace (the operator's names) through the
 // function, and leaves empty fields alone.
 func TestCleanEveryCallerField(t *testing.T) {
 	var all []string
@@ -80,7 +81,7 @@ func TestCleanEveryCallerField(t *testing.T) {
 	rv := reflect.ValueOf(got)
 	for _, n := range all {
 		v := rv.FieldByName(n).String()
-		if want := map[bool]string{true: "the-secret", false: "the-[R]"}[n == "Key"]; v != want {
+		if want := map[bool]string{true: "the-secret", false: "the-[R]"}[n == "Key" || n == "Workspace"]; v != want {
 			t.Errorf("%s = %q after Clean, want %q", n, v, want)
 		}
 	}

@@ -83,6 +83,17 @@ func (e *Enforcer) SeesAll(key string) bool {
 	return p == nil || p.SeesAll(key)
 }
 
+// Folder returns the key's own folder, relative to the workspace, under
+// the policy in force; "" (the whole workspace) without a policy or a
+// folder for the key.
+func (e *Enforcer) Folder(key string) string {
+	p := e.cur.Load()
+	if p == nil {
+		return ""
+	}
+	return p.Folder(key)
+}
+
 // Subagents returns the bounds the policy in force sets on the key's
 // sub-agents: how many may run at once and how many turns each may take;
 // 0: no bound of the key's own (both 0 without a policy, and for a key the

@@ -43,6 +43,10 @@ type Names struct {
 type Policy struct {
 	def  rule
 	keys map[string]*rule
+	// folders maps each key that has a folder of its own to it, with
+	// "{key}" expanded (every key the service has, named in the file or
+	// served by the default): the keys are known when the file is read.
+	folders map[string]string
 }
 
 // rule is what one key may do.
@@ -65,9 +69,10 @@ type entryFile struct {
 	Rate          *rateFile      `yaml:"rate"`
 	MaxConcurrent *int           `yaml:"max_concurrent"`
 	Subagents     *subagentsFile `yaml:"subagents"`
-	// Planned, refused until it exists: a key's own folder. Accepted by
-	// the decoder so that the error can say so instead of "unknown field".
-	Workspace any `yaml:"workspace"`
+	// Workspace is the key's own folder, relative to the service's
+	// workspace; "{key}" stands for the key's name, "." for the whole
+	// workspace.
+	Workspace *string `yaml:"workspace"`
 }
 
 // subagentsFile bounds a key's sub-agents; a field left out takes the
@@ -140,6 +145,7 @@ func Parse(data []byte, names Names) (*Policy, error) {
 		r := c.rule(at, merge(def, doc.Keys[k]))
 		p.keys[k] = &r
 	}
+	p.folders = c.folders(def, doc.Keys)
 	if len(c.errs) > 0 {
 		return nil, errors.New(strings.Join(c.errs, "; "))
 	}
@@ -156,6 +162,9 @@ func merge(def, e entryFile) entryFile {
 	}
 	if e.MaxConcurrent == nil {
 		e.MaxConcurrent = def.MaxConcurrent
+	}
+	if e.Workspace == nil {
+		e.Workspace = def.Workspace
 	}
 	switch {
 	case e.Subagents == nil:
@@ -197,9 +206,6 @@ func (c *compiler) fail(at, format string, args ...any) {
 }
 
 func (c *compiler) rule(at string, e entryFile) rule {
-	if e.Workspace != nil {
-		c.fail(at+".workspace", "not supported yet: a key's own folder is planned; today every key shares TOOLSVC_WORKSPACE")
-	}
 	var r rule
 	if e.Tools != nil {
 		r.tools = &matcher{allow: c.set(at+".tools.allow", e.Tools.Allow), deny: c.set(at+".tools.deny", e.Tools.Deny)}

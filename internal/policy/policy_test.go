@@ -68,7 +68,15 @@ func TestParseRefuses(t *testing.T) {
 	for _, c := range []struct{ name, file, want string }{
 		{"unknown field", `keys: {bob: {tool: {allow: [read_file]}}}`, "field tool not found"},
 		{"unknown top field", `key: {}`, "field key not found"},
-		{"workspace", `keys: {bob: {workspace: /srv/bob}}`, "keys.bob.workspace: not supported yet"},
+		{"workspace absolute", `keys: {bob: {workspace: /srv/bob}}`, `keys.bob.workspace: "/srv/bob" gives "/srv/bob" for key "bob", which is not a folder inside TOOLSVC_WORKSPACE`},
+		{"workspace climbs", `default: {workspace: "../{key}"}`, `default.workspace: "../{key}" gives "../alice" for key "alice"`},
+		{"workspace climbs inside", `keys: {bob: {workspace: "a/../../b"}}`, "not a folder inside TOOLSVC_WORKSPACE"},
+		{"workspace empty", `keys: {bob: {workspace: ""}}`, "keys.bob.workspace: is empty"},
+		{"workspace other placeholder", `default: {workspace: "t/{name}"}`, "the only placeholder is {key}"},
+		{"workspace backslash", `keys: {bob: {workspace: 'a\b'}}`, `separate folders with "/"`},
+		{"workspace not a string", `keys: {bob: {workspace: [a]}}`, "cannot unmarshal"},
+		{"workspace nested", `default: {workspace: "t/{key}"}
+keys: {ops: {workspace: t}}`, `keys.ops.workspace: key "ops"'s folder "t" holds key "alice"'s folder "t/alice"`},
 		{"subagents unknown field", `default: {subagents: {max: 2}}`, "field max not found"},
 		{"subagents no running", `keys: {bob: {subagents: {max_running: 0}}}`, "keys.bob.subagents.max_running: must be 1 or more"},
 		{"subagents no turns", `default: {subagents: {max_turns: -3}}`, "default.subagents.max_turns: must be 1 or more"},
@@ -90,6 +98,34 @@ func TestParseRefuses(t *testing.T) {
 				t.Fatalf("err = %v, want it to say %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestParseFolders: {key} expands to each key's name, whether the key is
+// named in the file or served by the default; a key's own entry wins; "."
+// is the whole workspace; two keys may share a folder.
+func TestParseFolders(t *testing.T) {
+	p, err := Parse([]byte(`
+default: {workspace: "tenants/{key}"}
+keys:
+  bob:   {tools: {allow: [read_file]}}
+  carol: {workspace: "shared/./team/"}
+  ops:   {workspace: "."}
+`), testNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"alice": "tenants/alice", "bob": "tenants/bob", "carol": "shared/team", "ops": "", "nobody": ""} {
+		if got := p.Folder(key); got != want {
+			t.Errorf("Folder(%s) = %q, want %q", key, got, want)
+		}
+	}
+	p, err = Parse([]byte(`keys: {alice: {workspace: team}, bob: {workspace: team}}`), testNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Folder("alice") != "team" || p.Folder("bob") != "team" || p.Folder("carol") != "" {
+		t.Errorf("shared folder: alice %q, bob %q, carol %q", p.Folder("alice"), p.Folder("bob"), p.Folder("carol"))
 	}
 }
 

@@ -21,6 +21,9 @@ type Policy interface {
 	// to wait; a call let through is ended with Release.
 	Admit(key string) (wait time.Duration, reason string)
 	Release(key string)
+	// Folder is the key's own folder, relative to the workspace ("": the
+	// whole workspace), which the call's tools take as their root.
+	Folder(key string) string
 	// Generation changes whenever the rules change.
 	Generation() uint64
 }
@@ -67,6 +70,9 @@ type Admission struct {
 // through: running it gives the unknown tool's result, as ever.
 func (r *Registry) Admit(t Target, meta Meta) (a Admission, refused Result, ok bool) {
 	p := r.opts.Policy
+	// The folder is the policy's, never the caller's: it is set here,
+	// over whatever the caller's facts held.
+	meta.Workspace = ""
 	if p == nil {
 		return Admission{t: t, meta: meta}, Result{}, true
 	}
@@ -82,6 +88,7 @@ func (r *Registry) Admit(t Target, meta Meta) (a Admission, refused Result, ok b
 	if wait, reason := p.Admit(meta.Key); reason != "" {
 		return Admission{}, r.refuse(t.name, meta, DecisionRateLimited, reason, wait), false
 	}
+	meta.Workspace = p.Folder(meta.Key)
 	return Admission{t: t, meta: meta, held: true}, Result{}, true
 }
 

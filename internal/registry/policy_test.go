@@ -21,6 +21,7 @@ type fakePolicy struct {
 
 func (p *fakePolicy) Allows(key, tool string) bool { return key != "bob" || tool == "say" }
 func (p *fakePolicy) SeesAll(key string) bool      { return key != "bob" }
+func (p *fakePolicy) Folder(key string) string     { return "" }
 func (p *fakePolicy) Admit(key string) (time.Duration, string) {
 	if key == "carol" {
 		return 2500 * time.Millisecond, "rate"
