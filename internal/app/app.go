@@ -40,6 +40,7 @@ import (
 	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/skills"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
@@ -99,7 +100,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	if err != nil {
 		return a, err
 	}
-	if err := a.openFolders(cfg.Server, cfg.Channels.PublicURL); err != nil {
+	if err := a.openFolders(cfg.Server, cfg.Channels.PublicURL, cfg.Exec.ExecUser); err != nil {
 		return a, err
 	}
 	if err := a.openShared(cfg.Replicas); err != nil {
@@ -186,12 +187,21 @@ func newApp(cfg config.Config, out io.Writer, red *redact.Redactor) *App {
 }
 
 // openFolders opens the workspace and creates the data folder; with a
-// public URL, the workspace's media links come with the workspace.
-func (a *App) openFolders(cfg config.Server, publicURL string) (err error) {
+// public URL, the workspace's media links come with the workspace. The
+// keys' own folders the service makes belong to the account exec's
+// commands run as (execUser), which must write there.
+func (a *App) openFolders(cfg config.Server, publicURL, execUserSpec string) (err error) {
 	log := a.log
+	var owner *workspace.Owner
+	if u, err := execUser(execUserSpec); err != nil {
+		return err
+	} else if u != nil {
+		owner = &workspace.Owner{Uid: int(u.Uid), Gid: int(u.Gid)}
+	}
 	a.ws, err = workspace.OpenWith(cfg.Workspace, workspace.Options{
-		Restrict: cfg.RestrictWorkspace,
-		Warn:     func(msg string) { log.Warn().Msg(msg) },
+		Restrict:    cfg.RestrictWorkspace,
+		Warn:        func(msg string) { log.Warn().Msg(msg) },
+		FolderOwner: owner,
 	})
 	if err != nil {
 		return err
@@ -392,7 +402,8 @@ func keyNames(cfg config.Access) []string {
 func (a *App) policyNames(cfg config.Access) func() policy.Names {
 	return func() policy.Names {
 		f := a.custom.Loaded()
-		n := policy.Names{Keys: keyNames(cfg), Tools: a.reg.Names(), Toolsets: map[string][]string{}, Servers: serverNames(f)}
+		n := policy.Names{Keys: keyNames(cfg), Tools: a.reg.Names(), Toolsets: map[string][]string{}, Servers: serverNames(f),
+			NoFolders: a.noFolders()}
 		for _, s := range append(Toolsets(), fileToolsets(f)...) {
 			n.Toolsets[s.Name] = s.Tools
 			n.Tools = append(n.Tools, s.Tools...)
@@ -404,6 +415,17 @@ func (a *App) policyNames(cfg config.Access) func() policy.Names {
 		}
 		return n
 	}
+}
+
+// noFolders says why keys cannot have folders of their own here, or "":
+// exec and the command tools would run unconfined (sandbox none), and a
+// command could then reach every folder whatever its key's own.
+func (a *App) noFolders() string {
+	if a.tools.SandboxMode == string(sandbox.None) {
+		return "exec's sandbox is none (TOOLSVC_EXEC_SANDBOX), so a command could reach every key's folder; " +
+			"use a sandbox that confines files (auto, landlock or bwrap), or turn exec and the command tools off (TOOLSVC_DISABLED_TOOLS)"
+	}
+	return ""
 }
 
 // Stop begins the shutdown: new calls are refused and running ones

@@ -20,13 +20,21 @@ const keyPlaceholder = "{key}"
 // is.
 func (c *compiler) folders(def entryFile, keys map[string]entryFile) map[string]string {
 	out := map[string]string{}
-	at := map[string]string{} // where each key's folder was written
+	at := map[string]string{}    // where each key's folder was written
+	refused := map[string]bool{} // where a folder was refused, said once
 	for _, k := range c.names.Keys {
 		tmpl, where := def.Workspace, "default.workspace"
 		if e, ok := keys[k]; ok && e.Workspace != nil {
 			tmpl, where = e.Workspace, "keys."+k+".workspace"
 		}
 		if tmpl == nil {
+			continue
+		}
+		if c.names.NoFolders != "" && *tmpl != "." {
+			if !refused[where] {
+				c.fail(where, "a key cannot have a folder of its own here: %s", c.names.NoFolders)
+			}
+			refused[where] = true
 			continue
 		}
 		dir, err := expandFolder(*tmpl, k)

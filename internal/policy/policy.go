@@ -36,6 +36,10 @@ type Names struct {
 	// Servers are the names of the tools file's MCP servers, whose tools
 	// are named <server>__<tool>.
 	Servers []string
+	// NoFolders, when set, says why no key may have a folder of its own
+	// here (a command could reach every folder): a workspace entry is
+	// then refused with it.
+	NoFolders string
 }
 
 // Policy is a policy file compiled: a rule per key named in it and the

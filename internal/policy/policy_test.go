@@ -129,6 +129,21 @@ keys:
 	}
 }
 
+// TestParseNoFolders: where commands run unconfined, a folder is refused
+// with the reason, once per place it is written; "." (the whole
+// workspace) is not a folder of the key's own and passes.
+func TestParseNoFolders(t *testing.T) {
+	n := testNames()
+	n.NoFolders = "exec's sandbox is none"
+	_, err := Parse([]byte(`default: {workspace: "t/{key}"}`), n)
+	if err == nil || err.Error() != "default.workspace: a key cannot have a folder of its own here: exec's sandbox is none" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Parse([]byte(`keys: {ops: {workspace: "."}}`), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestParseSubagents: a key's sub-agent bounds, taken from the default
 // field by field, and 0 (the service's bounds alone) where nothing sets
 // them.
