@@ -21,7 +21,9 @@ const (
 // Enforcer holds the policy in force and each key's state: its bucket
 // and its calls running. The state belongs to the key's name, not to a
 // policy, so that a reload keeps what each key has spent and runs. Safe
-// for concurrent use; every method is cheap and allocates nothing.
+// for concurrent use; every method is cheap and allocates nothing, except
+// Admit of a key with a rate when the buckets are shared
+// (NewSharedEnforcer): that asks the shared store, within its timeout.
 type Enforcer struct {
 	cur atomic.Pointer[Policy]
 	// gen counts the policies set, for caches of what a key sees.
@@ -30,9 +32,13 @@ type Enforcer struct {
 	// while it runs): looked up without a lock.
 	keys map[string]*keyState
 	now  func() time.Time
+	// shared, when set, holds the buckets every replica takes from
+	// (NewSharedEnforcer); nil: each key's bucket is its keyState's.
+	shared *sharedBuckets
 }
 
-// keyState is one key's bucket and calls running.
+// keyState is one key's bucket and calls running. With shared buckets,
+// its bucket decides only while they do not answer.
 type keyState struct {
 	mu     sync.Mutex
 	tokens float64
@@ -130,7 +136,13 @@ func (e *Enforcer) Admit(key string) (wait time.Duration, reason string) {
 		return time.Second, ReasonConcurrency
 	}
 	if r.perSecond > 0 {
-		if wait := st.take(e.now(), r.perSecond, r.burst); wait > 0 {
+		var wait time.Duration
+		if e.shared == nil {
+			wait = st.take(e.now(), r.perSecond, r.burst)
+		} else {
+			wait = e.shared.take(st, key, e.now(), r.perSecond, r.burst)
+		}
+		if wait > 0 {
 			st.running.Add(-1)
 			return wait, ReasonRate
 		}
