@@ -152,7 +152,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 	}
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
-	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, agents, opts.Version)
+	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, a.folderRoot(enf), agents, opts.Version)
 	return a, nil
 }
 
@@ -286,7 +286,22 @@ func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Se
 }
 
 // newHandler builds the HTTP handler: every door and its gate.
-func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loader, agents *agent.Manager, version string) http.Handler {
+// folderRoot gives the folder a key works in, as the policy in force
+// says: its own, or the workspace. nil without a policy.
+func (a *App) folderRoot(enf *policy.Enforcer) func(key string) (*os.Root, error) {
+	if enf == nil {
+		return nil
+	}
+	return func(key string) (*os.Root, error) {
+		ws, err := a.ws.Folder(enf.Folder(key))
+		if err != nil {
+			return nil, err
+		}
+		return ws.Current()
+	}
+}
+
+func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loader, skillsRoot func(string) (*os.Root, error), agents *agent.Manager, version string) http.Handler {
 	return toolhttp.NewHandler(toolhttp.Options{
 		Registry:      a.reg,
 		Keys:          httpKeys(cfg),
@@ -295,7 +310,7 @@ func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loade
 		Log:           a.log,
 		Stopping:      a.stopping,
 		Ready:         a.Ready,
-		Routes:        toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, a.log), toolhttp.AgentsRoutes(agents)),
+		Routes:        toolhttp.JoinRoutes(toolhttp.SkillsRoutes(sk, skillsRoot, a.log), toolhttp.AgentsRoutes(agents)),
 		Version:       version,
 		Metrics:       a.metrics.Handler(),
 		CORSOrigins:   cfg.CORSOrigins,

@@ -206,7 +206,9 @@ func (b *builder) memory() (registry.Tool, string, error) {
 	if !b.Config.Memory.MemoryEnabled {
 		return nil, config.Prefix + "_MEMORY_ENABLED is false", nil
 	}
-	return tools.NewMemory(memory.New(b.Workspace.Root(), memory.Options{Root: b.Workspace.Current})), "", nil
+	return tools.NewMemory(b.Workspace, func(ws *workspace.Workspace) *memory.Store {
+		return memory.New(ws.Root(), memory.Options{Root: ws.Current})
+	}), "", nil
 }
 
 // webFetch dials through the shared guard.

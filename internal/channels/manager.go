@@ -105,6 +105,9 @@ type File struct {
 	// platform a link to the file (Options.Links) instead of its bytes;
 	// "" when it has none.
 	Path string
+	// Folder is the key's own folder Path lies in (see
+	// workspace.Folder); "": the whole workspace.
+	Folder string
 }
 
 // NewFile describes a file of an accepted type; ok is false for another type.
@@ -299,10 +302,10 @@ func (m *Manager) Sender(t Target) (Sender, Target, error) {
 	return s, t, nil
 }
 
-// Linker makes the workspace file at path reachable at a public URL for a
-// while, without a key.
+// Linker makes the file at path (in the key's own folder, when it has one)
+// reachable at a public URL for a while, without a key.
 type Linker interface {
-	URL(path string) (string, error)
+	URL(folder, path string) (string, error)
 }
 
 // Options are what every sender shares.

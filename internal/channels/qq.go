@@ -215,7 +215,7 @@ func (q *QQ) upload(ctx context.Context, chat string, f *File) (string, error) {
 	var build func(ctx context.Context) (*http.Request, error)
 	byURL := q.links != nil && f.Path != ""
 	if byURL {
-		link, err := q.links.URL(f.Path)
+		link, err := q.links.URL(f.Folder, f.Path)
 		if err != nil {
 			return "", fmt.Errorf("no public link for it: %w", err)
 		}

@@ -56,7 +56,9 @@ func TestEveryFactFromTheGate(t *testing.T) {
 	special := map[string][2]string{
 		"traceparent": {validTraceparent, "4bf92f3577b34da6a3ce929d0e0e4736"},
 	}
-	filled := map[string]string{"Key": "the caller's key"}
+	// Key is the caller's key's name, Workspace its policy's folder (the
+	// registry's): no header fills either.
+	filled := map[string]string{"Key": "the caller's key", "Workspace": "the key's policy"}
 	for _, h := range callHeaders() {
 		send, want := "v-"+h.name, "v-"+h.name
 		if s, ok := special[h.name]; ok {

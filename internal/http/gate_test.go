@@ -54,14 +54,26 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// folderPolicy lets every key call everything and gives each a folder
+// named after it.
+type folderPolicy struct{}
+
+func (folderPolicy) Allows(string, string) bool           { return true }
+func (folderPolicy) SeesAll(string) bool                  { return true }
+func (folderPolicy) Admit(string) (time.Duration, string) { return 0, "" }
+func (folderPolicy) Release(string)                       {}
+func (folderPolicy) Folder(key string) string             { return "tenants/" + key }
+func (folderPolicy) Generation() uint64                   { return 1 }
+
 // TestGateSameFactsOnEveryDoor: REST invoke and /mcp hand the tool the
-// same facts (every header of callHeaders and the name of the caller's
-// key), and the access log names the key, never showing it.
+// same facts (every header of callHeaders, the name of the caller's key
+// and its policy's folder), and the access log names the key, never
+// showing it.
 func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	const secret = "alice-secret-key-0123456789"
 	var logs syncBuffer
 	tool := &callTool{}
-	reg := registry.New(registry.Options{})
+	reg := registry.New(registry.Options{Policy: folderPolicy{}})
 	if err := reg.Register(tool); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +86,7 @@ func TestGateSameFactsOnEveryDoor(t *testing.T) {
 		"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
 	want := registry.Call{Tool: "whoami", Facts: callinfo.Facts{SessionID: "s-1", Source: "telegram", Channel: "telegram",
-		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}}
+		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", Workspace: "tenants/alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}}
 	// Every fact is set, so that each is seen to come through both doors.
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[callinfo.Facts]()) {
 		if reflect.ValueOf(want.Facts).FieldByIndex(f.Index).IsZero() {

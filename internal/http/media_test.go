@@ -64,7 +64,7 @@ func TestMediaRoute(t *testing.T) {
 	srv := httptest.NewServer(NewHandler(Options{Registry: registry.New(registry.Options{Log: zerolog.Nop()}), Log: log, Media: links,
 		Keys: []Key{{Name: "k", Secret: "key-0123456789abcdef"}}}))
 	defer srv.Close()
-	u, err := links.URL("chart 1.png")
+	u, err := links.URL("", "chart 1.png")
 	if err != nil {
 		t.Fatal(err)
 	}

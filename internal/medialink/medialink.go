@@ -3,12 +3,13 @@
 // media by URL (QQ's rich-media upload) is given instead of the bytes.
 //
 // A link is TOOLSVC_PUBLIC_URL + "/media/" + a token. The token holds the
-// file's workspace path, its size and modification time, and the link's
+// file's path (and the key's own folder it lies in, when the key has one),
+// its size and modification time, and the link's
 // expiry, under an HMAC-SHA256 keyed with a secret drawn at random when
 // the process starts: no one without the secret can make or change one,
 // and every link dies with the process. A token names exactly one version
-// of one file: the file is opened again through the workspace (so no link
-// or ".." leads out of it), must still be a regular file of the signed
+// of one file: the file is opened again through the workspace, or the
+// key's folder (so no link or ".." leads out of it), must still be a regular file of the signed
 // size and time, and is served read-only. Anything else is not found (a
 // token that is not ours) or gone (expired, or the file changed).
 package medialink
@@ -44,7 +45,7 @@ const maxToken = (workspace.MaxPathLen+100)*4/3 + 64
 
 // version starts every signed payload, so that a later format cannot be
 // mistaken for this one.
-const version = "v1"
+const version = "v2"
 
 // Errors Open returns: ErrNotFound for a token that is not a link of this
 // process (malformed, tampered with, signed with another secret), ErrGone
@@ -98,11 +99,16 @@ func New(ws *workspace.Workspace, opts Options) (*Links, error) {
 // TTL is how long a link works.
 func (l *Links) TTL() time.Duration { return l.ttl }
 
-// URL returns a link to the file at name, a workspace path as a model
-// gives it. A path outside the workspace is refused whether or not the
-// workspace is restricted, and so is anything but a regular file.
-func (l *Links) URL(name string) (string, error) {
-	p, err := l.ws.Resolve(name)
+// URL returns a link to the file at name, a path as a model gives it, in
+// the key's own folder (workspace.Folder; "": the whole workspace). A
+// path outside it is refused whether or not the workspace is restricted,
+// and so is anything but a regular file.
+func (l *Links) URL(folder, name string) (string, error) {
+	ws, err := l.ws.Folder(folder)
+	if err != nil {
+		return "", err
+	}
+	p, err := ws.Resolve(name)
 	if err != nil {
 		return "", err
 	}
@@ -118,7 +124,7 @@ func (l *Links) URL(name string) (string, error) {
 	}
 	exp := l.now().Add(l.ttl).Unix()
 	payload := strings.Join([]string{version, strconv.FormatInt(exp, 10), strconv.FormatInt(fi.Size(), 10),
-		strconv.FormatInt(fi.ModTime().UnixNano(), 10), p.Name}, "\n")
+		strconv.FormatInt(fi.ModTime().UnixNano(), 10), folder, p.Name}, "\n")
 	return l.base + Route + l.token([]byte(payload)), nil
 }
 
@@ -174,7 +180,11 @@ func (l *Links) Open(token string) (*File, error) {
 	if l.now().Unix() > sig.exp {
 		return nil, fmt.Errorf("%w: it expired at %s", ErrGone, time.Unix(sig.exp, 0).UTC().Format(time.RFC3339))
 	}
-	p, err := l.ws.Resolve(sig.name)
+	ws, err := l.ws.Folder(sig.folder)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its folder is gone (%v)", ErrGone, err)
+	}
+	p, err := ws.Resolve(sig.name)
 	if err != nil || p.Outside {
 		return nil, fmt.Errorf("%w: its path is no longer in the workspace", ErrGone)
 	}
@@ -197,7 +207,7 @@ func (l *Links) Open(token string) (*File, error) {
 // signed is a verified token's content.
 type signed struct {
 	exp, size, mtime int64
-	name             string
+	folder, name     string
 }
 
 // verify checks the MAC before it reads anything else of the token.
@@ -215,8 +225,8 @@ func (l *Links) verify(token string) (signed, error) {
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, l.mac(payload)) {
 		return signed{}, ErrNotFound
 	}
-	parts := strings.SplitN(string(payload), "\n", 5)
-	if len(parts) != 5 || parts[0] != version {
+	parts := strings.SplitN(string(payload), "\n", 6)
+	if len(parts) != 6 || parts[0] != version {
 		return signed{}, ErrNotFound
 	}
 	var s signed
@@ -227,6 +237,6 @@ func (l *Links) verify(token string) (signed, error) {
 	if errors.Join(errs[:]...) != nil {
 		return signed{}, ErrNotFound
 	}
-	s.name = parts[4]
+	s.folder, s.name = parts[4], parts[5]
 	return s, nil
 }

@@ -81,7 +81,7 @@ func read(t *testing.T, l *Links, tok string) (string, error) {
 
 func TestLinkServesItsFile(t *testing.T) {
 	l, clk, _ := setup(t, true)
-	u, err := l.URL("sub/b.png")
+	u, err := l.URL("", "sub/b.png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +109,13 @@ func TestLinkServesItsFile(t *testing.T) {
 // every one is refused.
 func TestLinkAttacks(t *testing.T) {
 	l, _, dir := setup(t, true)
-	ua, _ := l.URL("a.png")
-	ub, _ := l.URL("sub/b.png")
+	ua, _ := l.URL("", "a.png")
+	ub, _ := l.URL("", "sub/b.png")
 	ta, tb := tokenOf(t, ua), tokenOf(t, ub)
 	pa, ma, _ := strings.Cut(ta, ".")
 	pb, mb, _ := strings.Cut(tb, ".")
 	other, _ := New(l.ws, Options{PublicURL: "https://bot.example.com/tools", Now: l.now, Secret: []byte("another secret")})
-	uo, _ := other.URL("a.png")
+	uo, _ := other.URL("", "a.png")
 	flip := func(s string, i int) string {
 		b := []byte(s)
 		if b[i] == 'A' {
@@ -181,7 +181,7 @@ func TestNoLinkOutsideWorkspace(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(dir, outside)
 		for _, p := range []string{outside, rel, "link.png", "sub", "."} {
-			if u, err := l.URL(p); err == nil {
+			if u, err := l.URL("", p); err == nil {
 				t.Errorf("restrict=%v: %q got a link %s", restrict, p, u)
 			}
 		}

@@ -81,6 +81,14 @@ func New(root *os.Root, disabled []string) *Loader {
 	return &Loader{root: root, disabled: disabled, lookPath: exec.LookPath, lookupEnv: os.LookupEnv}
 }
 
+// In returns the loader of another folder's skills (a key's own folder),
+// with the same disabled list.
+func (l *Loader) In(root *os.Root) *Loader {
+	c := *l
+	c.root = root
+	return &c
+}
+
 // List returns every skill, sorted by name. A missing skills folder means
 // no skills; a folder without SKILL.md is not a skill.
 func (l *Loader) List() ([]Skill, error) {
@@ -181,10 +189,14 @@ func (l *Loader) Disabled(name string) bool {
 	return false
 }
 
-// CheckSkill implements read_file's skill gate: a disabled skill is an
-// error the model sees as is; a skill whose requirements are missing, or
-// whose front matter is broken, gets a notice put before its text.
-func (l *Loader) CheckSkill(name string) (notice string, err error) {
+// CheckSkill implements read_file's skill gate over the skills of root
+// (nil: the loader's own): a disabled skill is an error the model sees as
+// is; a skill whose requirements are missing, or whose front matter is
+// broken, gets a notice put before its text.
+func (l *Loader) CheckSkill(root *os.Root, name string) (notice string, err error) {
+	if root != nil && root != l.root {
+		l = l.In(root)
+	}
 	if l.Disabled(name) {
 		return "", toolerr.Errorf(toolerr.PolicyDenied, "Skill '%s' is disabled. Enable it first.", runes.Shorten(name, runes.Echo))
 	}

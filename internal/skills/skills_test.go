@@ -181,7 +181,7 @@ func TestCheckSkill(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			notice, err := l.CheckSkill(c.name)
+			notice, err := l.CheckSkill(nil, c.name)
 			if c.code != "" {
 				if toolerr.ErrorCode(err) != c.code || err.Error() != "Skill '"+c.name+"' is disabled. Enable it first." {
 					t.Fatalf("err %v, want %s", err, c.code)

@@ -62,7 +62,11 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	if args.OldStr == args.NewStr {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "old_str and new_str are the same, so the edit would change nothing.")
 	}
-	p, err := t.ws.Resolve(args.Path)
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
+	p, err := ws.Resolve(args.Path)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +126,7 @@ func (t *EditFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "old_str occurs %d times in '%s' (at lines %s), so the edit is ambiguous and nothing was changed. Next: include more surrounding lines in old_str to make it unique, or set replace_all=true to replace every occurrence.", count, runes.Shorten(p.Display, runes.Echo), linesOf(text, args.OldStr, 10))
 	}
 	first := strings.Count(text[:strings.Index(text, args.OldStr)], "\n") + 1
-	if err := t.ws.WriteStrings(p, edited(text, args.OldStr, args.NewStr, count)...); err != nil {
+	if err := ws.WriteStrings(p, edited(text, args.OldStr, args.NewStr, count)...); err != nil {
 		return "", err
 	}
 	if count == 1 {

@@ -84,7 +84,11 @@ func (t *FileSearch) Execute(ctx context.Context, raw json.RawMessage) (string, 
 	if err != nil {
 		return "", err
 	}
-	p, err := t.ws.ResolveDir(args.Path, "give the folder to search in path and the name in pattern.")
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
+	p, err := ws.ResolveDir(args.Path, "give the folder to search in path and the name in pattern.")
 	if err != nil {
 		return "", err
 	}

@@ -51,7 +51,11 @@ func (t *ListDir) Execute(ctx context.Context, raw json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
-	p, err := t.ws.ResolveDir(args.Path, "use read_file to read it.")
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
+	p, err := ws.ResolveDir(args.Path, "use read_file to read it.")
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -35,7 +36,12 @@ const (
 // entry, searches the entries, or reads them, over a memory.Store.
 type Memory struct {
 	tooldef.Def[memoryArgs]
-	store *memory.Store
+	ws   *workspace.Workspace
+	open func(*workspace.Workspace) *memory.Store
+	// stores holds the store of each workspace folder used so far (the
+	// workspace's, and each key's own): *workspace.Workspace to
+	// *memory.Store. A folder's store lives as long as the folder.
+	stores sync.Map
 }
 
 // memoryArgs: only action is required; content and keywords are required
@@ -51,9 +57,11 @@ type memoryArgs struct {
 	RecentCount int    `json:"recent_count,omitempty"`
 }
 
-// NewMemory returns the memory tool over store. The schema states the
-// bounds and defaults the tool applies.
-func NewMemory(store *memory.Store) *Memory {
+// NewMemory returns the memory tool over the memory of ws: one store per
+// folder, made by open, so that a key with a folder of its own has a
+// memory of its own in it. The schema states the bounds and defaults the
+// tool applies.
+func NewMemory(ws *workspace.Workspace, open func(*workspace.Workspace) *memory.Store) *Memory {
 	def := tooldef.New[memoryArgs]("memory",
 		"Long-term memory kept across sessions in memory/MEMORY.md, one entry per line 'YYYY-MM-DD|source|content'. "+
 			"action=write saves a fact worth remembering (content); action=search finds entries by space-separated keywords "+
@@ -76,7 +84,7 @@ func NewMemory(store *memory.Store) *Memory {
 		// None holds: a write adds an entry to the memory file, and
 		// removes nothing.
 		tooldef.Title("Long-term memory"), tooldef.Hints())
-	return &Memory{Def: def, store: store}
+	return &Memory{Def: def, ws: ws, open: open}
 }
 
 // Rules are checked by the registry before Execute and stated in the
@@ -94,14 +102,18 @@ func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	store, err := t.store(ctx)
+	if err != nil {
+		return "", err
+	}
 	var out string
 	switch args.Action {
 	case "write":
-		out, err = t.write(ctx, args)
+		out, err = t.write(ctx, store, args)
 	case "search":
-		out, err = t.search(ctx, args)
+		out, err = t.search(ctx, store, args)
 	default:
-		out, err = t.read(ctx, args)
+		out, err = t.read(ctx, store, args)
 	}
 	if err != nil {
 		return "", memoryError(err)
@@ -109,9 +121,22 @@ func (t *Memory) Execute(ctx context.Context, raw json.RawMessage) (string, erro
 	return out, nil
 }
 
-func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
+// store returns the memory of the call's folder.
+func (t *Memory) store(ctx context.Context) (*memory.Store, error) {
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := t.stores.Load(ws); ok {
+		return s.(*memory.Store), nil
+	}
+	s, _ := t.stores.LoadOrStore(ws, t.open(ws))
+	return s.(*memory.Store), nil
+}
+
+func (t *Memory) write(ctx context.Context, store *memory.Store, a memoryArgs) (string, error) {
 	call, _ := registry.CallFrom(ctx)
-	w, err := t.store.Write(ctx, call.Source, a.Content)
+	w, err := store.Write(ctx, call.Source, a.Content)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +147,7 @@ func (t *Memory) write(ctx context.Context, a memoryArgs) (string, error) {
 		memory.Path, w.Entry, w.Line, w.Total, runes.Plural(w.Total, "entry", "entries"), w.Text), nil
 }
 
-func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
+func (t *Memory) search(ctx context.Context, store *memory.Store, a memoryArgs) (string, error) {
 	kws := strings.Fields(a.Keywords)
 	if len(kws) > memoryMaxKeywords {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "Invalid parameters for tool 'memory': %d keywords given; at most %d are allowed. Next: keep the most specific ones.", len(kws), memoryMaxKeywords)
@@ -132,7 +157,7 @@ func (t *Memory) search(ctx context.Context, a memoryArgs) (string, error) {
 	if maxResults == 0 {
 		maxResults = memoryDefaultHits
 	}
-	res, err := t.store.Search(ctx, kws, all, maxResults)
+	res, err := store.Search(ctx, kws, all, maxResults)
 	if err != nil {
 		return "", err
 	}
@@ -187,7 +212,7 @@ func unterminatedNote(st memory.Stats) string {
 	return fmt.Sprintf("\nNote: the file ends with %d bytes without a line break (a write cut short, or a hand edit); they are not read as an entry. The next write puts them on a line of their own.", st.Unterminated)
 }
 
-func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
+func (t *Memory) read(ctx context.Context, store *memory.Store, a memoryArgs) (string, error) {
 	ranged := a.StartLine > 0 || a.EndLine > 0
 	var (
 		lines []memory.Line
@@ -198,13 +223,13 @@ func (t *Memory) read(ctx context.Context, a memoryArgs) (string, error) {
 	start, end := a.StartLine, a.EndLine
 	if ranged {
 		start, end, cut = memoryRange(start, end)
-		lines, st, err = t.store.Range(ctx, start, end)
+		lines, st, err = store.Range(ctx, start, end)
 	} else {
 		n := a.RecentCount
 		if n == 0 {
 			n = memoryDefaultRecent
 		}
-		lines, st, err = t.store.Recent(ctx, n)
+		lines, st, err = store.Recent(ctx, n)
 	}
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -26,8 +27,9 @@ import (
 type SkillGate interface {
 	// CheckSkill returns an error to give the model instead of the file (a
 	// disabled skill), or a notice to put on the first line of the output
-	// (what the skill requires that is missing).
-	CheckSkill(name string) (notice string, err error)
+	// (what the skill requires that is missing). root is the folder the
+	// path was found in: the workspace, or the key's own folder.
+	CheckSkill(root *os.Root, name string) (notice string, err error)
 }
 
 // ReadFile reads text files in the workspace, a line range at a time.
@@ -129,9 +131,13 @@ func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
 	opts := readOpts{start: max(args.StartLine, 1), end: args.EndLine, numbers: args.ShowLineNumbers == nil || *args.ShowLineNumbers}
 	if args.Path != "" {
-		out, _, err := t.readOne(ctx, args.Path, opts, t.maxChars)
+		out, _, err := t.readOne(ctx, ws, args.Path, opts, t.maxChars)
 		return out, err
 	}
 
@@ -146,7 +152,7 @@ func (t *ReadFile) Execute(ctx context.Context, raw json.RawMessage) (string, er
 			failed++
 			continue
 		}
-		out, used, err := t.readOne(ctx, p, opts, budget)
+		out, used, err := t.readOne(ctx, ws, p, opts, budget)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
@@ -174,14 +180,14 @@ type readOpts struct {
 
 // readOne reads one file and returns its section and the characters of
 // file content it used from the budget.
-func (t *ReadFile) readOne(ctx context.Context, name string, o readOpts, budget int) (string, int, error) {
-	p, err := t.ws.Resolve(name)
+func (t *ReadFile) readOne(ctx context.Context, ws *workspace.Workspace, name string, o readOpts, budget int) (string, int, error) {
+	p, err := ws.Resolve(name)
 	if err != nil {
 		return "", 0, err
 	}
 	var notice string
 	if skill, ok := skillName(p); ok && t.skills != nil {
-		if notice, err = t.skills.CheckSkill(skill); err != nil {
+		if notice, err = t.skills.CheckSkill(p.Root, skill); err != nil {
 			return "", 0, err
 		}
 	}

@@ -114,29 +114,33 @@ func (t *Screenshot) Execute(ctx context.Context, raw json.RawMessage) (string, 
 			args.Type = "web"
 		}
 	}
-	out, err := t.outputPath(args)
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
+	out, err := t.outputPath(ws, args)
 	if err != nil {
 		return "", err
 	}
 	switch args.Type {
 	case "web":
-		return t.web(ctx, args, out)
+		return t.web(ctx, ws, args, out)
 	default:
-		return t.desktopShot(ctx, args, out)
+		return t.desktopShot(ctx, ws, args, out)
 	}
 }
 
 // outputPath resolves where the PNG goes: the model's output_path, confined
 // to the workspace whatever RESTRICT_TO_WORKSPACE says, or a unique name
 // under temp/screenshots/.
-func (t *Screenshot) outputPath(args screenshotArgs) (workspace.Path, error) {
+func (t *Screenshot) outputPath(ws *workspace.Workspace, args screenshotArgs) (workspace.Path, error) {
 	if args.OutputPath == "" {
 		var rnd [4]byte
 		_, _ = rand.Read(rnd[:])
 		name := fmt.Sprintf("%s/%s-%s-%s.png", screenshotDir, args.Type, t.opts.Now().UTC().Format("20060102-150405.000"), hex.EncodeToString(rnd[:]))
-		return t.ws.Resolve(name)
+		return ws.Resolve(name)
 	}
-	p, err := t.ws.Resolve(args.OutputPath)
+	p, err := ws.Resolve(args.OutputPath)
 	if err != nil {
 		return p, err
 	}
@@ -159,7 +163,7 @@ func (t *Screenshot) captureTimeout(seconds int) time.Duration {
 	return min(timeout, t.opts.Timeout)
 }
 
-func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
+func (t *Screenshot) web(ctx context.Context, ws *workspace.Workspace, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL == "" {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "type=web needs url. Next: pass the http(s) address of the page, e.g. {\"type\":\"web\",\"url\":\"https://example.com\"}.")
 	}
@@ -176,7 +180,7 @@ func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace
 	if err != nil {
 		return "", err
 	}
-	if err := t.ws.WriteFile(out, shot.PNG, false); err != nil {
+	if err := ws.WriteFile(out, shot.PNG, false); err != nil {
 		return "", err
 	}
 	var b strings.Builder
@@ -205,7 +209,7 @@ func (t *Screenshot) web(ctx context.Context, args screenshotArgs, out workspace
 	return b.String(), nil
 }
 
-func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out workspace.Path) (string, error) {
+func (t *Screenshot) desktopShot(ctx context.Context, ws *workspace.Workspace, args screenshotArgs, out workspace.Path) (string, error) {
 	if args.URL != "" {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "url is for type=web; type=desktop captures the screen. Next: pass type=web to capture the page.")
 	}
@@ -218,7 +222,7 @@ func (t *Screenshot) desktopShot(ctx context.Context, args screenshotArgs, out w
 	if err := enc.Encode(&buf, img); err != nil {
 		return "", toolerr.Errorf(toolerr.ToolError, "encoding the PNG failed: %w", err)
 	}
-	if err := t.ws.WriteFile(out, buf.Bytes(), false); err != nil {
+	if err := ws.WriteFile(out, buf.Bytes(), false); err != nil {
 		return "", err
 	}
 	which := "all displays"

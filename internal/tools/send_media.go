@@ -91,10 +91,14 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		return "", toolerr.Errorf(toolerr.ToolError, "the request names channel %s but no chat to send to (X-Chat-ID). Next: give the user the file paths in your reply instead.", target.Channel)
 	}
 
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
 	lines := make([]*fileLine, 0, len(args.FilePaths))
 	var files []*channels.File
 	for _, p := range args.FilePaths {
-		l, f := t.check(p, sender)
+		l, f := t.check(ws, call.Workspace, p, sender)
 		if f != nil {
 			defer f.Close()
 		}
@@ -133,11 +137,12 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	return text, nil
 }
 
-// check resolves, opens and measures one file, and asks the channel. The
-// file, when opened, is the caller's to close.
-func (t *SendMedia) check(name string, sender channels.Sender) (*fileLine, *os.File) {
+// check resolves, opens and measures one file in ws (the key's folder
+// when it has one), and asks the channel. The file, when opened, is the
+// caller's to close.
+func (t *SendMedia) check(ws *workspace.Workspace, folder, name string, sender channels.Sender) (*fileLine, *os.File) {
 	l := &fileLine{display: name}
-	p, err := t.ws.Resolve(name)
+	p, err := ws.Resolve(name)
 	if err != nil {
 		l.refused = err.Error()
 		return l, nil
@@ -159,7 +164,7 @@ func (t *SendMedia) check(name string, sender channels.Sender) (*fileLine, *os.F
 	}
 	file, _ := channels.NewFile(p.Name, fi.Size(), f)
 	if !p.Outside {
-		file.Path = p.Display // a channel may link to it; never to a file outside
+		file.Path, file.Folder = p.Display, folder // a channel may link to it; never to a file outside
 	}
 	l.file = file
 	switch {

@@ -52,7 +52,11 @@ func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, e
 	if err != nil {
 		return "", err
 	}
-	p, err := t.ws.Resolve(args.Path)
+	ws, err := callWorkspace(ctx, t.ws)
+	if err != nil {
+		return "", err
+	}
+	p, err := ws.Resolve(args.Path)
 	if err != nil {
 		return "", err
 	}
@@ -60,7 +64,7 @@ func (t *WriteFile) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "path must name a file, not the workspace folder itself.")
 	}
 	appendTo := args.Mode == "append"
-	if err := t.ws.WriteString(p, args.Content, appendTo); err != nil {
+	if err := ws.WriteString(p, args.Content, appendTo); err != nil {
 		return "", err
 	}
 	n := utf8.RuneCountInString(args.Content)
