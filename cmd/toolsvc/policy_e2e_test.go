@@ -319,13 +319,22 @@ keys:
 	if resp.StatusCode != 404 || strings.ReplaceAll(string(body), "exec", "X") != strings.ReplaceAll(string(unknown), "no_such_tool", "X") {
 		t.Errorf("bob's exec: %d %s, want what an unknown tool gets: %s", resp.StatusCode, body, unknown)
 	}
+	// The MCP door records its refusals too: a plain tools/call (the
+	// fast path) and one with _meta, which the SDK answers.
+	for _, params := range []string{`"name":"exec","arguments":{"command":"echo 1"}`, `"name":"exec","arguments":{"command":"echo 2"},"_meta":{"progressToken":"p"}`} {
+		_, body := bob.do(t, "POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+`}}`), mcpHeaders)
+		if !strings.Contains(string(body), `unknown tool \"exec\"`) {
+			t.Errorf("bob's MCP exec: %s", body)
+		}
+	}
 	waitAuditRecords(t, s, func(recs []map[string]any) bool {
+		n := 0
 		for _, r := range recs {
 			if r["decision"] == "denied" && r["key"] == "bob" && r["tool_name"] == "exec" {
-				return true
+				n++
 			}
 		}
-		return false
+		return n == 3
 	})
 }
 

@@ -151,13 +151,29 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
 // deniedCall tells Denied of a tools/call the SDK is about to answer, when
-// it names a tool the key may not call.
+// it names a tool the key may not call. The envelope reader takes a
+// plain call only; one it does not take (with _meta, say) is decoded
+// whole, as the SDK is about to do anyway.
 func (h *Handler) deniedCall(r *http.Request, body []byte) {
-	msg, params, ok := readEnvelope(body)
-	if !ok || string(msg[2]) != `"tools/call"` || len(params[0]) < 2 || params[0][0] != '"' {
-		return
+	var name string
+	if msg, params, ok := readEnvelope(body); ok {
+		if string(msg[2]) != `"tools/call"` || len(params[0]) < 2 || params[0][0] != '"' {
+			return
+		}
+		name = string(params[0][1 : len(params[0])-1])
+	} else {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" || m.Params.Name == "" {
+			return
+		}
+		name = m.Params.Name
 	}
-	h.denied(r, h.opts.Registry.FindFor(h.key(r.Context()), string(params[0][1:len(params[0])-1])))
+	h.denied(r, h.opts.Registry.FindFor(h.key(r.Context()), name))
 }
 
 func (h *Handler) denied(r *http.Request, t registry.Target) {
