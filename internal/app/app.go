@@ -110,7 +110,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// from the start; the file is read once every tool is known.
 	var enf *policy.Enforcer
 	if cfg.Access.PolicyFile != "" {
-		enf = policy.NewEnforcer(keyNames(cfg.Access), nil)
+		enf = a.newEnforcer(keyNames(cfg.Access))
 	}
 	if err := a.newRegistry(cfg.Calls, cfg.Audit, red, enf); err != nil {
 		return a, err
