@@ -491,7 +491,7 @@ func TestNoFileDescriptorsInherited(t *testing.T) {
 // reRunTests are the attacks run again as another identity, each in a PID
 // namespace made for the run.
 const reRunTests = "TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|" +
-	"TestNoFileDescriptorsInherited|TestSignalsStayInCall|TestAutoRefusesUncontainedSignals"
+	"TestNoFileDescriptorsInherited|TestSignalsStayInCall|TestAutoRefusesUncontainedSignals|TestFolderSandbox"
 
 // TestAttacksAsUnprivilegedUser runs the attacks above again as an
 // unprivileged account, as a service not run by root would: the test
@@ -529,6 +529,19 @@ func TestAttacksAsUnprivilegedUser(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o1777)
 	os.Chmod(tmp, 0o1777)
+	// Folders in /opt and /srv that the unprivileged run may write, for
+	// the workspaces TestFolderSandbox places there.
+	var placeEnv []string
+	for _, p := range folderPlaces {
+		if p.dir == "" {
+			continue
+		}
+		if d, err := os.MkdirTemp(p.dir, "toolsvc-test-"); err == nil {
+			os.Chmod(d, 0o777|os.ModeSticky)
+			t.Cleanup(func() { os.RemoveAll(d) })
+			placeEnv = append(placeEnv, p.env+"="+d)
+		}
+	}
 	// In a PID namespace of its own (see signals_linux_test.go), which
 	// root makes before the run becomes nobody.
 	argv := pidNamespaceCommand("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", testBin,
@@ -538,10 +551,14 @@ func TestAttacksAsUnprivilegedUser(t *testing.T) {
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp,
 		"TOOLSVC_TEST_AS_USER=1", "TOOLSVC_TEST_ATTACK_BIN=" + attack, "CI=" + os.Getenv("CI"),
 		outerPIDNamespaceEnv + "=" + pidNamespace()}
+	cmd.Env = append(cmd.Env, placeEnv...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", summary(out))
 	if err != nil {
 		t.Errorf("the attacks as an unprivileged user failed: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestFolderSandbox/landlock/in-opt") {
+		t.Errorf("a key's folder in a system folder was not tried as an unprivileged user")
 	}
 }
 
@@ -577,6 +594,9 @@ func TestAttacksWithoutSysAdmin(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "--- PASS: TestNothingOutlivesCall/landlock") {
 		t.Errorf("landlock was not tried without CAP_SYS_ADMIN")
+	}
+	if !strings.Contains(string(out), "--- PASS: TestFolderSandbox/landlock/in-opt") {
+		t.Errorf("a key's folder in a system folder was not tried without CAP_SYS_ADMIN")
 	}
 }
 

@@ -140,29 +140,37 @@ func (s *Sandbox) carved() []string {
 // grants, which a command with mounts of its own gets covered by mounts
 // instead of carved out of its rules (see coverPaths): a few mounts cost
 // less than the hundred rules of a split /etc, built for every command.
-// Paths outside every granted folder are out of reach already, and one
-// above the workspace hides nothing the workspace holds, as with carving.
-// ok is false where a private path holds a system folder (a private /):
-// no mount can stand for that, so the rules are carved instead.
-func (s *Sandbox) privateInside() (paths []string, ok bool) {
+// Paths outside every granted folder are out of reach already. A path in
+// a granted folder that holds the workspace or a writable folder (the
+// whole workspace, private to a key's own folder inside it, in /opt) is
+// in carve instead: a mount over it would hide the folder too, while the
+// rules grant the workspace and the writable folders even below a
+// private path. ok is false where a private path holds a system folder
+// (a private /): no mount can stand for that, so every path is carved.
+func (s *Sandbox) privateInside() (paths, carve []string, ok bool) {
 	var system []string
 	for _, d := range systemDirs {
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			system = append(system, r)
 		}
 	}
-	granted := append(append([]string{s.ws}, s.writable...), system...)
+	needed := append([]string{s.ws}, s.writable...)
+	granted := append(slices.Clone(needed), system...)
 	for _, p := range s.private {
 		for _, d := range system {
 			if p != d && pathx.Contains(p, d) {
-				return nil, false
+				return nil, nil, false
 			}
 		}
-		if slices.ContainsFunc(granted, func(g string) bool { return pathx.Contains(g, p) }) {
+		switch {
+		case !slices.ContainsFunc(granted, func(g string) bool { return pathx.Contains(g, p) }):
+		case slices.ContainsFunc(needed, func(n string) bool { return pathx.Contains(p, n) }):
+			carve = append(carve, p)
+		default:
 			paths = append(paths, p)
 		}
 	}
-	return paths, true
+	return paths, carve, true
 }
 
 // landlockRules is a ruleset ready to be enforced on a thread.
@@ -227,8 +235,8 @@ func (s *Sandbox) setupLandlock() error {
 		return fmt.Errorf("the kernel does not offer Landlock (%w)", err)
 	}
 	s.policy = buildPolicy(abi, s.ws, s.carved(), s.network)
-	if hidden, ok := s.privateInside(); ok {
-		s.mounted, s.hidden = buildPolicy(abi, s.ws, nil, s.network), hidden
+	if hidden, carve, ok := s.privateInside(); ok {
+		s.mounted, s.hidden = buildPolicy(abi, s.ws, carve, s.network), hidden
 	} else {
 		s.mounted = buildPolicy(abi, s.ws, s.private, s.network)
 	}

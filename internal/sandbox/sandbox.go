@@ -22,6 +22,10 @@
 // the service also finds the call's processes however they detached.
 // Where neither exists, Auto refuses to run commands (see SignalsContained).
 //
+// A key given a folder of its own inside the workspace runs its commands
+// in a sandbox of that folder's (see For): the folder is its workspace,
+// and the rest of the workspace is one of its private paths.
+//
 // On other systems (see sandbox_other.go) only None works: commands run
 // with plain os/exec, without any of the above, and Auto, Landlock and
 // Bwrap are refused.
@@ -43,6 +47,12 @@ const (
 // ErrNoSandbox is returned by New in Auto mode when no mechanism works
 // here: commands are not run unconfined unless None was chosen explicitly.
 var ErrNoSandbox = errors.New("no working sandbox")
+
+// ErrFolderUnconfined is returned by For where commands run without a
+// file-system sandbox (mode None): nothing would keep a command in a
+// key's own folder away from its neighbours, so it is not run at all.
+var ErrFolderUnconfined = errors.New("a key's own folder needs a sandbox that confines files (TOOLSVC_EXEC_SANDBOX=landlock, bwrap or auto), " +
+	"and commands here run without one (none): they could read and write every other key's folder")
 
 // Options configure a Sandbox.
 type Options struct {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,8 @@ type Sandbox struct {
 	ulimit    string   // shell prefix setting rlimits where control groups cannot
 	common    []string // what setupCommon found, for Describe
 	parts     []string // what the chosen mode adds
+	opts      Options  // what New was given, for the sandboxes For makes
+	folders   folderCache
 }
 
 // New detects what the kernel and the system offer and returns a Sandbox of
@@ -92,7 +95,8 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.User != nil && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
 	}
-	s := &Sandbox{network: opts.Network, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
+	opts.Private, opts.Writable = slices.Clone(opts.Private), slices.Clone(opts.Writable)
+	s := &Sandbox{opts: opts, network: opts.Network, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	s.warmed = sync.NewCond(&s.spareMu)
 	for _, p := range opts.Private {
@@ -177,8 +181,9 @@ func (s *Sandbox) setupCommon() {
 }
 
 // Close releases the control group folders and the temporary folders'
-// mount point.
+// mount point, and closes the sandboxes For made.
 func (s *Sandbox) Close() {
+	s.closeFolders()
 	s.stopSpares()
 	if s.cg != nil {
 		s.cg.Close()

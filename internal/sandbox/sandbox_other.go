@@ -48,6 +48,13 @@ func New(opts Options) (*Sandbox, error) {
 // Close does nothing: there is nothing to release.
 func (s *Sandbox) Close() {}
 
+// For returns ErrFolderUnconfined: a key's own folder needs a sandbox that
+// keeps commands out of its neighbours, and here commands run without a
+// file-system sandbox (mode None), so they are not run at all.
+func (s *Sandbox) For(workspace string, writable ...string) (*Sandbox, error) {
+	return nil, ErrFolderUnconfined
+}
+
 // Mode returns None.
 func (s *Sandbox) Mode() Mode { return None }
 
