@@ -45,6 +45,9 @@ type ExecOptions struct {
 	// each call gets a fresh HOME, the folder "home" in its private
 	// temporary folder, so that nothing one command plants there (a
 	// .gitconfig, a usercustomize.py, a shell rc file) runs in the next.
+	// A call whose key has a folder of its own (registry.Call.Workspace)
+	// keeps a HOME of that folder's own inside Home instead, and cannot
+	// reach Home itself: nothing one key plants runs in another's calls.
 	Home string
 	// Owner, when set, owns each call's temporary folder (the account
 	// commands run as).
@@ -68,6 +71,10 @@ type Exec struct {
 	mu      sync.Mutex
 	running map[*sandbox.Child]struct{} // killed by Close
 	closed  bool
+
+	// homes maps a key's folder (registry.Call.Workspace) to the HOME its
+	// commands keep between calls, below Home, once prepared.
+	homes sync.Map
 }
 
 // NewExec returns the exec tool.
@@ -151,11 +158,19 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 	if strings.TrimSpace(a.Command) == "" {
 		return "", toolerr.Errorf(toolerr.InvalidArguments, "the command is empty. Next: give the shell command to run.")
 	}
-	dir, err := e.workingDir(a.WorkingDir)
+	pl, err := e.placeOf(ctx)
+	if err != nil {
+		return "", err
+	}
+	dir, err := e.workingDir(pl.ws, a.WorkingDir)
 	if err != nil {
 		return "", err
 	}
 	if err := e.opts.Guard.Check(a.Command); err != nil {
+		return "", err
+	}
+	sb, err := pl.sandbox(e.opts.Sandbox)
+	if err != nil {
 		return "", err
 	}
 	timeout := e.opts.DefaultTimeout
@@ -169,26 +184,27 @@ func (e *Exec) Execute(ctx context.Context, raw json.RawMessage) (string, error)
 	defer release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := e.run(ctx, cctx, a.Command, dir, timeout)
+	out, err := e.run(ctx, cctx, job{argv: []string{Shell, "-c", a.Command}, dir: dir, sandbox: sb, home: pl.home, what: "the shell"}, timeout)
 	if err == nil && waited >= time.Second {
 		out += fmt.Sprintf("\n\n(The command waited %.0f s for a free slot before it started; its timeout counted from then.)", waited.Seconds())
 	}
 	return out, err
 }
 
-// workingDir resolves the call's working_dir through the workspace, with
-// symbolic links resolved, to a host path for the child.
-func (e *Exec) workingDir(p string) (string, error) {
-	path, err := e.ws.ResolveDir(p, "give working_dir a folder relative to the workspace, or leave it out.")
+// workingDir resolves the call's working_dir through ws (the workspace,
+// or the key's own folder in it), with symbolic links resolved, to a host
+// path for the child.
+func (e *Exec) workingDir(ws *workspace.Workspace, p string) (string, error) {
+	path, err := ws.ResolveDir(p, "give working_dir a folder relative to the workspace, or leave it out.")
 	if err != nil {
 		return "", err
 	}
-	return e.ws.RealPath(path)
+	return ws.RealPath(path)
 }
 
-// run starts the command and waits for it, its timeout, or the caller.
-func (e *Exec) run(ctx, cctx context.Context, command, dir string, timeout time.Duration) (string, error) {
-	o, err := e.runJob(ctx, cctx, job{argv: []string{Shell, "-c", command}, dir: dir, what: "the shell"})
+// run starts the shell of j and waits for it, its timeout, or the caller.
+func (e *Exec) run(ctx, cctx context.Context, j job, timeout time.Duration) (string, error) {
+	o, err := e.runJob(ctx, cctx, j)
 	if err != nil {
 		return "", err
 	}

@@ -35,7 +35,7 @@ func (g execFakeGuard) Check(script string) error {
 	return nil
 }
 
-func newTestExec(t *testing.T, o ExecOptions) (*Exec, *workspace.Workspace) {
+func newTestExec(t testing.TB, o ExecOptions) (*Exec, *workspace.Workspace) {
 	t.Helper()
 	ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"), true)
 	if err != nil {

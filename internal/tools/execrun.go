@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/headtail"
+	"github.com/countbot/toolsvc/internal/homedir"
+	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 // This file is exec's run path, shared by exec and by the tools that run
@@ -28,7 +32,87 @@ type job struct {
 	stdin   []byte   // nil: no input
 	env     []string // NAME=value added after the allowlisted environment
 	sandbox *sandbox.Sandbox
+	home    string // HOME kept between calls (see place); "": the call's own
 	what    string // names the program in an error: "the shell"
+}
+
+// place is where a call's programs run: the whole workspace, or the
+// folder the call's key is given (registry.Call.Workspace), which is then
+// their workspace, their sandbox's writable workspace and the root of
+// their working folder.
+type place struct {
+	ws     *workspace.Workspace
+	folder string // the key's folder, relative to the workspace; "": the whole workspace
+	// home is the HOME kept between calls: Home for the whole workspace,
+	// the folder's own below it for a key's folder (a HOME shared between
+	// keys would let one plant files, a shell's rc file or a git hook,
+	// that another's commands run); "" where each call gets its own.
+	home string
+}
+
+// placeOf returns where the programs of ctx's call run. A call without a
+// folder of its own gets exec's workspace and HOME as they are, without
+// an allocation.
+func (e *Exec) placeOf(ctx context.Context) (place, error) {
+	call, _ := registry.CallFrom(ctx)
+	if call.Workspace == "" {
+		return place{ws: e.ws, home: e.opts.Home}, nil
+	}
+	ws, err := e.ws.Folder(call.Workspace)
+	if err != nil {
+		return place{}, err
+	}
+	pl := place{ws: ws, folder: call.Workspace}
+	if e.opts.Home != "" {
+		if pl.home, err = e.folderHome(call.Workspace); err != nil {
+			return place{}, err
+		}
+	}
+	return pl, nil
+}
+
+// sandbox returns the sandbox the place's programs run in: sb for the
+// whole workspace; for a key's folder, one like sb whose workspace is the
+// folder and whose writable folder is the folder's HOME, with the rest of
+// the workspace and the shared HOME out of reach (see sandbox.For).
+func (pl place) sandbox(sb *sandbox.Sandbox) (*sandbox.Sandbox, error) {
+	if pl.folder == "" {
+		return sb, nil
+	}
+	var writable []string
+	if pl.home != "" {
+		writable = []string{pl.home}
+	}
+	f, err := sb.For(pl.ws.Dir(), writable...)
+	if err != nil {
+		return nil, toolerr.Errorf(toolerr.Unavailable, "commands cannot run in this key's own folder: %w. Nothing was run. Next: tell the user that exec's sandbox cannot confine commands to the key's folder, which the operator must fix.", err)
+	}
+	return f, nil
+}
+
+// folderHome returns the HOME a key's folder keeps between calls: a
+// folder of its own in Home, named after the folder with its slashes
+// escaped (tenants/alice: tenants%2Falice), so that no two folders share
+// one. It is made and checked once, as Home was (see homedir): private
+// to the account commands run as, never a link.
+func (e *Exec) folderHome(folder string) (string, error) {
+	if h, ok := e.homes.Load(folder); ok {
+		return h.(string), nil
+	}
+	name := url.PathEscape(folder)
+	if name == "." || name == ".." {
+		return "", toolerr.Errorf(toolerr.Unavailable, "the key's folder %q cannot name a HOME of its own. Nothing was run.", folder)
+	}
+	var owner *homedir.User
+	if o := e.opts.Owner; o != nil {
+		owner = &homedir.User{Uid: o.Uid, Gid: o.Gid}
+	}
+	h, err := homedir.Prepare(filepath.Join(e.opts.Home, name), owner)
+	if err != nil {
+		return "", toolerr.Errorf(toolerr.Unavailable, "the HOME of this key's folder could not be prepared: %w. Nothing was run. Next: tell the user; the operator must fix it.", err)
+	}
+	e.homes.Store(folder, h)
+	return h, nil
 }
 
 // outcome is what a job left: its output (each stream bounded at both
@@ -81,7 +165,7 @@ func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 		defer os.RemoveAll(tmp)
 	}
 	path, args, childTmp := sb.Command(tmp, j.argv)
-	home := e.opts.Home
+	home := j.home
 	if home == "" {
 		// The call's own HOME, inside its temporary folder: writable in
 		// every sandbox mode, as seen by the child (bubblewrap shows the
@@ -132,6 +216,7 @@ type Program struct {
 	Env   []string // NAME=value added after exec's allowlisted environment
 	// Sandbox runs it; nil: exec's. A tool whose network setting differs
 	// from exec's passes a sandbox built with the same options but that.
+	// For a call whose key has a folder, Run uses that sandbox's For.
 	Sandbox *sandbox.Sandbox
 	Timeout time.Duration // 0: exec's default
 	// MaxOutput bounds each of Stdout and Stderr in characters; 0: exec's.
@@ -146,11 +231,13 @@ type Ran struct {
 	Waited         time.Duration // for a free slot
 }
 
-// Run runs p in the workspace through exec's run path: a slot among
-// TOOLSVC_EXEC_MAX_CONCURRENT, a private temporary folder, the allowlisted
-// environment, the sandbox, bounded output and time. A timeout, the call
-// being canceled, no free slot or a program that cannot start is an error
-// with the matching code; an exit code of its own is not.
+// Run runs p in the workspace (the key's own folder, for a call whose key
+// has one, in a sandbox confined to it) through exec's run path: a slot
+// among TOOLSVC_EXEC_MAX_CONCURRENT, a private temporary folder, the
+// allowlisted environment, the sandbox, bounded output and time. A
+// timeout, the call being canceled, no free slot or a program that cannot
+// start is an error with the matching code; an exit code of its own is
+// not.
 func (e *Exec) Run(ctx context.Context, p Program) (Ran, error) {
 	timeout := p.Timeout
 	if timeout <= 0 {
@@ -160,8 +247,19 @@ func (e *Exec) Run(ctx context.Context, p Program) (Ran, error) {
 	if max <= 0 {
 		max = e.opts.MaxOutput
 	}
-	dir, err := e.workingDir("")
+	pl, err := e.placeOf(ctx)
 	if err != nil {
+		return Ran{}, err
+	}
+	dir, err := e.workingDir(pl.ws, "")
+	if err != nil {
+		return Ran{}, err
+	}
+	sb := p.Sandbox
+	if sb == nil {
+		sb = e.opts.Sandbox
+	}
+	if sb, err = pl.sandbox(sb); err != nil {
 		return Ran{}, err
 	}
 	release, waited, err := e.acquire(ctx, timeout)
@@ -171,7 +269,7 @@ func (e *Exec) Run(ctx context.Context, p Program) (Ran, error) {
 	defer release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	o, err := e.runJob(ctx, cctx, job{argv: p.Argv, dir: dir, stdin: p.Stdin, env: p.Env, sandbox: p.Sandbox, what: p.Argv[0]})
+	o, err := e.runJob(ctx, cctx, job{argv: p.Argv, dir: dir, stdin: p.Stdin, env: p.Env, sandbox: sb, home: pl.home, what: p.Argv[0]})
 	if err != nil {
 		return Ran{}, err
 	}
