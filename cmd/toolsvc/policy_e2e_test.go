@@ -294,25 +294,33 @@ keys:
 `)
 	s := startServer(t, map[string]string{"API_KEYS": policyKeys(), "POLICY_FILE": file})
 	bob, carol := s.asKey(policyBobKey), s.asKey(policyCarolKey)
-	done := make(chan struct{})
+	// carol's command runs until the test lets it end, so that her
+	// second call surely comes while it runs, however slow the machine.
+	done := make(chan string, 1)
 	go func() {
-		defer close(done)
-		carol.do(t, "POST", "/tools/exec/invoke", strings.NewReader(`{"command":"sleep 3"}`), map[string]string{"Content-Type": "application/json"})
+		_, body := carol.do(t, "POST", "/tools/exec/invoke", strings.NewReader(`{"command":"until [ -e release ]; do sleep 0.05; done","timeout":120}`), map[string]string{"Content-Type": "application/json"})
+		done <- string(body)
 	}()
 	deadline := time.Now().Add(waitGuard)
-	for {
+	for refused := false; !refused; {
 		resp, body := carol.do(t, "POST", "/tools/list_dir/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})
-		if resp.StatusCode == 429 {
+		if refused = resp.StatusCode == 429; refused {
 			if !strings.Contains(string(body), "at once") || resp.Header.Get("Retry-After") != "1" {
 				t.Errorf("over max_concurrent: %s, Retry-After %q", body, resp.Header.Get("Retry-After"))
 			}
-			break
+			continue
+		}
+		select {
+		case out := <-done:
+			t.Fatalf("carol's command ended before her second call was refused: %s", out)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("carol's second call at once was never refused")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	s.writeWS(t, "release", "")
 	<-done
 	resp, body := bob.do(t, "POST", "/tools/exec/invoke", strings.NewReader(`{"command":"echo hi"}`), map[string]string{"Content-Type": "application/json"})
 	_, unknown := bob.do(t, "POST", "/tools/no_such_tool/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})
@@ -342,14 +350,22 @@ keys:
 // a planned field, or a policy without keys stops start-up with why.
 func TestPolicyFileRefused(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, keys, file, want string }{
-		{"unknown key", policyKeys(), `keys: {carl: {}}`, `no key is named "carl" (did you mean "carol"?)`},
-		{"unknown tool", policyKeys(), `keys: {bob: {tools: {allow: [read_fiel]}}}`, `(did you mean "read_file"?)`},
-		{"workspace", policyKeys(), `keys: {bob: {workspace: bob}}`, "not supported yet"},
-		{"no keys", "", `default: {max_concurrent: 2}`, "TOOLSVC_POLICY_FILE"},
+	for _, c := range []struct {
+		name, keys, file, want string
+		env                    map[string]string
+	}{
+		{"unknown key", policyKeys(), `keys: {carl: {}}`, `no key is named "carl" (did you mean "carol"?)`, nil},
+		{"unknown tool", policyKeys(), `keys: {bob: {tools: {allow: [read_fiel]}}}`, `(did you mean "read_file"?)`, nil},
+		{"folder outside", policyKeys(), `keys: {bob: {workspace: ../bob}}`, `keys.bob.workspace: "../bob" gives "../bob" for key "bob", which is not a folder inside TOOLSVC_WORKSPACE`, nil},
+		{"folders nested", policyKeys(), `{default: {workspace: "t/{key}"}, keys: {carol: {workspace: t}}}`, `holds key "alice"'s folder "t/alice"`, nil},
+		{"folder unconfined", policyKeys(), `default: {workspace: "t/{key}"}`, "a key cannot have a folder of its own here: exec's sandbox is none", map[string]string{"EXEC_SANDBOX": "none"}},
+		{"no keys", "", `default: {max_concurrent: 2}`, "TOOLSVC_POLICY_FILE", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := map[string]string{"POLICY_FILE": writePolicy(t, c.file)}
+			for k, v := range c.env {
+				env[k] = v
+			}
 			if c.keys != "" {
 				env["API_KEYS"] = c.keys
 			}

@@ -155,6 +155,10 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 // plain call only; one it does not take (with _meta, say) is decoded
 // whole, as the SDK is about to do anyway.
 func (h *Handler) deniedCall(r *http.Request, body []byte) {
+	key := h.key(r.Context())
+	if h.opts.Denied == nil || h.opts.Registry.SeesAll(key) {
+		return // nothing is denied to the key
+	}
 	var name string
 	if msg, params, ok := readEnvelope(body); ok {
 		if string(msg[2]) != `"tools/call"` || len(params[0]) < 2 || params[0][0] != '"' {
@@ -173,7 +177,7 @@ func (h *Handler) deniedCall(r *http.Request, body []byte) {
 		}
 		name = m.Params.Name
 	}
-	h.denied(r, h.opts.Registry.FindFor(h.key(r.Context()), name))
+	h.denied(r, h.opts.Registry.FindFor(key, name))
 }
 
 func (h *Handler) denied(r *http.Request, t registry.Target) {
