@@ -11,6 +11,7 @@ package homedir
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 )
@@ -60,4 +61,23 @@ func Prepare(dir string, user *User) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// ForFolder prepares, as Prepare does, the HOME that a key's own folder
+// keeps below the shared HOME home. folder is the key's folder relative
+// to the workspace (slash-separated, such as "tenants/alice"); its HOME
+// is named after it with its slashes escaped (tenants%2Falice), so that
+// no two folders share one. Everything the service runs for that folder
+// (exec's commands, the key's own instance of an MCP server) gets the
+// same HOME, and nothing run for another folder reaches it: a HOME
+// shared between keys would let one plant files (a shell's rc file, a
+// git hook) that another's programs run. Every "%" in the name is
+// followed by two hex digits, so a name that breaks that rule
+// ("%mcp-listing") is free for a HOME that belongs to no folder.
+func ForFolder(home, folder string, user *User) (string, error) {
+	name := url.PathEscape(folder)
+	if name == "" || name == "." || name == ".." {
+		return "", fmt.Errorf("the folder %q cannot name a HOME of its own", folder)
+	}
+	return Prepare(filepath.Join(home, name), user)
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,23 +90,18 @@ func (pl place) sandbox(sb *sandbox.Sandbox) (*sandbox.Sandbox, error) {
 }
 
 // folderHome returns the HOME a key's folder keeps between calls: a
-// folder of its own in Home, named after the folder with its slashes
-// escaped (tenants/alice: tenants%2Falice), so that no two folders share
-// one. It is made and checked once, as Home was (see homedir): private
-// to the account commands run as, never a link.
+// folder of its own in Home (see homedir.ForFolder), made and checked
+// once, as Home was: private to the account commands run as, never a
+// link.
 func (e *Exec) folderHome(folder string) (string, error) {
 	if h, ok := e.homes.Load(folder); ok {
 		return h.(string), nil
-	}
-	name := url.PathEscape(folder)
-	if name == "." || name == ".." {
-		return "", toolerr.Errorf(toolerr.Unavailable, "the key's folder %q cannot name a HOME of its own. Nothing was run.", folder)
 	}
 	var owner *homedir.User
 	if o := e.opts.Owner; o != nil {
 		owner = &homedir.User{Uid: o.Uid, Gid: o.Gid}
 	}
-	h, err := homedir.Prepare(filepath.Join(e.opts.Home, name), owner)
+	h, err := homedir.ForFolder(e.opts.Home, folder, owner)
 	if err != nil {
 		return "", toolerr.Errorf(toolerr.Unavailable, "the HOME of this key's folder could not be prepared: %w. Nothing was run. Next: tell the user; the operator must fix it.", err)
 	}
