@@ -30,7 +30,7 @@ const (
 
 // Config is one entry of the "mcpServers" map that MCP clients use (Claude
 // Desktop, Cursor, mcpo, VS Code), plus toolsvc's own keys: network and
-// timeout, subagents.
+// timeout, subagents, per_key and the bounds of its instances.
 type Config struct {
 	// Command, Args, Env and Cwd start a stdio server. Cwd is relative to
 	// the workspace (default: the workspace itself).
@@ -61,14 +61,33 @@ type Config struct {
 	// the key of the same name does for a command or HTTP tool; off by
 	// default.
 	Subagents bool `json:"subagents,omitempty" yaml:"subagents,omitempty"`
+	// PerKey gives each key an instance of the (stdio) server of its own,
+	// in the key's folder, started at its first call: see instances.
+	PerKey bool `json:"per_key,omitempty" yaml:"per_key,omitempty"`
+	// IdleTimeout stops a key's instance after that long without a call;
+	// DefaultIdleTimeout when PerKey and not given. In the file: seconds
+	// as a number or a duration string, as timeout.
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty" yaml:"idle_timeout,omitempty"`
+	// MaxInstances bounds the keys' instances running at once;
+	// DefaultMaxInstances when PerKey and not given.
+	MaxInstances int `json:"max_instances,omitempty" yaml:"max_instances,omitempty"`
 }
+
+// The bounds of a per_key server's instances when its entry gives none:
+// an instance a key stopped using goes after ten minutes, and at most
+// eight run at once (each is a process with its own memory).
+const (
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultMaxInstances = 8
+)
 
 // ignoredKeys are keys other MCP clients write into an entry that mean
 // nothing here (approval lists, UI hints); a pasted config keeps working.
 var ignoredKeys = []string{"autoApprove", "alwaysAllow", "description", "name", "transportType", "disabledTools"}
 
 // knownKeys are the keys Config reads.
-var knownKeys = []string{"command", "args", "env", "cwd", "type", "url", "headers", "network", "timeout", "disabled", "subagents"}
+var knownKeys = []string{"command", "args", "env", "cwd", "type", "url", "headers", "network", "timeout", "disabled", "subagents",
+	"per_key", "idle_timeout", "max_instances"}
 
 // ParseConfig decodes one mcpServers entry. Keys other MCP clients write
 // for their own use (autoApprove, alwaysAllow, description, ...) are
@@ -81,7 +100,9 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	}
 	var wire struct {
 		Config
-		Timeout json.RawMessage `json:"timeout"`
+		Timeout      json.RawMessage `json:"timeout"`
+		IdleTimeout  json.RawMessage `json:"idle_timeout"`
+		MaxInstances json.RawMessage `json:"max_instances"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&wire); err != nil {
@@ -89,17 +110,35 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	}
 	c := wire.Config
 	if len(wire.Timeout) > 0 {
-		d, err := parseTimeout(wire.Timeout)
+		d, err := parseTimeout("timeout", wire.Timeout)
 		if err != nil {
 			return Config{}, err
 		}
 		c.Timeout = d
+	}
+	if len(wire.IdleTimeout) > 0 {
+		d, err := parseTimeout("idle_timeout", wire.IdleTimeout)
+		if err != nil {
+			return Config{}, err
+		}
+		if d <= 0 {
+			return Config{}, errors.New("idle_timeout must be more than zero")
+		}
+		c.IdleTimeout = d
+	}
+	if len(wire.MaxInstances) > 0 {
+		if err := json.Unmarshal(wire.MaxInstances, &c.MaxInstances); err != nil || c.MaxInstances < 1 {
+			return Config{}, fmt.Errorf("max_instances %s: give a whole number, at least 1", wire.MaxInstances)
+		}
 	}
 	var err error
 	if c.Type, err = transportType(c); err != nil {
 		return Config{}, err
 	}
 	if err := c.checkTransport(); err != nil {
+		return Config{}, err
+	}
+	if err := c.checkPerKey(wire.IdleTimeout != nil, wire.MaxInstances != nil); err != nil {
 		return Config{}, err
 	}
 	for name := range c.Env {
@@ -180,8 +219,34 @@ func (c Config) checkTransport() error {
 	return nil
 }
 
-// parseTimeout reads seconds as a number or a Go duration string.
-func parseTimeout(raw json.RawMessage) (time.Duration, error) {
+// checkPerKey refuses the keys of per-key instances where they cannot
+// apply, and fills in their defaults. idle and most say whether the entry
+// gave idle_timeout and max_instances.
+func (c *Config) checkPerKey(idle, most bool) error {
+	if !c.PerKey {
+		if idle || most {
+			return errors.New(`"idle_timeout" and "max_instances" bound the instances of a server with "per_key": true; add it, or remove them`)
+		}
+		return nil
+	}
+	switch {
+	case c.Type != TypeStdio:
+		return errors.New(`"per_key" applies to stdio servers, which toolsvc starts once for each key; a Streamable HTTP server runs elsewhere, and separating its keys is up to it`)
+	case c.Cwd != "":
+		return errors.New(`"cwd" does not go with "per_key": each key's instance starts in the key's own folder; name a place inside it with ${WORKSPACE} in "args" or "env"`)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxInstances == 0 {
+		c.MaxInstances = DefaultMaxInstances
+	}
+	return nil
+}
+
+// parseTimeout reads seconds as a number or a Go duration string; key
+// names the field in an error.
+func parseTimeout(key string, raw json.RawMessage) (time.Duration, error) {
 	var n float64
 	if err := json.Unmarshal(raw, &n); err == nil {
 		return time.Duration(n * float64(time.Second)), nil
@@ -195,7 +260,7 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 			return time.Duration(f * float64(time.Second)), nil
 		}
 	}
-	return 0, fmt.Errorf(`timeout %s: give seconds (60) or a duration ("90s", "2m")`, raw)
+	return 0, fmt.Errorf(`%s %s: give seconds (60) or a duration ("90s", "2m")`, key, raw)
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
