@@ -52,6 +52,7 @@ func runFake(mode string) {
 //	slow      sends one progress notification (when asked) and never answers
 //	change    answers, then adds the tool "added" and sends list_changed
 //	picture   returns a 1x1 PNG image and an embedded text resource
+//	count     returns how many times it was called in this process
 func rawServer(in io.Reader, out io.Writer) {
 	w := bufio.NewWriter(out)
 	send := func(v any) {
@@ -61,6 +62,7 @@ func rawServer(in io.Reader, out io.Writer) {
 		w.Flush()
 	}
 	added := false
+	count := 0
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -98,6 +100,7 @@ func rawServer(in io.Reader, out io.Writer) {
 				map[string]any{"name": "slow", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "change", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "picture", "inputSchema": obj(`{}`)},
+				map[string]any{"name": "count", "inputSchema": obj(`{}`)},
 				// No type: normalized to an object schema.
 				map[string]any{"name": "untyped", "inputSchema": json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)},
 				// Characters no model format accepts, and a name too long.
@@ -141,10 +144,14 @@ func rawServer(in io.Reader, out io.Writer) {
 					}
 				}
 				wd, _ := os.Getwd()
-				out = append(out, "cwd: "+wd, "home: "+os.Getenv("HOME"), "service secret: "+os.Getenv("SERVICE_SECRET"))
+				out = append(out, "cwd: "+wd, "home: "+os.Getenv("HOME"), "service secret: "+os.Getenv("SERVICE_SECRET"),
+					"ws: "+os.Getenv("FAKE_WS"), fmt.Sprintf("pid: %d", os.Getpid()))
 				reply(text(strings.Join(out, "\n"), false))
 			case "fail":
 				reply(text("the widget is broken", true))
+			case "count":
+				count++
+				reply(text(fmt.Sprint(count), false))
 			case "huge":
 				mb, _ := a["mb"].(float64)
 				// Written in pieces: the server never holds it whole.

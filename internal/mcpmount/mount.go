@@ -156,14 +156,24 @@ func parseEntries(entries map[string]json.RawMessage, disabled func(name string)
 	return out, nil
 }
 
-// newServer makes (does not start) the server of e. Its header and env
-// secrets join the service's redaction before it starts.
-func (m *Mount) newServer(name string, e entry) *mounted {
+// newServer makes (does not start) the server of e: for a per_key entry,
+// its listing instance (see newListing). Its header and env secrets join
+// the service's redaction before it starts.
+func (m *Mount) newServer(name string, e entry) (*mounted, error) {
 	m.red.Add(e.cfg.Secrets(m.deps.Workspace.Dir(), m.deps.LookupEnv)...)
-	s := &mounted{name: name, raw: e.raw, cfg: e.cfg, srv: New(name, e.cfg, m.deps)}
+	s := &mounted{name: name, raw: e.raw, cfg: e.cfg}
+	if e.cfg.PerKey {
+		srv, err := newListing(name, e.cfg, m.deps, m.red.Add)
+		if err != nil {
+			return nil, fmt.Errorf("mcpServers %q: %w", name, err)
+		}
+		s.srv = srv
+	} else {
+		s.srv = New(name, e.cfg, m.deps)
+	}
 	m.red.Add(s.srv.Secrets()...)
 	s.srv.OnToolsChanged(func() { m.changed(s) })
-	return s
+	return s, nil
 }
 
 // startAll starts the servers at once, each bounded by the connect
@@ -286,8 +296,14 @@ func (m *Mount) logServer(s *mounted) {
 		ev = m.log.Warn().Str("reason", m.red.String(err.Error()))
 		state = "down"
 	}
-	ev.Str("mcp_server", s.name).Str("state", state).Str("type", s.cfg.Type).Str("at", where).
-		Bool("network", s.cfg.Network).Bool("subagents", s.cfg.Subagents).Msg("mcp server")
+	ev = ev.Str("mcp_server", s.name).Str("state", state).Str("type", s.cfg.Type).Str("at", where).
+		Bool("network", s.cfg.Network).Bool("subagents", s.cfg.Subagents)
+	if s.cfg.PerKey {
+		// The state is the listing instance's; each key's own starts at
+		// its first call.
+		ev = ev.Bool("per_key", true).Dur("idle_timeout", s.cfg.IdleTimeout).Int("max_instances", s.cfg.MaxInstances)
+	}
+	ev.Msg("mcp server")
 	m.mu.Lock()
 	off := make(map[string]string, len(m.off))
 	for t, why := range m.off {
@@ -337,7 +353,11 @@ func (m *Mount) Prepare(entries map[string]json.RawMessage, switches func(server
 			p.next[name] = old
 			continue
 		}
-		s := m.newServer(name, parsed[name])
+		s, err := m.newServer(name, parsed[name])
+		if err != nil {
+			closeServers(p.started)
+			return nil, nil, err
+		}
 		p.next[name] = s
 		p.started = append(p.started, s)
 	}

@@ -1,6 +1,7 @@
 package mcpmount
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -14,25 +15,28 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 // result turns a call's result into the text a model reads: text parts
 // joined by newlines; images, audio and embedded resources saved into the
-// workspace under <Folder>/<server>/ and named by a line in their place;
+// calling key's folder (see save) under <Folder>/<server>/ and named by a
+// line in their place;
 // resource links named; structured content as JSON when there is nothing
 // else. isError makes it a tool error carrying the same text.
-func (s *Server) result(t *Tool, res *mcp.CallToolResult) (string, error) {
+func (s *Server) result(ctx context.Context, t *Tool, res *mcp.CallToolResult) (string, error) {
 	var parts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			parts = append(parts, c.Text)
 		case *mcp.ImageContent:
-			parts = append(parts, s.save(t, "image", c.MIMEType, "", c.Data))
+			parts = append(parts, s.save(ctx, t, "image", c.MIMEType, "", c.Data))
 		case *mcp.AudioContent:
-			parts = append(parts, s.save(t, "audio", c.MIMEType, "", c.Data))
+			parts = append(parts, s.save(ctx, t, "audio", c.MIMEType, "", c.Data))
 		case *mcp.EmbeddedResource:
 			r := c.Resource
 			if r == nil {
@@ -42,7 +46,7 @@ func (s *Server) result(t *Tool, res *mcp.CallToolResult) (string, error) {
 			if data == nil {
 				data = []byte(r.Text)
 			}
-			parts = append(parts, s.save(t, "resource "+r.URI, r.MIMEType, r.URI, data))
+			parts = append(parts, s.save(ctx, t, "resource "+r.URI, r.MIMEType, r.URI, data))
 		case *mcp.ResourceLink:
 			line := fmt.Sprintf("[resource link: %s", c.URI)
 			if c.Name != "" {
@@ -94,16 +98,24 @@ func suffix(s string, n int) string {
 	return s[i:]
 }
 
-// save writes content into the workspace and returns the line that names
-// it in the result.
-func (s *Server) save(t *Tool, kind, mimeType, uri string, data []byte) string {
+// save writes content into the calling key's own folder (the whole
+// workspace for a call without one), where that key's file tools find it
+// and no other key's reach it, whether the server is shared or the key's
+// own; it returns the line that names the file, relative to that folder,
+// in the result.
+func (s *Server) save(ctx context.Context, t *Tool, kind, mimeType, uri string, data []byte) string {
 	if len(data) > s.d.MaxFileBytes {
 		return fmt.Sprintf("[%s (%s, %d bytes) not saved: larger than the bound of %d bytes]", kind, orUnknown(mimeType), len(data), s.d.MaxFileBytes)
 	}
 	name := path.Join(s.d.Folder, safeName(s.name), fmt.Sprintf("%s-%s-%s%s", safeName(t.remote), time.Now().UTC().Format("20060102-150405"), randomHex(), extension(mimeType, uri)))
-	p, err := s.d.Workspace.Resolve(name)
+	call, _ := registry.CallFrom(ctx)
+	ws, err := s.files.Folder(call.Workspace)
+	var p workspace.Path
 	if err == nil {
-		err = s.d.Workspace.WriteFile(p, data, false)
+		p, err = ws.Resolve(name)
+	}
+	if err == nil {
+		err = ws.WriteFile(p, data, false)
 	}
 	if err != nil {
 		return fmt.Sprintf("[%s (%s, %d bytes) not saved: %s]", kind, orUnknown(mimeType), len(data), toolerr.ErrorMessage(err))

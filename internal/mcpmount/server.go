@@ -31,7 +31,8 @@ type Deps struct {
 	// stdio servers.
 	Sandbox func(network bool) (*sandbox.Sandbox, error)
 	// Workspace is where a stdio server's cwd is resolved and where
-	// images and resources from results are saved. Required.
+	// images and resources from results are saved, each into the calling
+	// key's own folder. Required.
 	Workspace *workspace.Workspace
 	// Home is a stdio server's HOME, kept between starts (exec's
 	// TOOLSVC_EXEC_HOME, where npx keeps its cache). Empty: each start of
@@ -163,6 +164,13 @@ type Server struct {
 	res    resolved
 	resErr error
 	red    *redact.Redactor
+	// files is the workspace whose folder of the calling key receives the
+	// images and resources of results (see save): the whole workspace,
+	// also for a key's instance, whose own workspace is that folder.
+	files *workspace.Workspace
+	// keyed, for the listing instance of a per_key server, runs the keys'
+	// instances its tools' calls go to; nil otherwise.
+	keyed *instances
 
 	life   context.Context
 	cancel context.CancelFunc
@@ -196,6 +204,7 @@ func New(name string, cfg Config, d Deps) *Server {
 	if d.Workspace != nil {
 		ws = d.Workspace.Dir()
 	}
+	s.files = d.Workspace
 	s.res, s.resErr = cfg.resolve(ws, d.LookupEnv)
 	s.red = redact.New(s.res.secrets...)
 	s.life, s.cancel = context.WithCancel(context.Background())
@@ -681,5 +690,8 @@ func (s *Server) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	if s.keyed != nil {
+		s.keyed.close()
+	}
 	return nil
 }

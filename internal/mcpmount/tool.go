@@ -238,11 +238,28 @@ func (t *Tool) Parameters() json.RawMessage { return t.params }
 func (t *Tool) Timeout() time.Duration { return t.s.cfg.Timeout }
 
 // Execute implements registry.Tool: the arguments, already checked
-// against the schema, go to the server as they are.
+// against the schema, go to the server as they are. The tools of a
+// per_key server are listed by its listing instance, which runs no call:
+// each call goes to the calling key's own instance.
 func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	s := t.s
+	// Counted on the server the tool is listed by, so that a reload
+	// drains the calls its keys' instances run too.
 	s.begin()
 	defer s.end()
+	if s.keyed != nil {
+		in, release, err := s.keyed.acquire(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer release()
+		s = in
+	}
+	return s.call(ctx, t, args)
+}
+
+// call runs one call of t on s.
+func (s *Server) call(ctx context.Context, t *Tool, args json.RawMessage) (string, error) {
 	c, err := s.await(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -271,7 +288,7 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 	if err != nil {
 		return "", s.callError(ctx, c, err)
 	}
-	return s.result(t, res)
+	return s.result(ctx, t, res)
 }
 
 // callError turns a failed call into an error a model can act on.

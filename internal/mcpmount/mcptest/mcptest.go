@@ -107,3 +107,28 @@ func CopyModules(t testing.TB, nm, dir string) string {
 	}
 	return dst
 }
+
+// SystemDir returns a fresh folder under /opt, removed when the test
+// ends, for the programs a key's own sandbox must run. Such a sandbox
+// shows a key its folder, its HOME and the system, nothing else of the
+// machine's writable places: Landlock grants the system folders (/opt
+// among them), bubblewrap shows the system but hides /tmp, /root and
+// /home. So a server every key runs belongs there, as an operator would
+// install it (under /usr/local or /opt). Where /opt cannot be written
+// (not root), the test is skipped, except under CI (CI=true), where it
+// fails.
+func SystemDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/opt", "toolsvc-test-")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("a folder under /opt for programs every sandbox may run: %v", err)
+		}
+		t.Skipf("NOT TESTED in keys' own sandboxes: no folder under /opt for the programs they run: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
