@@ -249,7 +249,9 @@ func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *e
 	if ex.ExecHome != "" {
 		// Stdio servers keep TOOLSVC_EXEC_HOME between starts, as exec's
 		// commands keep it between calls (npx's cache lives there);
-		// otherwise each start gets a fresh HOME of its own.
+		// otherwise each start gets a fresh HOME of its own. A per_key
+		// server's instance for a key's folder keeps the folder's own HOME
+		// below it, the one exec's commands for that folder get.
 		home, err := execHome(ex.ExecHome, d.DataDir, user)
 		if err != nil {
 			return nil, err
