@@ -491,7 +491,8 @@ func TestNoFileDescriptorsInherited(t *testing.T) {
 // reRunTests are the attacks run again as another identity, each in a PID
 // namespace made for the run.
 const reRunTests = "TestNoPrivilegeReachesCommand|TestNetworkOffMeansOff|TestNothingOutlivesCall|TestProcessAndMemoryLimits|" +
-	"TestNoFileDescriptorsInherited|TestSignalsStayInCall|TestAutoRefusesUncontainedSignals|TestFolderSandbox"
+	"TestNoFileDescriptorsInherited|TestSignalsStayInCall|TestAutoRefusesUncontainedSignals|TestFolderSandbox|" +
+	"TestEgressAttacks|TestEgressOptions|TestEgressNoLeaks"
 
 // TestAttacksAsUnprivilegedUser runs the attacks above again as an
 // unprivileged account, as a service not run by root would: the test

@@ -40,13 +40,17 @@ func (s *Sandbox) setupBwrap(bin string) error {
 	// /tmp be a fresh tmpfs instead of a folder made on the disk.
 	help, _ := exec.CommandContext(ctx, path, "--help").Output()
 	s.bwrapTmp = bytes.Contains(help, []byte("--perms")) && bytes.Contains(help, []byte("--size"))
+	s.egressTCP = s.egress && landlockTCP()
 	if err := s.setupFilter(false); err != nil {
-		s.mode, s.bwrapTmp = None, false
+		s.mode, s.bwrapTmp, s.egressTCP = None, false, false
 		return err
 	}
 	ver, _ := exec.CommandContext(ctx, path, "--version").Output()
 	net := "shared"
-	if !s.network {
+	switch {
+	case s.egress:
+		net = s.egressDetail()
+	case !s.network:
 		net = "off (own network namespace)"
 	}
 	s.detail = fmt.Sprintf("bubblewrap (%s): system read-only, workspace read-write, private /tmp and /var/tmp, /run and home folders empty, data folder and private paths hidden, own PID namespace, network %s",
@@ -68,7 +72,10 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		"--dev", "/dev",
 		"--proc", "/proc",
 	}
-	if !s.network {
+	if !s.network && !s.egress {
+		// With Egress bubblewrap is started from a thread in the
+		// command's network namespace, and stays in it (it would bring
+		// loopback up in one of its own, where the proxy is not).
 		a = append(a, "--unshare-net")
 	}
 	for _, d := range hiddenByDefault {

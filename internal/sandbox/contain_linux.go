@@ -34,20 +34,32 @@ func (s *Sandbox) scopeAvailable() bool {
 	return err == nil && abi >= 6
 }
 
-// scopeSignals puts the calling thread in a Landlock domain of its own
-// that restricts no file or network access and scopes signals only: what
-// None mode adds to keep a command's signals in its call. no_new_privs
-// must be set first. The configuration is exact, not best effort: on a
-// kernel that cannot scope signals, building the rules fails rather than
-// leaving the thread unscoped, which sweepDomain relies on.
-func scopeSignals() error {
-	cfg := landlock.Config{Scoped: landlock.ScopedSet(llsys.ScopeSignal)}
-	fd, flags, err := cfg.NewRulesetFD()
+// threadDomain puts the calling thread in a Landlock domain of its own
+// that restricts no file access, in the modes without Landlock's file
+// rules (None, and Bwrap, whose mounts a domain handling no file access
+// leaves alone). It scopes signals where the sandbox does (what None mode
+// adds to keep a command's signals in its call); with Egress and
+// Landlock's network rules (ABI 4) it lets TCP connect to the proxy's
+// port only, and bind none. no_new_privs must be set first. The
+// configuration is exact, not best effort: on a kernel that cannot scope
+// signals, building the rules fails rather than leaving the thread
+// unscoped, which sweepDomain relies on.
+func (s *Sandbox) threadDomain() error {
+	var cfg landlock.Config
+	var rules []landlock.Rule
+	if s.scoped {
+		cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+	}
+	if s.egressTCP {
+		cfg.HandledAccessNet = landlock.AccessNetSet(llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP)
+		rules = append(rules, landlock.ConnectTCP(egressPort))
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
-		return fmt.Errorf("building the signal-scoping rules: %w", err)
+		return fmt.Errorf("building the Landlock rules of mode %s: %w", s.mode, err)
 	}
 	if fd < 0 {
-		return fmt.Errorf("the kernel does not scope signals")
+		return fmt.Errorf("the kernel enforces none of the Landlock rules of mode %s", s.mode)
 	}
 	rs := &landlockRules{fd: fd, flags: flags}
 	defer rs.close()

@@ -196,12 +196,19 @@ func (s *Sandbox) landlockRuleset(tmpDir string) (*landlockRules, error) {
 		cfg.Scoped = 0
 	}
 	rw := append(append(append([]string(nil), p.RWDirs...), s.writable...), tmpDir)
-	fd, flags, err := cfg.NewRulesetFD(
+	rules := []landlock.Rule{
 		landlock.RODirs(p.RODirs...).IgnoreIfMissing(),
 		landlock.ROFiles(p.ROFiles...).IgnoreIfMissing(),
 		landlock.RWDirs(rw...).WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles(p.RWFiles...).IgnoreIfMissing(),
-	)
+	}
+	if s.egress {
+		// With the network off otherwise, TCP may reach the proxy's port
+		// only (below ABI 4 the rule is dropped, as the library degrades
+		// every rule the kernel cannot enforce; the namespace still holds).
+		rules = append(rules, landlock.ConnectTCP(egressPort))
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
 		return nil, fmt.Errorf("building the Landlock rules: %w", err)
 	}
@@ -241,12 +248,15 @@ func (s *Sandbox) setupLandlock() error {
 		s.mounted = buildPolicy(abi, s.ws, s.private, s.network)
 	}
 	s.mode = Landlock
+	s.egressTCP = s.egress && abi >= 4
 	if err := s.setupFilter(true); err != nil {
-		s.mode = None
+		s.mode, s.egressTCP = None, false
 		return err
 	}
 	net := "on"
 	switch {
+	case s.egress:
+		net = s.egressDetail()
 	case s.network:
 	case s.netFilter && abi >= 4:
 		net = "off (no socket can be made; Landlock refuses TCP too)"

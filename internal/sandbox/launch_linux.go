@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,7 @@ type Child struct {
 	since     uint64
 	release   chan struct{} // lets the launching thread end
 	spareNext bool          // a spare is made for the next command once this one ended
+	egress    net.Listener  // on EgressAddr in the command's network namespace; nil without Egress
 	s         *Sandbox
 
 	mu   sync.Mutex // orders kill and cleanup
@@ -154,6 +156,8 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 	}
 	if sp != nil {
 		c.group = sp.group
+		// The spare's thread is in the namespace its listener is in.
+		c.egress, sp.egress = sp.egress, nil
 	} else if s.cg != nil {
 		g, err := s.cg.Get()
 		if err != nil {
@@ -171,10 +175,13 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 		sp.run <- launch
 	} else {
 		onDisposableThread(func() {
-			if err := s.confineThread(c.group, tmpDir); err != nil {
+			ln, err := s.confineThread(c.group, tmpDir)
+			if err != nil {
 				errc <- err
 				return
 			}
+			// Set before the launch reports, which Start waits for.
+			c.egress = ln
 			launch()
 		})
 	}
@@ -282,43 +289,60 @@ func onDisposableThread(f func()) {
 
 // confineThread applies, to the calling thread only, everything a command
 // must inherit. The order matters: entering a control group needs write
-// access to it, which Landlock then takes away; no_new_privs must precede
-// Landlock and seccomp; the capabilities forking needs (a new PID
-// namespace, setuid for TOOLSVC_EXEC_USER) stay in the thread's effective
-// set, since the child loses them at execve with an empty bounding set.
-func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
+// access to it, which Landlock then takes away; the network namespace
+// needs CAP_SYS_ADMIN and CAP_NET_ADMIN, which the thread then drops from
+// what it hands on; no_new_privs must precede Landlock and seccomp; the
+// capabilities forking needs (a new PID namespace, setuid for
+// TOOLSVC_EXEC_USER) stay in the thread's effective set, since the child
+// loses them at execve with an empty bounding set.
+//
+// With Egress the thread enters a network namespace of its own and
+// returns the listener it made there (see egress_linux.go); on error the
+// listener is closed.
+func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Listener, err error) {
+	defer func() {
+		if err != nil && egress != nil {
+			egress.Close()
+			egress = nil
+		}
+	}()
 	if g != nil {
 		if err := g.EnterThread(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.mountns {
 		if err := privateMounts(append([]string{s.ws, tmpDir}, s.writable...)); err != nil {
-			return err
+			return nil, err
 		}
 		if tmpDir == s.tmpMount {
 			if err := s.freshTmpfs(tmpDir); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if s.mode == Landlock {
 			if err := coverPaths(s.hidden); err != nil {
-				return err
+				return nil, err
 			}
+		}
+	}
+	if s.egress {
+		if egress, err = enterEgressNamespace(); err != nil {
+			return nil, err
 		}
 	}
 	// bubblewrap run by root needs its capabilities to build the
 	// namespaces: it gets them through the inheritable set and drops
 	// them all for the command (--cap-drop ALL).
 	if err := dropInheritableCaps(s.mode == Bwrap, s.lastCap); err != nil {
-		return err
+		return egress, err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("setting no_new_privs: %w", err)
+		return egress, fmt.Errorf("setting no_new_privs: %w", err)
 	}
-	if s.mode == None && s.scoped {
-		if err := scopeSignals(); err != nil {
-			return err
+	if s.mode != Landlock && (s.scoped || s.egressTCP) {
+		if err := s.threadDomain(); err != nil {
+			return egress, err
 		}
 	}
 	if s.mode == Landlock {
@@ -326,22 +350,22 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) error {
 		// name the command's own /proc and /tmp.
 		rs, err := s.landlockRuleset(tmpDir)
 		if err != nil {
-			return err
+			return egress, err
 		}
 		err = rs.restrictSelf()
 		rs.close()
 		if err != nil {
-			return err
+			return egress, err
 		}
 	}
 	if s.seccomp != nil && s.mode != Bwrap {
 		// Under bubblewrap the filter goes to the command through
 		// --seccomp: bubblewrap itself needs mount and friends.
 		if err := s.seccomp.load(); err != nil {
-			return err
+			return egress, err
 		}
 	}
-	return nil
+	return egress, nil
 }
 
 // noGroup is a group no process is in: hidepid exempts the members of
@@ -596,6 +620,9 @@ func (c *Child) cleanup() {
 	}
 	c.done = true
 	close(c.release)
+	if c.egress != nil {
+		c.egress.Close()
+	}
 	if c.group != nil {
 		c.group.Release()
 	}

@@ -22,6 +22,11 @@
 // the service also finds the call's processes however they detached.
 // Where neither exists, Auto refuses to run commands (see SignalsContained).
 //
+// With a network allowlist (Options.Egress) each command gets a network
+// namespace of its own holding only loopback, and reaches the network
+// only through a listener the service serves there, on EgressAddr (see
+// egress_linux.go and Child.Egress).
+//
 // A key given a folder of its own inside the workspace runs its commands
 // in a sandbox of that folder's (see For): the folder is its workspace,
 // and the rest of the workspace is one of its private paths.
@@ -54,10 +59,33 @@ var ErrNoSandbox = errors.New("no working sandbox")
 var ErrFolderUnconfined = errors.New("a key's own folder needs a sandbox that confines files (TOOLSVC_EXEC_SANDBOX=landlock, bwrap or auto), " +
 	"and commands here run without one (none): they could read and write every other key's folder")
 
+// ErrEgressUnavailable is returned by New, wrapped with the reason, when
+// Options.Egress is asked for and commands cannot be given a network
+// namespace of their own here: the caller refuses the setting at
+// start-up rather than run commands with more network than it allows.
+var ErrEgressUnavailable = errors.New("a network allowlist is not available")
+
+// EgressAddr is where a command started with Options.Egress finds the
+// service's forward proxy: the same address for every command, each in a
+// network namespace of its own, so that HTTP_PROXY and friends can be set
+// before the command starts.
+const EgressAddr = "127.0.0.1:3128"
+
+// egressPort is EgressAddr's port, which the Landlock rules let commands
+// connect to.
+const egressPort = 3128
+
 // Options configure a Sandbox.
 type Options struct {
-	Mode      Mode   // "" means Auto
-	Network   bool   // let the child use the network
+	Mode    Mode // "" means Auto
+	Network bool // let the child use the network
+	// Egress gives each command a network namespace of its own holding
+	// only loopback, whose one way out is a listener on EgressAddr that
+	// the service serves (see Child.Egress): no other interface, route or
+	// resolver, and none of the host's abstract Unix sockets. It excludes
+	// Network. Where no such namespace can be made New fails with
+	// ErrEgressUnavailable.
+	Egress    bool
 	Workspace string // absolute, symbolic links resolved; read-write
 	// Private lists folders or files the child must neither read nor
 	// write (the data folder, TOOLSVC_EXEC_PRIVATE_PATHS). Paths that do

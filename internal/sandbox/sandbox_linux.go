@@ -19,13 +19,18 @@ import (
 // Sandbox turns a command line into one that runs inside the chosen
 // mechanism, and starts it. It is safe for concurrent use.
 type Sandbox struct {
-	mode     Mode
-	detail   string
-	network  bool
-	ws       string
-	writable []string
-	bwrap    string // bubblewrap binary
-	policy   policy // landlock rules without the per-call temp folder
+	mode    Mode
+	detail  string
+	network bool
+	// egress: each command gets a network namespace of its own whose
+	// only way out is a listener on EgressAddr (egress_linux.go), and
+	// egressTCP: Landlock lets its TCP reach that port only (ABI 4).
+	egress    bool
+	egressTCP bool
+	ws        string
+	writable  []string
+	bwrap     string // bubblewrap binary
+	policy    policy // landlock rules without the per-call temp folder
 	// With mounts of its own a command gets its private paths covered
 	// by mounts (hidden), and Landlock rules that need no carving around
 	// them (mounted).
@@ -95,8 +100,18 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.User != nil && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
 	}
+	if opts.Egress && opts.Network {
+		return nil, errors.New("sandbox: a network allowlist (Egress) and the whole network (Network) exclude each other")
+	}
+	if opts.Egress {
+		// Before any mode is tried: their trial runs would otherwise
+		// fail on the namespace and be retried with less confinement.
+		if err := probeEgress(); err != nil {
+			return nil, err
+		}
+	}
 	opts.Private, opts.Writable = slices.Clone(opts.Private), slices.Clone(opts.Writable)
-	s := &Sandbox{opts: opts, network: opts.Network, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
+	s := &Sandbox{opts: opts, network: opts.Network, egress: opts.Egress, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	s.warmed = sync.NewCond(&s.spareMu)
 	for _, p := range opts.Private {
@@ -224,11 +239,15 @@ func (s *Sandbox) Describe() string {
 // Network reports whether commands may use the network.
 func (s *Sandbox) Network() bool { return s.network }
 
+// Egress reports whether each command reaches the network only through
+// the listener its Child's Egress returns.
+func (s *Sandbox) Egress() bool { return s.egress }
+
 // NetworkEnforced reports whether the network setting is enforced: with
 // network off, only a network namespace or the seccomp filter can take it
-// away.
+// away. A sandbox with Egress is made only where it is enforced.
 func (s *Sandbox) NetworkEnforced() bool {
-	if s.network {
+	if s.network || s.egress {
 		return true
 	}
 	return s.mode == Bwrap || s.netFilter
@@ -305,11 +324,15 @@ func (s *Sandbox) childTmp(tmpDir string) string {
 // the confinement (capabilities, seccomp, control groups) still applies.
 func (s *Sandbox) setupNone() error {
 	s.mode = None
+	s.egressTCP = s.egress && landlockTCP()
 	if err := s.setupFilter(true); err != nil {
 		return err
 	}
 	s.detail = "no sandbox: commands can read and write everything the service's user can, the audit log included"
-	if !s.network && !s.netFilter {
+	switch {
+	case s.egress:
+		s.detail += "; network " + s.egressDetail()
+	case !s.network && !s.netFilter:
 		s.detail += "; network NOT enforced"
 	}
 	return nil
@@ -320,9 +343,10 @@ func (s *Sandbox) setupNone() error {
 // PID namespace, it retries without them and says so.
 func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 	s.parts = nil // a mode tried before (auto) says nothing of this one
-	f, err := newFilter(!s.network && noSocketsWithoutNetns)
+	rule := s.socketRule(noSocketsWithoutNetns)
+	f, err := newFilter(rule)
 	if err == nil {
-		s.seccomp, s.netFilter = f, !s.network && noSocketsWithoutNetns
+		s.seccomp, s.netFilter = f, rule.refuse && len(rule.allow) == 0
 	} else {
 		s.parts = append(s.parts, "no seccomp filter ("+err.Error()+")")
 	}
@@ -356,6 +380,11 @@ func (s *Sandbox) setupFilter(noSocketsWithoutNetns bool) error {
 	if err != nil {
 		return fmt.Errorf("trial run failed: %w", err)
 	}
+	if s.egress && s.seccomp == nil {
+		// The namespace holds IP sockets in, not the others (see
+		// socketRule): without the filter, the allowlist would not hold.
+		return egressUnavailable(errors.New("the seccomp filter that keeps commands from sockets a network namespace does not confine (Unix by path, vsock) is not available here"))
+	}
 	if s.mode != Bwrap && !s.pidns && !s.scoped {
 		s.tryUserNamespace()
 	}
@@ -375,8 +404,13 @@ func (s *Sandbox) privilegeDetail() string {
 	d := "commands get no capabilities and no_new_privs"
 	if s.seccomp != nil {
 		d += ", a seccomp filter refusing privileged calls"
-		if s.netFilter {
+		switch {
+		case s.netFilter:
 			d += " and every socket()"
+		case s.egress && s.mode == Bwrap:
+			d += " and sockets but IPv4, IPv6 and Unix ones"
+		case s.egress:
+			d += " and sockets but IPv4 and IPv6 ones"
 		}
 	}
 	d += s.processDetail()
@@ -429,6 +463,15 @@ func (s *Sandbox) processDetail() string {
 		d += "; the service is the subreaper of the commands' processes and kills every one still carrying its call's mark when the call ends (a process that replaces its whole environment is NOT recognised and may outlive it)"
 	default:
 		d += "; only the command's process group is killed when it ends (a process that starts a session of its own may outlive it)"
+	}
+	return d
+}
+
+// egressDetail says how a command with Egress reaches the network.
+func (s *Sandbox) egressDetail() string {
+	d := "only through the service's proxy at " + EgressAddr + ", in a network namespace of its own holding loopback alone"
+	if s.egressTCP {
+		d += " (Landlock lets TCP connect to the proxy's port only, and bind none)"
 	}
 	return d
 }

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -42,6 +43,11 @@ func New(opts Options) (*Sandbox, error) {
 	if opts.User != nil {
 		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s is Linux-only, and this is %s", opts.User.Name, runtime.GOOS)
 	}
+	if opts.Egress {
+		// Refused rather than ignored: commands here would reach the
+		// whole network, which is more than an allowlist lets them.
+		return nil, fmt.Errorf("%w: a network allowlist needs a network namespace per command, which is Linux-only, and this is %s", ErrEgressUnavailable, runtime.GOOS)
+	}
 	return &Sandbox{network: opts.Network, limits: opts.MaxProcs > 0 || opts.MaxMemory > 0}, nil
 }
 
@@ -75,6 +81,9 @@ func (s *Sandbox) Describe() string {
 
 // Network reports whether commands may use the network.
 func (s *Sandbox) Network() bool { return s.network }
+
+// Egress reports false: New refuses Options.Egress here.
+func (s *Sandbox) Egress() bool { return false }
 
 // NetworkEnforced reports whether the network setting is enforced: only
 // when the network is on, since nothing here can take it away.
@@ -122,6 +131,10 @@ func (s *Sandbox) Start(cmd *exec.Cmd, tmpDir string) (*Child, error) {
 func (s *Sandbox) StartContext(_ context.Context, cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	return s.Start(cmd, tmpDir)
 }
+
+// Egress returns nil: New refuses Options.Egress here, so no command has
+// a listener of its own. It exists so that callers compile everywhere.
+func (c *Child) Egress() net.Listener { return nil }
 
 // Pid returns the command's process ID.
 func (c *Child) Pid() int { return c.cmd.Process.Pid }

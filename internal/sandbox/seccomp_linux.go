@@ -42,6 +42,38 @@ var privileged = []string{
 // nothing else.
 var networkCalls = []string{"socket"}
 
+// socketRule says which sockets the filter lets a command make.
+type socketRule struct {
+	refuse bool     // socket() is refused...
+	allow  []uint64 // ...unless its family is one of these
+}
+
+// socketRule returns what the filter refuses of socket() for this
+// sandbox. With the network on, nothing. With it off, every socket where
+// no network namespace keeps them apart (noSocketsWithoutNetns), else
+// nothing. With egress, every family but IPv4 and IPv6, which the
+// command's own network namespace confines: a namespace does not hold
+// the others in. A Unix socket by path is a file any process that can
+// reach it may connect to (Landlock below ABI 9 cannot refuse that),
+// vsock reaches the virtual machine's host, and netlink families such as
+// the kernel's audit and uevent ones are not per namespace. Under
+// bubblewrap Unix sockets stay, as they do there with the network off:
+// its mounts decide which socket files a command sees, and abstract ones
+// are per network namespace.
+func (s *Sandbox) socketRule(noSocketsWithoutNetns bool) socketRule {
+	switch {
+	case s.egress:
+		allow := []uint64{unix.AF_INET, unix.AF_INET6}
+		if s.mode == Bwrap {
+			allow = append(allow, unix.AF_UNIX)
+		}
+		return socketRule{refuse: true, allow: allow}
+	case s.network:
+		return socketRule{}
+	}
+	return socketRule{refuse: noSocketsWithoutNetns}
+}
+
 // filter is a compiled seccomp program.
 type filter struct {
 	prog []unix.SockFilter
@@ -51,15 +83,33 @@ type filter struct {
 // not have are left out. Calls made through another architecture's
 // convention (32-bit calls on a 64-bit kernel) are refused outright, so
 // the list cannot be bypassed through them.
-func newFilter(noSockets bool) (*filter, error) {
+//
+// sockets adds socket() to the list, or only for families sockets.allow
+// does not name. The family is compared in all 64 bits of the register:
+// a family with anything in its upper half, which the kernel would cut
+// off, matches no allowed one and is refused.
+func newFilter(sockets socketRule) (*filter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
 	}
 	names := existing(info, privileged)
 	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: names}}
-	if noSockets {
+	switch {
+	case sockets.refuse && len(sockets.allow) == 0:
 		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: existing(info, networkCalls)})
+	case sockets.refuse:
+		// One set of conditions, all of which must hold: the family is
+		// none of the allowed ones.
+		var notAllowed seccomp.ArgumentConditions
+		for _, fam := range sockets.allow {
+			notAllowed = append(notAllowed, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: fam})
+		}
+		var calls []seccomp.NameWithConditions
+		for _, n := range existing(info, networkCalls) {
+			calls = append(calls, seccomp.NameWithConditions{Name: n, Conditions: notAllowed})
+		}
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: calls})
 	}
 	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups}
 	insts, err := policy.Assemble()

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"net"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
@@ -16,6 +18,15 @@ import (
 // ready. Only commands whose temporary folder the sandbox makes itself
 // (FreshTemp) can use one: the rules and mounts name that folder.
 //
+// With Egress a spare's thread is also in a network namespace of its own,
+// with its listener: both go to the command that takes it, as a thread
+// confined on the spot would have them, or end with it unused. Making a
+// namespace with loopback up and a listener costs its thread about 0.8
+// ms (BenchmarkEgressNamespace, against 35 µs for the thread alone), a
+// quarter to a third of what starting a command on the spot costs
+// (BenchmarkEgressStart): a spare keeps that off the call's path, for one
+// idle namespace and socket held while no call waits.
+//
 // A spare holds its confinement, never a decision about the command: the
 // command's credentials, environment, folder and descriptors are set when
 // it forks, as for a thread confined on the spot. Where every command
@@ -23,11 +34,12 @@ import (
 // of its own) the thread also starts that ahead (warm_linux.go); the
 // command's environment and folder are then set inside it.
 type spare struct {
-	group *cgroups.Group
-	marks []fileMark  // the paths the confinement named, as they were
-	run   chan func() // the fork, run on the spare's thread; closed to end it unused
-	warm  *warm       // the command's sandbox started ahead, or nil
-	s     *Sandbox
+	group  *cgroups.Group
+	marks  []fileMark   // the paths the confinement named, as they were
+	run    chan func()  // the fork, run on the spare's thread; closed to end it unused
+	warm   *warm        // the command's sandbox started ahead, or nil
+	egress net.Listener // in the thread's network namespace; nil without Egress or once taken
+	s      *Sandbox
 }
 
 // fileMark is what a path was when a spare's confinement was built: gone,
@@ -189,10 +201,12 @@ func (s *Sandbox) newSpare(tmpDir string) *spare {
 	ready := make(chan bool, 1)
 	onDisposableThread(func() {
 		sp.marks = s.marks(tmpDir) // before the thread's mounts hide anything
-		if err := s.confineThread(sp.group, tmpDir); err != nil {
+		ln, err := s.confineThread(sp.group, tmpDir)
+		if err != nil {
 			ready <- false
 			return
 		}
+		sp.egress = ln
 		if s.warmable() {
 			sp.warm = s.startWarm(sp, tmpDir)
 		}
@@ -220,6 +234,10 @@ func (sp *spare) end() {
 		sp.warm = nil
 	}
 	close(sp.run)
+	if sp.egress != nil {
+		sp.egress.Close()
+		sp.egress = nil
+	}
 	if sp.group != nil {
 		sp.group.Release()
 	}

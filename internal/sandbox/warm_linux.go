@@ -297,6 +297,7 @@ func (s *Sandbox) startInWarm(ctx context.Context, c *Child, sp *spare, cmd *exe
 	}
 	c.cmd = w.cmd
 	c.group = sp.group
+	c.egress, sp.egress = sp.egress, nil // the warm sandbox is in its namespace
 	c.call = cmd
 	c.outputs = []*os.File{w.stdout, w.stderr}
 	c.watchDone = make(chan struct{})
