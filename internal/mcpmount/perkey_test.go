@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +141,7 @@ func listingOf(t *testing.T, m *Mount, server string) *Server {
 // to an instance of its own, the calls without a key to one they share;
 // Close stops every instance and removes the listing instance's folder.
 func TestPerKeyRouting(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
 	m, e := perKeyMount(t, sandbox.None)
 	exe, _ := os.Executable()
 	marker := t.Name() + strconv.Itoa(os.Getpid())
@@ -182,6 +184,7 @@ func TestPerKeyRouting(t *testing.T) {
 	if _, err := os.Stat(scratch); !os.IsNotExist(err) {
 		t.Errorf("the listing instance's folder is left: %v", err)
 	}
+	waitUntil(t, "the instances' goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
 	if _, err := count.Execute(as("alice", ""), []byte(`{}`)); toolerr.ErrorCode(err) != toolerr.Unavailable {
 		t.Errorf("a call after Close: %v", err)
 	}
