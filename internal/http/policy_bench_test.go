@@ -15,7 +15,7 @@ import (
 // BenchmarkPolicyDecision is what the key policy adds to every call,
 // beside BenchmarkInvokeHandler's whole call: the decision (may the key
 // call the tool: a name, a toolset, a glob) and the admission (its
-// bucket and its calls at once), then the release. It must stay well
+// bucket and its calls at once), the key's folder, then the release. It must stay well
 // under a microsecond and allocate nothing.
 func BenchmarkPolicyDecision(b *testing.B) {
 	names := policy.Names{
@@ -25,7 +25,7 @@ func BenchmarkPolicyDecision(b *testing.B) {
 		Servers:  []string{"fs"},
 	}
 	p, err := policy.Parse([]byte(`
-default: {rate: {per_minute: 600000000, burst: 1000000}}
+default: {rate: {per_minute: 600000000, burst: 1000000}, workspace: "tenants/{key}"}
 keys:
   bob: {tools: {allow: [files, "fs__*", "web*"], deny: [write_file]}, max_concurrent: 64}`), names)
 	if err != nil {
@@ -46,6 +46,9 @@ keys:
 				}
 				if _, reason := e.Admit(c.key); reason != "" {
 					b.Fatal(reason)
+				}
+				if e.Folder(c.key) == "" {
+					b.Fatal("no folder")
 				}
 				e.Release(c.key)
 			}

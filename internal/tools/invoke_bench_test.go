@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -16,24 +17,33 @@ import (
 
 // BenchmarkInvokeReadFile measures a whole call of read_file on a small file
 // through the registry (validation, deadline, audit), with the audit log on
-// and off. Compare the two in one run:
+// and off, and with the audit log off for a key whose policy gives it a
+// folder of its own (the call's workspace is that folder). Compare them in
+// one run:
 //
 //	go test -run '^$' -bench InvokeReadFile -benchmem ./internal/tools/
 func BenchmarkInvokeReadFile(b *testing.B) {
-	for _, auditOn := range []bool{false, true} {
-		name := "audit=off"
-		if auditOn {
-			name = "audit=on"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name            string
+		auditOn, folder bool
+	}{{"audit=off", false, false}, {"audit=on", true, false}, {"audit=off,folder", false, true}} {
+		auditOn := c.auditOn
+		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			ws, err := workspace.Open(filepath.Join(dir, "ws"), true)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer ws.Close()
-			os.WriteFile(filepath.Join(ws.Dir(), "small.txt"), []byte(strings.Repeat("hello\n", 10)), 0o644)
+			file := filepath.Join(ws.Dir(), "small.txt")
 			opts := registry.Options{Log: zerolog.Nop()}
+			meta := registry.Meta{}
+			if c.folder {
+				opts.Policy, meta.Key = folderPolicy{}, "bob"
+				file = filepath.Join(ws.Dir(), "t", "bob", "small.txt")
+				os.MkdirAll(filepath.Dir(file), 0o700)
+			}
+			os.WriteFile(file, []byte(strings.Repeat("hello\n", 10)), 0o644)
 			if auditOn {
 				al, err := audit.New(audit.Options{Dir: filepath.Join(dir, "audit")})
 				if err != nil {
@@ -50,13 +60,24 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if res := reg.Invoke(ctx, "read_file", args, registry.Meta{}); res.Status != registry.StatusSuccess {
+				if res := reg.Invoke(ctx, "read_file", args, meta); res.Status != registry.StatusSuccess {
 					b.Fatal(res.Result)
 				}
 			}
 		})
 	}
 }
+
+// folderPolicy lets every key call everything, unbounded, in the folder
+// t/bob (a constant, as the real policy's folders are made once).
+type folderPolicy struct{}
+
+func (folderPolicy) Allows(string, string) bool           { return true }
+func (folderPolicy) SeesAll(string) bool                  { return true }
+func (folderPolicy) Admit(string) (time.Duration, string) { return 0, "" }
+func (folderPolicy) Release(string)                       {}
+func (folderPolicy) Folder(string) string                 { return "t/bob" }
+func (folderPolicy) Generation() uint64                   { return 1 }
 
 // BenchmarkReadFileRange reads the first 100 lines of a small file and of a
 // large one (64 MiB here; scripts/bench-http.sh uses 1 GiB): the cost must
