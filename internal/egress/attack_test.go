@@ -41,7 +41,7 @@ func TestConnectRefusals(t *testing.T) {
 		{"listed.test:8443", "403", "refused: listed.test:8443 (no allow rule matches port 8443: allow \"listed.test\" covers ports 80 and 443 only", `no allow rule matches port 8443`},
 		{"listed.test:22", "403", "listed.test:22 (no allow rule matches port 22", "no allow rule matches port 22"},
 		{"echo.test:443", "403", `allow "echo.test:8443" covers port 8443 only`, `no allow rule matches port 443`},
-		{"mirror.test:443", "403", "refused: mirror.test:443 (no allow rule matches)", "no allow rule matches"}, // the apex
+		{"mirror.test:443", "403", `refused: mirror.test:443 (no allow rule matches: allow "*.mirror.test" covers the names below mirror.test, not mirror.test itself)`, "no allow rule matches"},
 		{"bad.mirror.test:443", "403", `refused: bad.mirror.test:443 (deny "bad.mirror.test")`, `deny "bad.mirror.test"`},
 		{"EVIL.test.:443", "403", "refused: evil.test:443 (no allow rule matches)", "no allow rule matches"},
 		{"127.0.0.1:443", "403", "refused: 127.0.0.1:443 (no allow rule matches; an IP address is allowed only by a CIDR rule", "CIDR"},
@@ -266,7 +266,8 @@ func TestUnreachable(t *testing.T) {
 	r := newRig(t, rigConfig{allow: []string{"mirror.test:*", "nowhere.test"}, guard: openGuard()})
 	resp, _, _ := r.raw(t, "CONNECT mirror.test:"+strings.Split(addr, ":")[1]+" HTTP/1.1\r\n\r\n")
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "connection refused") || resp.Header.Get("X-Toolsvc-Refused") != "" {
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "connection refused") || resp.Header.Get("X-Toolsvc-Refused") != "" ||
+		strings.Contains(string(body), "127.0.0.1") { // the address a name resolved to is not shown
 		t.Errorf("%s %q", resp.Status, body)
 	}
 	resp, _, _ = r.raw(t, "CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n")

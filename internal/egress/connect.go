@@ -69,9 +69,21 @@ func (p *Proxy) failure(c net.Conn, method string, t target, err error) {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errIdle) {
 		status = http.StatusGatewayTimeout
 	}
-	msg := fmt.Sprintf("egress: could not reach %s: %s", t.addr(), runes.Shorten(err.Error(), runes.Echo))
+	msg := fmt.Sprintf("egress: could not reach %s: %s", t.addr(), runes.Shorten(networkError(err), runes.Echo))
 	p.log.Info().Str("method", method).Str("host", t.host).Int("port", t.port).Err(err).Msg("egress: destination unreachable")
 	p.answer(c, status, msg, false)
+}
+
+// networkError is what the command is told of a failed dial: the
+// system's words ("connect: connection refused") without the address a
+// name resolved to, which the guard does not show either (it would map
+// internal names for whoever steers the command).
+func networkError(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" && oe.Err != nil {
+		return oe.Err.Error()
+	}
+	return err.Error()
 }
 
 // connect serves a CONNECT: judge, dial through the guard, answer 200,

@@ -288,7 +288,22 @@ func (r *Rules) decide(name string, ip netip.Addr, port int) Decision {
 	case near != nil:
 		return Decision{Rule: portMiss(near, port)}
 	}
+	if w := r.allow.wildcardOver(name); w != nil {
+		return Decision{Rule: noAllowRule + ": " + w.said + " covers the names below " + name + ", not " + name + " itself"}
+	}
 	return Decision{Rule: noAllowRule}
+}
+
+// wildcardOver returns a wildcard rule for the names just below name
+// ("*.npmjs.org" for "npmjs.org"), for a refusal of name that says why the
+// wildcard did not match it.
+func (rs *ruleSet) wildcardOver(name string) *rule {
+	var buf [254]byte
+	key := append(append(buf[:0], '.'), name...)
+	if rules := rs.wild[string(key)]; len(rules) > 0 {
+		return &rules[0]
+	}
+	return nil
 }
 
 // matchName finds the rule for name and port: the exact name first, then

@@ -48,7 +48,7 @@ func TestRulesDecide(t *testing.T) {
 		// wildcards: sub-domains at any depth, never the apex
 		{"registry.npmjs.org", 443, true, `allow "*.npmjs.org"`},
 		{"a.b.registry.npmjs.org", 80, true, `allow "*.npmjs.org"`},
-		{"npmjs.org", 443, false, "no allow rule matches"},
+		{"npmjs.org", 443, false, `no allow rule matches: allow "*.npmjs.org" covers the names below npmjs.org, not npmjs.org itself`},
 		{"evilnpmjs.org", 443, false, "no allow rule matches"},
 		{"npmjs.org.evil.com", 443, false, "no allow rule matches"},
 		{".npmjs.org", 443, false, "not a valid host name"},
