@@ -107,3 +107,48 @@ func TestCurl(t *testing.T) {
 		t.Errorf("last refusal %+v", ref)
 	}
 }
+
+// TestClientsShowReason: npm and Python's urllib (what pip's HTTP stack
+// builds on) put the proxy's reason in their own errors, from the status
+// line of a refused CONNECT or plain request.
+func TestClientsShowReason(t *testing.T) {
+	r := newRig(t, rigConfig{allow: []string{"mirror.test"}, guard: openGuard()})
+	proxy := "http://" + r.addr
+	run := func(t *testing.T, name string, args ...string) string {
+		t.Helper()
+		if _, err := exec.LookPath(name); err != nil {
+			t.Skipf("%s is not installed", name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "HTTPS_PROXY=" + proxy, "HTTP_PROXY=" + proxy,
+			"npm_config_update_notifier=false", "npm_config_cache=" + t.TempDir()}
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	t.Run("npm", func(t *testing.T) {
+		out := run(t, "npm", "view", "left-pad", "--registry", "https://evil.test/", "--fetch-retries", "0")
+		if !strings.Contains(out, "refused: evil.test:443 (no allow rule matches)") {
+			t.Errorf("npm's output lacks the reason:\n%s", out)
+		}
+	})
+	t.Run("python", func(t *testing.T) {
+		script := `
+import urllib.request
+o = urllib.request.build_opener(urllib.request.ProxyHandler({"https": "` + proxy + `", "http": "` + proxy + `"}))
+for u in ["https://evil.test/", "http://evil.test/"]:
+    try:
+        o.open(u, timeout=20)
+    except Exception as e:
+        print(e)
+`
+		out := run(t, "python3", "-c", script)
+		for _, want := range []string{"Tunnel connection failed: 403 refused: evil.test:443 (no allow rule matches)",
+			"HTTP Error 403: refused: evil.test:80 (no allow rule matches)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("Python's output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
