@@ -123,6 +123,13 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
 		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version}
+	// One network guard for every way out: the outbound tools and the
+	// proxy of the commands' allowlist, the built-in ones' and the tools
+	// file's.
+	if deps.Guard, err = newGuard(cfg.Web); err != nil {
+		closeAgents()
+		return a, err
+	}
 	a.tools, err = Register(a.reg, deps, sel)
 	if err != nil {
 		closeAgents()

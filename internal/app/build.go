@@ -18,6 +18,7 @@ import (
 	"github.com/countbot/toolsvc/internal/channels"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/desktop"
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/extract"
 	"github.com/countbot/toolsvc/internal/homedir"
 	"github.com/countbot/toolsvc/internal/medialink"
@@ -336,7 +337,7 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	if _, err := os.Stat(tools.Shell); err != nil {
 		return nil, fmt.Sprintf("exec runs commands with %s, which this system (%s) does not have", tools.Shell, runtime.GOOS), nil
 	}
-	ex, sb, sbOpts, err := newExecTool(b.Config.Exec, b.Workspace, b.DataDir, b.Log)
+	ex, sb, sbOpts, err := newExecTool(b.Config.Exec, b.Guard, b.Workspace, b.DataDir, b.Log)
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return nil, err.Error(), nil
 	}
@@ -351,8 +352,9 @@ func (b *builder) exec() (registry.Tool, string, error) {
 
 // newExecTool builds exec with its command guard and sandbox over ws,
 // with dataDir hidden from its commands, and returns the options the
-// sandbox was built with.
-func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zerolog.Logger) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
+// sandbox was built with. With a network allowlist, the proxy that is
+// its commands' one way out dials through netGuard.
+func newExecTool(c config.Exec, netGuard *netguard.Guard, ws *workspace.Workspace, dataDir string, log zerolog.Logger) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
 	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
 	if err != nil {
 		return nil, nil, sandbox.Options{}, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
@@ -369,9 +371,14 @@ func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zer
 	if home != "" {
 		writable = append(writable, home)
 	}
+	eg, err := execEgress(c, netGuard, log)
+	if err != nil {
+		return nil, nil, sandbox.Options{}, err
+	}
 	sbOpts := sandbox.Options{
 		Mode:      sandbox.Mode(c.ExecSandbox),
 		Network:   c.ExecNetwork,
+		Egress:    eg != nil,
 		Workspace: ws.Dir(),
 		Private:   append([]string{dataDir}, c.ExecPrivatePaths...),
 		Writable:  writable,
@@ -380,6 +387,9 @@ func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zer
 		User:      user,
 	}
 	sb, err := sandbox.New(sbOpts)
+	if errors.Is(err, sandbox.ErrEgressUnavailable) {
+		return nil, nil, sandbox.Options{}, fmt.Errorf("TOOLSVC_EXEC_NET_ALLOW: %w", err)
+	}
 	if err != nil {
 		return nil, nil, sandbox.Options{}, err
 	}
@@ -402,9 +412,25 @@ func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zer
 		EnvAllow:       c.ExecEnvAllow,
 		Guard:          guard,
 		Sandbox:        sb,
+		Egress:         eg,
 		Home:           home,
 		Owner:          user,
 	}), sb, sbOpts, nil
+}
+
+// execEgress is the proxy's settings for TOOLSVC_EXEC_NET_ALLOW and
+// _DENY, or nil without an allowlist. Its connections dial through
+// netGuard, which refuses loopback, private and metadata addresses unless
+// the operator opened them; nil: a guard with no exceptions.
+func execEgress(c config.Exec, netGuard *netguard.Guard, log zerolog.Logger) (*egress.Options, error) {
+	if len(c.ExecNetAllow) == 0 {
+		return nil, nil
+	}
+	rules, err := egress.ParseRules(c.ExecNetAllow, c.ExecNetDeny)
+	if err != nil {
+		return nil, fmt.Errorf("TOOLSVC_EXEC_NET_ALLOW / TOOLSVC_EXEC_NET_DENY: %w", err)
+	}
+	return &egress.Options{Rules: rules, Guard: netGuard, Log: log.With().Str("component", "egress").Logger()}, nil
 }
 
 // sandboxSummary is the start-up log's one short sentence about exec's
@@ -412,6 +438,8 @@ func newExecTool(c config.Exec, ws *workspace.Workspace, dataDir string, log zer
 func sandboxSummary(sb *sandbox.Sandbox, network bool) string {
 	parts := []string{"exec sandbox: " + string(sb.Mode())}
 	switch {
+	case sb.Egress():
+		parts = append(parts, "network only through the service's proxy, to the hosts TOOLSVC_EXEC_NET_ALLOW names")
 	case network:
 		parts = append(parts, "network on")
 	case sb.NetworkEnforced():

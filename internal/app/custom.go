@@ -189,7 +189,7 @@ func customDeps(d Deps, execs *execRunner, closers *[]func()) (customtools.Deps,
 	case !hasShell():
 		deps.CommandOff = fmt.Sprintf("command tools run in exec's sandbox, which needs %s; this system (%s) does not have it", tools.Shell, runtime.GOOS)
 	default:
-		ex, sb, sbOpts, err := newExecTool(d.Config.Exec, d.Workspace, d.DataDir, d.Log)
+		ex, sb, sbOpts, err := newExecTool(d.Config.Exec, d.Guard, d.Workspace, d.DataDir, d.Log)
 		switch {
 		case errors.Is(err, sandbox.ErrNoSandbox):
 			deps.CommandOff = "command tools run in exec's sandbox: " + err.Error()

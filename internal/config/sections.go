@@ -245,6 +245,8 @@ type Exec struct {
 	ExecAllowPatterns Patterns      `env:"EXEC_ALLOW_PATTERNS" desc:"exec: when set, every command in a script must match one of these regular expressions (the denylist still applies)"`
 	ExecSandbox       string        `env:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works or nothing keeps a command's signals in its call; an unavailable explicit mode stops start-up"`
 	ExecNetwork       bool          `env:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
+	ExecNetAllow      List          `env:"EXEC_NET_ALLOW" desc:"exec: a network allowlist instead of all or nothing: comma-separated host names (registry.npmjs.org), wildcards (*.pythonhosted.org: the names below, not the name itself), CIDRs (10.1.2.0/24), each with an optional :port or :* (without one: ports 80 and 443). Each command then gets a network namespace of its own whose only way out is a proxy in the service (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, npm's and pip's variables point to it); every connection is judged by these lists, then by the network guard (a listed name that resolves to a loopback, private or metadata address is refused unless NET_ALLOW_HOSTS or NET_ALLOW_CIDRS opens it), and each refusal is named in the result. No resolver inside: programs that ignore the proxy variables get no network. Needs a network namespace per command (root, or user namespaces); not with EXEC_NETWORK=true"`
+	ExecNetDeny       List          `env:"EXEC_NET_DENY" desc:"exec: entries as in EXEC_NET_ALLOW that are refused even when the allowlist matches (deny wins); without a port, every port"`
 	ExecPrivatePaths  List          `env:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
 	ExecMaxProcs      int           `env:"EXEC_MAX_PROCS" default:"256" desc:"exec: processes and threads one command and everything it starts may have at once (control group, else RLIMIT_NPROC); 0: no limit"`
 	ExecMaxMemory     Bytes         `env:"EXEC_MAX_MEMORY" default:"2GiB" desc:"exec: memory one command and everything it starts may use (control group, else RLIMIT_DATA per process), e.g. 512MiB or 4GiB; 0: no limit. Also the size of the tmpfs a command gets as its TMPDIR where it has mounts of its own (root, bubblewrap)"`
@@ -264,6 +266,12 @@ func (s Exec) validate(bad report) {
 		bad("EXEC_MAX_OUTPUT", "must be at least 100 characters")
 	}
 	s.validateEnvAllow(bad)
+	if s.ExecNetwork && len(s.ExecNetAllow) > 0 {
+		bad("EXEC_NET_ALLOW", "is an allowlist, and TOOLSVC_EXEC_NETWORK=true opens every address: set one of them (unset EXEC_NETWORK to keep the allowlist)")
+	}
+	if len(s.ExecNetDeny) > 0 && len(s.ExecNetAllow) == 0 {
+		bad("EXEC_NET_DENY", "takes exceptions to TOOLSVC_EXEC_NET_ALLOW, which is empty: without an allowlist commands have no network, or all of it with EXEC_NETWORK=true")
+	}
 	switch s.ExecSandbox {
 	case "auto", "landlock", "bwrap", "none":
 	default:

@@ -54,6 +54,8 @@ const (
 // Rules are immutable and safe for concurrent use.
 type Rules struct {
 	allow, deny ruleSet
+	// text is the entries as a model is told them (String).
+	text string
 }
 
 type ruleSet struct {
@@ -104,7 +106,40 @@ func ParseRules(allow, deny []string) (*Rules, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	r.text = describe(allow, deny)
 	return r, nil
+}
+
+// describe says which destinations the entries allow, as a tool's
+// description tells a model.
+func describe(allow, deny []string) string {
+	trim := func(in []string) []string {
+		out := make([]string, 0, len(in))
+		for _, s := range in {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	a, d := trim(allow), trim(deny)
+	if len(a) == 0 {
+		return "no destination"
+	}
+	s := strings.Join(a, ", ") + " (ports 80 and 443 where no port is given; *.name: the names below name)"
+	if len(d) > 0 {
+		s += ", except " + strings.Join(d, ", ")
+	}
+	return s
+}
+
+// String lists the entries: what a command may reach, in words a model
+// reads.
+func (r *Rules) String() string {
+	if r == nil {
+		return "no destination"
+	}
+	return r.text
 }
 
 func newRuleSet() ruleSet {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countbot/toolsvc/internal/childenv"
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
@@ -37,6 +38,11 @@ type ExecOptions struct {
 	EnvAllow       []string         // extra variable names passed to commands ("NAME" or "PREFIX_*")
 	Guard          CommandGuard     // required
 	Sandbox        *sandbox.Sandbox // required; mode None when commands run unconfined
+	// Egress configures the proxy that is the only way out of a command
+	// whose sandbox has Egress (a network allowlist): its rules, its
+	// network guard, its log. Required with such a sandbox; each command
+	// gets a proxy of its own made from it.
+	Egress *egress.Options
 	// TempDir is where each command's private temporary folder is made;
 	// default os.TempDir(). It must not be inside the workspace.
 	TempDir string
@@ -120,8 +126,11 @@ func (e *Exec) describe() string {
 	net := "not restricted (no sandbox)"
 	if sb := e.opts.Sandbox; sb.Mode() != sandbox.None {
 		net = "off"
-		if sb.Network() {
+		switch {
+		case sb.Network():
 			net = "on"
+		case sb.Egress() && e.opts.Egress != nil:
+			net = "only to " + e.opts.Egress.Rules.String() + ", through the proxy that HTTP_PROXY, HTTPS_PROXY and npm's and pip's settings name (no DNS otherwise; a refused connection gets HTTP 403 naming the rule)"
 		}
 	} else {
 		where = "Work in the workspace"
@@ -216,12 +225,12 @@ func (e *Exec) run(ctx, cctx context.Context, j job, timeout time.Duration) (str
 		if strings.TrimSpace(last) == "" {
 			last = "(no output)"
 		}
-		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(o.contained), last, int(e.opts.MaxTimeout/time.Second))
+		return "", toolerr.Errorf(toolerr.Timeout, "Command timed out after %s and was stopped; %s.\n\nLast output captured:\n%s%s\n\nNext: give a larger 'timeout' (at most %d s), or split the work into shorter commands.", timeout, killedText(o.contained), last, o.refused, int(e.opts.MaxTimeout/time.Second))
 	}
 	// The command ran: the call succeeded whatever its status, which the
 	// caller reads from exit_code and the model from the text.
 	registry.ReportExitCode(ctx, o.code)
-	return e.format(o.stdout, o.stderr, o.code, true), nil
+	return e.format(o.stdout, o.stderr, o.code, true) + o.refused, nil
 }
 
 // killedText says what is known of the command's processes after a kill.

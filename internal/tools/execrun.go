@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/headtail"
 	"github.com/countbot/toolsvc/internal/homedir"
 	"github.com/countbot/toolsvc/internal/registry"
@@ -31,8 +32,9 @@ type job struct {
 	stdin   []byte   // nil: no input
 	env     []string // NAME=value added after the allowlisted environment
 	sandbox *sandbox.Sandbox
-	home    string // HOME kept between calls (see place); "": the call's own
-	what    string // names the program in an error: "the shell"
+	egress  *egress.Options // the allowlist's proxy when sandbox has Egress; nil: exec's
+	home    string          // HOME kept between calls (see place); "": the call's own
+	what    string          // names the program in an error: "the shell"
 }
 
 // place is where a call's programs run: the whole workspace, or the
@@ -116,6 +118,9 @@ type outcome struct {
 	code           int
 	timedOut       bool // cctx ended it, not the program itself
 	contained      bool // every process it started is known to be gone
+	// refused tells what the network allowlist refused, for the result;
+	// "" when nothing was.
+	refused string
 }
 
 // acquire waits for a free slot, for at most timeout: the wait does not
@@ -180,6 +185,9 @@ func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 	cmd := exec.CommandContext(cctx, path, args...)
 	cmd.Dir = j.dir
 	cmd.Env = append(e.env(home, childTmp), j.env...)
+	if sb.Egress() {
+		cmd.Env = append(cmd.Env, proxyEnv...)
+	}
 	if j.stdin != nil {
 		cmd.Stdin = bytes.NewReader(j.stdin)
 	}
@@ -192,12 +200,18 @@ func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 	if err != nil {
 		return outcome{}, toolerr.Errorf(toolerr.ToolError, "could not start %s: %w", j.what, err)
 	}
+	eo := j.egress
+	if eo == nil {
+		eo = e.opts.Egress
+	}
+	proxy := serveEgress(child.Egress(), eo)
 	if !e.track(child) {
 		child.Kill()
 	}
 	err, o.contained = child.Wait()
 	e.untrack(child)
 	stream.stop()
+	o.refused = proxy.stop()
 	o.timedOut = cctx.Err() != nil && !exitedByItself(cmd.ProcessState)
 	o.code = exitCode(cmd.ProcessState, err)
 	return o, nil
@@ -212,6 +226,9 @@ type Program struct {
 	// from exec's passes a sandbox built with the same options but that.
 	// For a call whose key has a folder, Run uses that sandbox's For.
 	Sandbox *sandbox.Sandbox
+	// Egress is the proxy's settings when Sandbox has Egress with an
+	// allowlist of its own; nil: exec's.
+	Egress  *egress.Options
 	Timeout time.Duration // 0: exec's default
 	// MaxOutput bounds each of Stdout and Stderr in characters; 0: exec's.
 	MaxOutput int
@@ -221,8 +238,11 @@ type Program struct {
 // characters with a note, and its exit code (128+N for signal N).
 type Ran struct {
 	Stdout, Stderr string
-	ExitCode       int
-	Waited         time.Duration // for a free slot
+	// Refused tells what the network allowlist refused; "" when nothing
+	// was.
+	Refused  string
+	ExitCode int
+	Waited   time.Duration // for a free slot
 }
 
 // Run runs p in the workspace (the key's own folder, for a call whose key
@@ -263,11 +283,11 @@ func (e *Exec) Run(ctx context.Context, p Program) (Ran, error) {
 	defer release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	o, err := e.runJob(ctx, cctx, job{argv: p.Argv, dir: dir, stdin: p.Stdin, env: p.Env, sandbox: sb, home: pl.home, what: p.Argv[0]})
+	o, err := e.runJob(ctx, cctx, job{argv: p.Argv, dir: dir, stdin: p.Stdin, env: p.Env, sandbox: sb, egress: p.Egress, home: pl.home, what: p.Argv[0]})
 	if err != nil {
 		return Ran{}, err
 	}
-	r := Ran{Stdout: boundedStream(o.stdout, max, "stdout"), Stderr: boundedStream(o.stderr, max, "stderr"), ExitCode: o.code, Waited: waited}
+	r := Ran{Stdout: boundedStream(o.stdout, max, "stdout"), Stderr: boundedStream(o.stderr, max, "stderr"), ExitCode: o.code, Waited: waited, Refused: o.refused}
 	switch {
 	case ctx.Err() != nil:
 		return Ran{}, canceled(o.contained)
