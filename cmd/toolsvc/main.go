@@ -22,9 +22,17 @@ import (
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/gctune"
 	"github.com/countbot/toolsvc/internal/initproc"
+	"github.com/countbot/toolsvc/internal/netinit"
 )
 
 func main() {
+	// Started as the first program of a command with a network allowlist
+	// (a service without CAP_SYS_ADMIN), this binary makes the command's
+	// network namespace ready and executes it; before initproc, as that
+	// program may be the first process of its PID namespace.
+	if ran, status := netinit.Run(os.Stderr); ran {
+		os.Exit(status)
+	}
 	// As the first process of a PID namespace (a container without an
 	// init) the service runs as a child of itself, which reaps orphans.
 	if ran, status := initproc.Run(os.Stderr); ran {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/countbot/toolsvc/internal/netinit"
 )
 
 // The tests in this file try, for real, what a model-run command must not
@@ -32,6 +34,11 @@ var attackModes = []Mode{Landlock, Bwrap, None}
 var attackDir = filepath.Join(os.TempDir(), fmt.Sprintf("toolsvc-attack-%d", os.Getpid()))
 
 func TestMain(m *testing.M) {
+	// Where the tests run without CAP_SYS_ADMIN, this binary is the first
+	// program of the commands with Egress, as the service's is.
+	if ran, status := netinit.Run(os.Stderr); ran {
+		os.Exit(status)
+	}
 	code := m.Run()
 	_ = os.RemoveAll(attackDir)
 	os.Exit(code)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/netinit"
 	"github.com/countbot/toolsvc/internal/pathx"
 )
 
@@ -72,10 +73,12 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		"--dev", "/dev",
 		"--proc", "/proc",
 	}
-	if !s.network && !s.egress {
-		// With Egress bubblewrap is started from a thread in the
-		// command's network namespace, and stays in it (it would bring
-		// loopback up in one of its own, where the proxy is not).
+	if !s.network && (!s.egress || s.netinit != "") {
+		// With Egress made by the launching thread, bubblewrap is started
+		// in the command's network namespace, and stays in it (it would
+		// bring loopback up in one of its own, where the proxy is not).
+		// Made by the command's first program, the namespace is
+		// bubblewrap's, with loopback up, where that program listens.
 		a = append(a, "--unshare-net")
 	}
 	for _, d := range hiddenByDefault {
@@ -83,6 +86,11 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 			a = append(a, "--tmpfs", d)
 		}
+	}
+	if s.netinit != "" {
+		// The command's first program, on the empty /run: the service's
+		// binary, wherever it is (a folder hidden here, /tmp).
+		a = append(a, "--ro-bind", s.netinit, netinitPath)
 	}
 	if s.network {
 		// Keep name resolution working where resolv.conf points into /run.
@@ -122,6 +130,9 @@ func (s *Sandbox) bwrapArgs(tmpDir string, argv []string) []string {
 		a = append(a, "--seccomp", "3") // Start passes the program as fd 3
 	}
 	a = append(a, "--")
+	if s.netinit != "" {
+		argv = netinit.Args(netinitPath, s.netinitFD(), argv)
+	}
 	return append(a, argv...)
 }
 

@@ -52,7 +52,7 @@ func (s *Sandbox) threadDomain() error {
 	}
 	if s.egressTCP {
 		cfg.HandledAccessNet = landlock.AccessNetSet(llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP)
-		rules = append(rules, landlock.ConnectTCP(egressPort))
+		rules = append(rules, s.egressRules()...)
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
@@ -64,6 +64,18 @@ func (s *Sandbox) threadDomain() error {
 	rs := &landlockRules{fd: fd, flags: flags}
 	defer rs.close()
 	return rs.restrictSelf()
+}
+
+// egressRules are the Landlock network rules of a command with Egress:
+// TCP may connect to the proxy's port, and bind it only where the
+// command's first program listens there (see netinit); once it has, the
+// listener keeps the port taken for as long as the command runs.
+func (s *Sandbox) egressRules() []landlock.Rule {
+	rules := []landlock.Rule{landlock.ConnectTCP(egressPort)}
+	if s.netinit != "" {
+		rules = append(rules, landlock.BindTCP(egressPort))
+	}
+	return rules
 }
 
 // tryUserNamespace gives each command a PID namespace inside a user

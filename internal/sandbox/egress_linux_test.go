@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -238,8 +239,8 @@ func newEgress(t *testing.T, mode Mode, af attackFixture, opts Options) *Sandbox
 	opts.Private = append(opts.Private, af.data, af.private)
 	s, err := New(opts)
 	if errors.Is(err, ErrEgressUnavailable) {
-		if egressExpected() {
-			t.Fatalf("Egress refused as uid %d with CAP_SYS_ADMIN: %v", os.Geteuid(), err)
+		if egressExpected() || userNamespaces() {
+			t.Fatalf("Egress refused as uid %d, with CAP_SYS_ADMIN or user namespaces: %v", os.Geteuid(), err)
 		}
 		if !strings.Contains(strings.ToLower(err.Error()), "run the service as root") {
 			t.Errorf("the refusal does not say what to do: %v", err)
@@ -254,6 +255,14 @@ func newEgress(t *testing.T, mode Mode, af attackFixture, opts Options) *Sandbox
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// userNamespaces reports whether this process may start one in a user
+// and network namespace of its own, where Egress must be available too.
+func userNamespaces() bool {
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET}
+	return cmd.Run() == nil
 }
 
 // egressExpected reports whether this process can make network
@@ -350,7 +359,8 @@ func TestEgressAttacks(t *testing.T) {
 				attack{"sctp", af.attack + " sctp " + l.tcpPort, "DENIED"},
 				attack{"routes", `{ tail -n +2 /proc/net/route; cat /proc/net/ipv6_route; } | grep -v ' lo$' | grep . || echo no-route`, "no-route"},
 				attack{"interfaces", `ls /proc/sys/net/ipv4/conf`, ""},
-				attack{"capabilities", `grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status`, ""},
+				attack{"capabilities", `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status`, ""},
+				attack{"descriptors", "ls /proc/self/fd", ""},
 			)
 			bindWant := "BOUND" // in the command's own namespace, which nothing outside reaches
 			if s.egressTCP {
@@ -385,6 +395,10 @@ func TestEgressAttacks(t *testing.T) {
 				case "interfaces":
 					if f := strings.Fields(out); strings.Join(f, " ") != "all default lo" {
 						t.Errorf("interfaces in the namespace: %q, want loopback only", out)
+					}
+				case "descriptors":
+					if got := strings.Join(strings.Fields(out), " "); got != "0 1 2 3" {
+						t.Errorf("open descriptors in the command (ls's own is 3): %q", out)
 					}
 				case "capabilities":
 					for _, line := range strings.Split(out, "\n") {
@@ -423,6 +437,62 @@ func TestEgressOptions(t *testing.T) {
 		t.Error("a sandbox without Egress gave a command a listener")
 	}
 	c.Wait()
+
+	if plain, err := New(Options{Mode: None, Workspace: af.ws, Egress: true}); err == nil {
+		// A descriptor of the caller's own would take the number the
+		// command line names where the command's first program makes
+		// the namespace; elsewhere it is the command's.
+		tmp := tempFor(t, plain)
+		path, args, _ := plain.Command(tmp, []string{"/bin/true"})
+		cmd := exec.CommandContext(context.Background(), path, args...)
+		cmd.ExtraFiles = []*os.File{os.Stdin}
+		c, err := plain.Start(cmd, tmp)
+		switch {
+		case plain.netinit != "" && err == nil:
+			t.Error("a command with descriptors of its own was started with the hand-over's number taken")
+			c.Wait()
+		case plain.netinit == "" && err != nil:
+			t.Errorf("a command with descriptors of its own: %v", err)
+		case err == nil:
+			c.Wait()
+		}
+		plain.Close()
+	}
+
+	// Where signals cannot be scoped (before Linux 6.12), a service that
+	// is not root gives each command a PID namespace in a user namespace
+	// of its own: the network namespace is made in the same one, and the
+	// command's first program is the first process of that PID namespace.
+	// As root, commands may run as another account.
+	type variant struct {
+		name string
+		opts Options
+	}
+	variants := []variant{{"no-signal-scoping", Options{noScope: true}}}
+	if os.Geteuid() == 0 {
+		variants = append(variants, variant{"as-nobody", Options{User: &User{Name: "nobody", Uid: 65534, Gid: 65534}}})
+	}
+	for _, v := range variants {
+		t.Run("landlock/"+v.name, func(t *testing.T) {
+			af := newAttackFixture(t)
+			if v.opts.User != nil && !egressExpected() {
+				// A user namespace of the command's own cannot map the
+				// account: refused, saying so.
+				_, err := New(Options{Mode: Landlock, Workspace: af.ws, Egress: true, User: v.opts.User})
+				if !errors.Is(err, ErrEgressUnavailable) || !strings.Contains(err.Error(), "another account") {
+					t.Errorf("Egress with commands run as another account, without CAP_SYS_ADMIN: %v", err)
+				}
+				return
+			}
+			s := newEgress(t, Landlock, af, v.opts)
+			t.Log(s.Describe())
+			out, conns := runEgress(t, s, af.ws, "curl -s -m 10 -x http://"+EgressAddr+" http://example.invalid/ && echo && id -u && curl --noproxy '*' -s -m 5 http://127.0.0.1:1/; echo curl=$?")
+			t.Logf("%q", out)
+			if !strings.HasPrefix(out, viaEgress+"\n") || conns != 1 || strings.Contains(out, "curl=0") {
+				t.Errorf("%q, %d connections to the proxy", out, conns)
+			}
+		})
+	}
 
 	for _, mode := range []Mode{Landlock, Bwrap} {
 		t.Run(string(mode)+"/folder", func(t *testing.T) {
@@ -518,13 +588,19 @@ func TestEgressNoLeaks(t *testing.T) {
 				}
 			}
 			_, spares := s.FreshTemp()
+			// A spare's thread is in a namespace of its own where threads
+			// make them (not where each command's first program does).
+			spareNS := 0
+			if spares && s.netinit == "" {
+				spareNS = 1
+			}
 			settled := func() bool {
 				if !spares {
 					return otherNetnsThreads() == 0
 				}
 				s.spareMu.Lock()
 				defer s.spareMu.Unlock()
-				return s.spare != nil && !s.warming && otherNetnsThreads() == 1
+				return s.spare != nil && !s.warming && otherNetnsThreads() == spareNS
 			}
 			run()
 			if !eventually(settled) {
@@ -628,5 +704,44 @@ func BenchmarkEgressNamespace(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEgressNeedsNetinitRun: a binary that makes a sandbox with Egress
+// where commands' first program makes their namespace (here as nobody),
+// but whose main does not call netinit.Run, is refused by New with a
+// message naming the fix, at once: its probe started the binary once,
+// which refused in turn instead of starting itself again.
+func TestEgressNeedsNetinitRun(t *testing.T) {
+	if os.Getenv("TOOLSVC_TEST_AS_USER") != "" || os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as nobody")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nonetinit")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/nonetinit").CombinedOutput(); err != nil {
+		t.Fatalf("building the helper: %v\n%s", err, out)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir, ws} {
+		os.Chmod(d, 0o777)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, ws)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + dir}
+	out, err := cmd.CombinedOutput()
+	t.Logf("in %v: %s", time.Since(start).Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatalf("the helper failed: %v", err)
+	}
+	if !strings.Contains(string(out), "REFUSED: "+ErrEgressUnavailable.Error()) || !strings.Contains(string(out), "netinit.Run") {
+		t.Errorf("New did not refuse naming netinit.Run: %s", out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refusal took %v", d)
 	}
 }

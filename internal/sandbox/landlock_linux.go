@@ -206,7 +206,12 @@ func (s *Sandbox) landlockRuleset(tmpDir string) (*landlockRules, error) {
 		// With the network off otherwise, TCP may reach the proxy's port
 		// only (below ABI 4 the rule is dropped, as the library degrades
 		// every rule the kernel cannot enforce; the namespace still holds).
-		rules = append(rules, landlock.ConnectTCP(egressPort))
+		rules = append(rules, s.egressRules()...)
+	}
+	if s.netinit != "" {
+		// The command's first program is the service's binary, which
+		// must be executable however little else is.
+		rules = append(rules, landlock.ROFiles("/proc/self/exe"))
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

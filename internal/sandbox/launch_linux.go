@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
+	"github.com/countbot/toolsvc/internal/netinit"
 	"github.com/countbot/toolsvc/internal/pathx"
 	"github.com/countbot/toolsvc/internal/procgroup"
 )
@@ -123,6 +124,9 @@ func (s *Sandbox) prepareAttr(cmd *exec.Cmd) {
 	if s.userns {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 	}
+	if s.netinit != "" && s.mode != Bwrap {
+		netinitAttr(attr)
+	}
 	if s.user != nil {
 		attr.Credential = &syscall.Credential{Uid: s.user.Uid, Gid: s.user.Gid, Groups: []uint32{}}
 	}
@@ -145,6 +149,27 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 		}
 		defer r.Close()
 		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
+	}
+	var netinitSock *os.File // the service's end of the hand-over
+	if s.netinit != "" {
+		if len(cmd.ExtraFiles) != s.netinitFD()-3 {
+			// The descriptor's number is in the command line already.
+			if sp != nil {
+				sp.end()
+			}
+			return nil, errors.New("sandbox: a command with Egress takes no descriptors of its own (ExtraFiles)")
+		}
+		mine, theirs, err := netinit.Pair()
+		if err != nil {
+			if sp != nil {
+				sp.end()
+			}
+			return nil, err
+		}
+		defer mine.Close()
+		defer theirs.Close()
+		netinitSock = mine
+		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs) // s.netinitFD()
 	}
 	attr := cmd.SysProcAttr
 	switch {
@@ -188,6 +213,14 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 	if err := <-errc; err != nil {
 		c.cleanup()
 		return nil, err
+	}
+	if netinitSock != nil {
+		// The command's end is the command's alone now: with it closed
+		// here, the hand-over sees the end of the first program.
+		cmd.ExtraFiles[len(cmd.ExtraFiles)-1].Close()
+		if err := c.receiveEgress(netinitSock); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -296,9 +329,9 @@ func onDisposableThread(f func()) {
 // TOOLSVC_EXEC_USER) stay in the thread's effective set, since the child
 // loses them at execve with an empty bounding set.
 //
-// With Egress the thread enters a network namespace of its own and
-// returns the listener it made there (see egress_linux.go); on error the
-// listener is closed.
+// With Egress, where the thread makes the namespace (not netinit's way),
+// it enters a network namespace of its own and returns the listener it
+// made there (see egress_linux.go); on error the listener is closed.
 func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Listener, err error) {
 	defer func() {
 		if err != nil && egress != nil {
@@ -326,7 +359,7 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Lis
 			}
 		}
 	}
-	if s.egress {
+	if s.egress && s.netinit == "" {
 		if egress, err = enterEgressNamespace(); err != nil {
 			return nil, err
 		}

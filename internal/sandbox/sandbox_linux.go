@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/cgroups"
+	"github.com/countbot/toolsvc/internal/netinit"
 )
 
 // Sandbox turns a command line into one that runs inside the chosen
@@ -27,10 +28,14 @@ type Sandbox struct {
 	// egressTCP: Landlock lets its TCP reach that port only (ABI 4).
 	egress    bool
 	egressTCP bool
-	ws        string
-	writable  []string
-	bwrap     string // bubblewrap binary
-	policy    policy // landlock rules without the per-call temp folder
+	// netinit is the service's binary where each command's first program
+	// makes its network namespace (no CAP_SYS_ADMIN); "" where its
+	// launching thread does.
+	netinit  string
+	ws       string
+	writable []string
+	bwrap    string // bubblewrap binary
+	policy   policy // landlock rules without the per-call temp folder
 	// With mounts of its own a command gets its private paths covered
 	// by mounts (hidden), and Landlock rules that need no carving around
 	// them (mounted).
@@ -103,15 +108,17 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.Egress && opts.Network {
 		return nil, errors.New("sandbox: a network allowlist (Egress) and the whole network (Network) exclude each other")
 	}
+	var netinitExe string
 	if opts.Egress {
 		// Before any mode is tried: their trial runs would otherwise
 		// fail on the namespace and be retried with less confinement.
-		if err := probeEgress(); err != nil {
+		var err error
+		if netinitExe, err = chooseEgress(opts); err != nil {
 			return nil, err
 		}
 	}
 	opts.Private, opts.Writable = slices.Clone(opts.Private), slices.Clone(opts.Writable)
-	s := &Sandbox{opts: opts, network: opts.Network, egress: opts.Egress, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
+	s := &Sandbox{opts: opts, network: opts.Network, egress: opts.Egress, netinit: netinitExe, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	s.warmed = sync.NewCond(&s.spareMu)
 	for _, p := range opts.Private {
@@ -297,6 +304,11 @@ func (s *Sandbox) Command(tmpDir string, argv []string) (path string, args []str
 		argv = append([]string{s.bwrap}, s.bwrapArgs(tmpDir, argv)...)
 	}
 	argv = s.limited(argv)
+	if s.netinit != "" && s.mode != Bwrap {
+		// First of all: only the first program the process executes
+		// holds the capabilities that make the network namespace.
+		argv = netinit.Args("/proc/self/exe", s.netinitFD(), argv)
+	}
 	return argv[0], argv[1:], childTmp
 }
 
@@ -470,7 +482,13 @@ func (s *Sandbox) processDetail() string {
 // egressDetail says how a command with Egress reaches the network.
 func (s *Sandbox) egressDetail() string {
 	d := "only through the service's proxy at " + EgressAddr + ", in a network namespace of its own holding loopback alone"
-	if s.egressTCP {
+	if s.netinit != "" {
+		d += ", made by its first program (the service's binary) in a user namespace of the command's own"
+	}
+	switch {
+	case s.egressTCP && s.netinit != "":
+		d += " (Landlock lets TCP connect to the proxy's port only, and bind none but that one, which the listener keeps taken)"
+	case s.egressTCP:
 		d += " (Landlock lets TCP connect to the proxy's port only, and bind none)"
 	}
 	return d

@@ -58,8 +58,12 @@ const warmWriteTimeout = 10 * time.Second
 // bubblewrap or where a shell stays first in each command's PID
 // namespace. Where the service finds a command's processes by a mark in
 // their environment instead, the mark is the call's own: not there.
+//
+// Nor where each command's first program makes its network namespace and
+// hands its listener over (Egress without CAP_SYS_ADMIN): the sandbox
+// started ahead would hold a listener the spare has no way to receive.
 func (s *Sandbox) warmable() bool {
-	return s.mode == Bwrap || s.pidns && !s.subreaper
+	return (s.mode == Bwrap || s.pidns && !s.subreaper) && s.netinit == ""
 }
 
 // startWarm starts a command's sandbox for a spare, on the spare's
