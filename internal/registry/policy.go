@@ -208,10 +208,11 @@ func (r *Registry) DefinitionsJSONFor(key string) []byte {
 }
 
 // DefinitionJSONFor is DefinitionJSON of a tool the key named key may
-// call; a tool it may not is not found.
+// call; a tool it may not is not found, nor a Fallback's, which has no
+// definition.
 func (r *Registry) DefinitionJSONFor(key, name string) ([]byte, bool) {
 	t := r.FindFor(key, name)
-	if t.e == nil {
+	if t.e == nil || t.e.pending {
 		return nil, false
 	}
 	return t.e.defJS, true

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -184,6 +185,9 @@ type entry struct {
 	// example is a short arguments object, for the advice given when the
 	// arguments are not an object at all.
 	example string
+	// pending: the tool is the Fallback's, for a name no registered tool
+	// has: callable, but listed nowhere and without a definition.
+	pending bool
 }
 
 // Registry is safe for concurrent use. Tools are registered at start-up;
@@ -203,6 +207,12 @@ type Registry struct {
 
 	// hooks, set by tests only, are told of look-ups and readings.
 	hooks *hooks
+
+	// fallback answers for names no registered tool has (SetFallback);
+	// pendingTmpl is the entry its tools are made from.
+	fallback    atomic.Pointer[Fallback]
+	pendingOnce sync.Once
+	pendingTmpl *entry
 }
 
 var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(NamePattern) })
@@ -345,9 +355,70 @@ type Target struct {
 }
 
 // Find looks the named tool up. The Target of a name that is not
-// registered is not Found; invoking it gives the unknown_tool result.
+// registered is not Found, unless the Fallback gives a tool for it;
+// invoking it gives the unknown_tool result.
 func (r *Registry) Find(name string) Target {
-	return Target{name: name, e: r.lookup(name), timeout: r.opts.DefaultTimeout}
+	e := r.lookup(name)
+	if e == nil {
+		e = r.fallbackEntry(name)
+	}
+	return Target{name: name, e: e, timeout: r.opts.DefaultTimeout}
+}
+
+// Fallback gives a tool for a name no registered tool has, or nil. The
+// MCP servers' mount is one: a server that has not listed its tools yet
+// cannot say which names it will have, so a call of "<server>__<tool>"
+// is answered by a tool that says the server is starting, instead of as
+// an unknown tool. It is asked only after a look-up found nothing, so
+// that the look-up of a registered tool costs nothing more; it must be
+// safe for concurrent use and quick.
+type Fallback func(name string) Tool
+
+// SetFallback sets the Fallback (nil: none). Its tools are found (Find,
+// FindFor, Invoke) and called like registered tools, the policy deciding
+// them by name as it does any tool, but they are listed nowhere (Names,
+// Definitions, DefinitionJSON, DefinitionJSONFor): they are no tools the
+// registry knows. Their arguments need only be a JSON object.
+func (r *Registry) SetFallback(f Fallback) {
+	if f == nil {
+		r.fallback.Store(nil)
+		return
+	}
+	r.fallback.Store(&f)
+}
+
+// pendingParams are the parameters of a Fallback's tool: any object.
+const pendingParams = `{"type":"object"}`
+
+// fallbackEntry returns the entry of the Fallback's tool for name, or nil.
+func (r *Registry) fallbackEntry(name string) *entry {
+	f := r.fallback.Load()
+	if f == nil {
+		return nil
+	}
+	// The name is checked once the Fallback takes it: most misses are
+	// names it does not take, and it is quicker than the pattern.
+	t := (*f)(name)
+	if t == nil || !namePattern().MatchString(name) {
+		return nil
+	}
+	r.pendingOnce.Do(func() {
+		// A schema that is a constant and compiles: cannot fail.
+		r.pendingTmpl, _ = newEntry(pendingStub{}, "")
+	})
+	e := *r.pendingTmpl
+	e.tool, e.pending = t, true
+	return &e
+}
+
+// pendingStub is the tool the Fallback's entries are made from.
+type pendingStub struct{}
+
+func (pendingStub) Name() string                { return "pending" }
+func (pendingStub) Description() string         { return "" }
+func (pendingStub) Parameters() json.RawMessage { return json.RawMessage(pendingParams) }
+func (pendingStub) Execute(context.Context, json.RawMessage) (string, error) {
+	return "", nil
 }
 
 // Found reports whether a tool was registered under the name.
@@ -467,7 +538,9 @@ func (r *Registry) InvokeAdmitted(ctx context.Context, a Admission, args []byte)
 	start := r.opts.Now()
 	name, e := t.name, t.e
 	label := name
-	if e == nil {
+	if e == nil || e.pending {
+		// A Fallback's tool is no registered tool either: its names are
+		// the caller's.
 		label = UnknownToolLabel
 		// No tool has a long name: the result, audit and log carry the
 		// start of it only.
