@@ -27,6 +27,11 @@ type conn struct {
 	once     sync.Once
 	mu       sync.Mutex
 	err      error // why it ended
+	// timeouts counts the calls in a row that got no answer within their
+	// timeout; any answer resets it. pinging is set while the ping that
+	// follows such a call waits (see Server.timedOut).
+	timeouts atomic.Int32
+	pinging  atomic.Bool
 }
 
 func newConn(s *Server, ch *child, limit *frameLimit) *conn {
@@ -61,6 +66,30 @@ func (c *conn) why() error {
 		return fmt.Errorf("MCP server %s: connection ended", c.s.name)
 	}
 	return c.err
+}
+
+// ended reports whether the connection has ended.
+func (c *conn) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// abort kills a stdio server's process and everything it started at
+// once, then closes the connection: for a process that never finished
+// the handshake, or that stopped answering, which has nothing to save
+// and might not read its stdin's end. Killing it first also ends the
+// session's read of its stdout, which retires the calls still waiting
+// for an answer, so that closing the session does not wait for them.
+func (c *conn) abort() {
+	if c.child != nil {
+		c.child.killed.Store(true)
+		c.child.kill()
+	}
+	c.close()
 }
 
 // close ends the session and stops the process. It may be called more

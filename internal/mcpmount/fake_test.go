@@ -22,8 +22,19 @@ const fakeVar = "MCPMOUNT_FAKE"
 //	hang     reads stdin and never answers
 //	garbage  writes a banner that is not JSON-RPC to stdout, then hangs
 //	raw      a hand-written MCP server (below)
+//	npmnet   prints what npx prints without a network, and exits 1
+//	pipnet   prints what pip prints without a network, and exits 1
 func runFake(mode string) {
 	switch mode {
+	case "npmnet":
+		fmt.Fprintln(os.Stderr, "npm error code EAI_AGAIN")
+		fmt.Fprintln(os.Stderr, "npm error syscall getaddrinfo")
+		fmt.Fprintln(os.Stderr, "npm error request to https://registry.npmjs.org/@modelcontextprotocol%2fserver-filesystem failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org")
+		os.Exit(1)
+	case "pipnet":
+		fmt.Fprintln(os.Stderr, "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/mcp-server-fetch/")
+		fmt.Fprintln(os.Stderr, "ERROR: Could not find a version that satisfies the requirement mcp-server-fetch")
+		os.Exit(1)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "boom: the config file /nonexistent is missing")
 		os.Exit(3)
@@ -53,6 +64,7 @@ func runFake(mode string) {
 //	change    answers, then adds the tool "added" and sends list_changed
 //	picture   returns a 1x1 PNG image and an embedded text resource
 //	count     returns how many times it was called in this process
+//	freeze    stops reading its stdin and answering anything, for good
 func rawServer(in io.Reader, out io.Writer) {
 	w := bufio.NewWriter(out)
 	send := func(v any) {
@@ -101,6 +113,10 @@ func rawServer(in io.Reader, out io.Writer) {
 				map[string]any{"name": "change", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "picture", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "count", "inputSchema": obj(`{}`)},
+				map[string]any{"name": "freeze", "inputSchema": obj(`{}`)},
+				// A property with a default that is also required, as
+				// Playwright MCP's "scale".
+				map[string]any{"name": "shot", "inputSchema": json.RawMessage(`{"type":"object","properties":{"scale":{"type":"string","enum":["css","device"],"default":"css"},"name":{"type":"string"},"opts":{"type":"object","properties":{"q":{"type":"integer","default":80},"r":{"type":"integer"}},"required":["q","r"]}},"required":["scale","name"]}`)},
 				// No type: normalized to an object schema.
 				map[string]any{"name": "untyped", "inputSchema": json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)},
 				// Characters no model format accepts, and a name too long.
@@ -152,6 +168,12 @@ func rawServer(in io.Reader, out io.Writer) {
 			case "count":
 				count++
 				reply(text(fmt.Sprint(count), false))
+			case "freeze":
+				// Neither answers nor reads again: a server stuck for good.
+				time.Sleep(time.Hour)
+			case "shot":
+				b, _ := json.Marshal(a)
+				reply(text(string(b), false))
 			case "huge":
 				mb, _ := a["mb"].(float64)
 				// Written in pieces: the server never holds it whole.

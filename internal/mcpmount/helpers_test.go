@@ -139,3 +139,26 @@ func toolByName(t testing.TB, s *Server, name string) *Tool {
 func invoke(reg *registry.Registry, ctx context.Context, name, args string) registry.Result {
 	return reg.Invoke(ctx, name, json.RawMessage(args), registry.Meta{})
 }
+
+// settled waits until the first attempt to start of every server of m
+// has ended, up or not: what start-up waited for before it stopped
+// waiting for servers. Their tools are published by then.
+func settled(t testing.TB, m *Mount) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m.mu.Lock()
+		done := true
+		for _, s := range m.servers {
+			done = done && s.outcome
+		}
+		m.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the servers' first attempts to start did not end within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -75,7 +75,8 @@ type Mount struct {
 	mu       sync.Mutex // the servers, the switches and publishing
 	servers  map[string]*mounted
 	switches func(server, tool string) (string, bool)
-	off      map[string]string // a server's tool: why the switches leave it out
+	off      map[string]string // a server's tool: why it is left out (the switches, a clash)
+	taken    map[string]string // the names the caller holds, and what holds each
 }
 
 // mounted is one running server of the tools file's mcpServers.
@@ -84,10 +85,15 @@ type mounted struct {
 	raw  []byte // the entry as written, compacted: a reload compares it
 	cfg  Config
 	srv  *Server
+	// prefix starts the names of its tools: the name made valid, "__".
+	prefix string
 	// live is set once the server's tools may be in the registry (under
 	// Mount.mu): a server started by a reload that is then given up never
 	// publishes, nor one that was removed.
 	live bool
+	// outcome is set once its first attempt to start has ended, logged
+	// once the log has said how (both under Mount.mu).
+	outcome, logged bool
 }
 
 // entry is one server of mcpServers as parsed, with its compacted JSON.
@@ -161,7 +167,7 @@ func parseEntries(entries map[string]json.RawMessage, disabled func(name string)
 // the service's redaction before it starts.
 func (m *Mount) newServer(name string, e entry) (*mounted, error) {
 	m.red.Add(e.cfg.Secrets(m.deps.Workspace.Dir(), m.deps.LookupEnv)...)
-	s := &mounted{name: name, raw: e.raw, cfg: e.cfg}
+	s := &mounted{name: name, raw: e.raw, cfg: e.cfg, prefix: badNameChars.ReplaceAllString(name, "_") + "__"}
 	if e.cfg.PerKey {
 		srv, err := newListing(name, e.cfg, m.deps, m.red.Add)
 		if err != nil {
@@ -176,27 +182,16 @@ func (m *Mount) newServer(name string, e entry) (*mounted, error) {
 	return s, nil
 }
 
-// startAll starts the servers at once, each bounded by the connect
-// timeout. A server whose configuration can never work is an error (the
-// servers are then closed); one that failed to start this time is
-// logged and retried in the background.
-func (m *Mount) startAll(servers []*mounted) error {
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { errs[i] = s.srv.Start(context.Background()) })
-	}
-	wg.Wait()
+// beginAll starts the servers in the background and returns at once:
+// nothing waits for a server to come up, and each says how its first
+// attempt went in the log when it has (first). A server whose
+// configuration can never work is an error (the servers are then
+// closed).
+func (m *Mount) beginAll(servers []*mounted) error {
 	var fatal []error
-	for i, err := range errs {
-		s := servers[i]
-		switch {
-		case err == nil:
-		case IsConfigError(err):
+	for _, s := range servers {
+		if err := s.srv.Begin(func(err error) { m.first(s) }); err != nil {
 			fatal = append(fatal, fmt.Errorf("mcpServers %q: %w", s.name, err))
-		default:
-			m.log.Warn().Str("mcp_server", s.name).Err(errors.New(m.red.String(err.Error()))).
-				Msg("mcp server: not started; it is retried in the background, and its tools appear when it is up")
 		}
 	}
 	if len(fatal) > 0 {
@@ -204,6 +199,28 @@ func (m *Mount) startAll(servers []*mounted) error {
 		return errors.Join(fatal...)
 	}
 	return nil
+}
+
+// first takes note that s's first attempt to start has ended, and logs
+// how once s is in use (commit logs it otherwise).
+func (m *Mount) first(s *mounted) {
+	m.mu.Lock()
+	s.outcome = true
+	log := s.live && !s.logged
+	s.logged = s.logged || log
+	m.mu.Unlock()
+	if log {
+		m.logFirst(s)
+	}
+}
+
+// logFirst logs how s's first attempt to start ended.
+func (m *Mount) logFirst(s *mounted) {
+	if err := s.srv.Status(); err != nil {
+		m.log.Warn().Str("mcp_server", s.name).Err(errors.New(m.red.String(err.Error()))).
+			Msg("mcp server: not started; it is retried in the background, and its tools appear when it is up")
+	}
+	m.logServer(s)
 }
 
 // closeServers closes the servers at once and waits for all of them.
@@ -229,23 +246,60 @@ func toolsOf(s *mounted, switches func(server, tool string) (string, bool), off 
 	return on
 }
 
-// publishLocked puts the server's current tools into the registry.
+// publishLocked puts the server's current tools into the registry. A
+// tool whose name another holds (a built-in tool, a tool of the caller's,
+// another server's) is left out, the others are published, and the
+// error names each clash: the servers start in the background, so a
+// clash is found only when a server lists its tools, and it leaves out
+// that tool rather than the server.
 func (m *Mount) publishLocked(s *mounted) error {
 	for t := range m.off {
-		if strings.HasPrefix(t, s.name+"__") {
+		if strings.HasPrefix(t, s.prefix) {
 			delete(m.off, t)
 		}
 	}
-	if err := m.reg.ReplaceSet(setOf(s.name), toolsOf(s, m.switches, m.off)); err != nil {
+	held := m.heldLocked(s.name)
+	var kept []registry.Tool
+	var clashes []error
+	for _, t := range toolsOf(s, m.switches, m.off) {
+		if other, ok := held[t.Name()]; ok {
+			m.off[t.Name()] = "its name clashes with " + other + " of that name"
+			clashes = append(clashes, fmt.Errorf("tool %q of the MCP server %q clashes with %s of that name; it is left out", t.Name(), s.name, other))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if err := m.reg.ReplaceSet(setOf(s.name), kept); err != nil {
 		return fmt.Errorf("mcpServers %q: %w", s.name, err)
 	}
-	return nil
+	return errors.Join(clashes...)
+}
+
+// heldLocked returns the names of the tools that are not the server
+// name's, and what holds each.
+func (m *Mount) heldLocked(name string) map[string]string {
+	held := map[string]string{}
+	for _, n := range m.reg.Set("") {
+		held[n] = "the built-in tool"
+	}
+	for n, what := range m.taken {
+		held[n] = what
+	}
+	for other := range m.servers {
+		if other == name {
+			continue
+		}
+		for _, n := range m.reg.Set(setOf(other)) {
+			held[n] = fmt.Sprintf("the tool of the MCP server %q", other)
+		}
+	}
+	return held
 }
 
 // changed takes a server's new tool list (it connected, restarted with
-// another list, or said its list changed). A list that clashes with
-// another tool is not taken: the previous one stays, and the log says
-// why.
+// another list, or said its list changed). A tool of it that clashes
+// with another is left out, and the log says why; a list the registry
+// refuses whole is not taken: the previous one stays.
 func (m *Mount) changed(s *mounted) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -253,8 +307,7 @@ func (m *Mount) changed(s *mounted) {
 		return
 	}
 	if err := m.publishLocked(s); err != nil {
-		m.log.Error().Str("mcp_server", s.name).Err(err).Msg("mcp server: its new tool list was not taken; the previous one is kept")
-		return
+		m.log.Error().Str("mcp_server", s.name).Err(err).Msg("mcp server: tools of its new list were not taken")
 	}
 	m.log.Info().Str("mcp_server", s.name).Strs("tools", m.reg.Set(setOf(s.name))).Msg("mcp server: tools")
 }
@@ -286,10 +339,7 @@ func (m *Mount) clashes(servers map[string]*mounted, switches func(server, tool 
 // logServer writes the lines of a server that started: its state, and
 // one line per tool as the built-in tools have.
 func (m *Mount) logServer(s *mounted) {
-	where := s.cfg.URL
-	if s.cfg.Type == TypeStdio {
-		where = s.cfg.Command
-	}
+	where := s.where()
 	ev := m.log.Info()
 	state := "up"
 	if err := s.srv.Status(); err != nil {
@@ -325,18 +375,23 @@ type plan struct {
 	started  []*mounted          // new or changed, started
 	stopped  []*mounted          // removed or changed, to close
 	switches func(server, tool string) (string, bool)
+	taken    map[string]string
 }
 
 // Prepare starts the servers of entries (a tools file's mcpServers) that
 // are new or changed since the last commit, beside the running ones,
-// which an unchanged entry keeps. It checks that no tool of theirs that
-// switches leaves on takes the name of a built-in tool, of one in taken
-// (the name, and what holds it, "the tool of the tools file") or of
-// another server's tool. A server whose configuration can never work is
-// an error; one that fails to start this time is retried in the
-// background. On an error the servers it started are closed and nothing
-// changed. Otherwise exactly one of commit (put the change in use) and
-// abandon (close what Prepare started) must follow.
+// which an unchanged entry keeps. It does not wait for them: they start
+// in the background, each within the connect timeout, and are retried
+// with backoff when they fail; until a server has listed its tools,
+// Resolve answers the calls of its names. It checks that no tool known
+// now (of the servers kept) that switches leaves on takes the name of a
+// built-in tool, of one in taken (the name, and what holds it, "the
+// tool of the tools file") or of another server's tool; a server that
+// lists a clashing tool later has that tool left out (publishLocked). A
+// server whose configuration can never work is an error. On an error the
+// servers it started are closed and nothing changed. Otherwise exactly
+// one of commit (put the change in use) and abandon (close what Prepare
+// started) must follow.
 func (m *Mount) Prepare(entries map[string]json.RawMessage, switches func(server, tool string) (string, bool), taken map[string]string) (commit func() error, abandon func(), err error) {
 	parsed, err := parseEntries(entries, func(name string) {
 		m.log.Info().Str("mcp_server", name).Str("state", "off").Str("reason", `"disabled": true in the tools file`).Msg("mcp server")
@@ -347,7 +402,7 @@ func (m *Mount) Prepare(entries map[string]json.RawMessage, switches func(server
 	m.mu.Lock()
 	cur := m.servers
 	m.mu.Unlock()
-	p := &plan{next: map[string]*mounted{}, switches: switches}
+	p := &plan{next: map[string]*mounted{}, switches: switches, taken: taken}
 	for _, name := range sortedKeys(parsed) {
 		if old, ok := cur[name]; ok && bytes.Equal(old.raw, parsed[name].raw) {
 			p.next[name] = old
@@ -366,7 +421,7 @@ func (m *Mount) Prepare(entries map[string]json.RawMessage, switches func(server
 			p.stopped = append(p.stopped, old)
 		}
 	}
-	if err := m.startAll(p.started); err != nil {
+	if err := m.beginAll(p.started); err != nil {
 		return nil, nil, err
 	}
 	if err := m.clashes(p.next, switches, taken); err != nil {
@@ -389,7 +444,7 @@ func (m *Mount) commit(p *plan) error {
 			_ = m.reg.ReplaceSet(setOf(s.name), nil)
 		}
 	}
-	m.servers, m.switches, m.off = p.next, p.switches, map[string]string{}
+	m.servers, m.switches, m.off, m.taken = p.next, p.switches, map[string]string{}, p.taken
 	var errs []error
 	for _, name := range sortedKeys(p.next) {
 		s := p.next[name]
@@ -398,15 +453,42 @@ func (m *Mount) commit(p *plan) error {
 			errs = append(errs, err)
 		}
 	}
+	// A server whose first attempt has ended is logged below; one still
+	// starting says so now, under the lock first takes, so that its
+	// "starting" line comes before the line of how it went.
+	var outcome []*mounted
+	for _, s := range p.started {
+		if s.outcome {
+			s.logged = true
+			outcome = append(outcome, s)
+			continue
+		}
+		m.logStarting(s)
+	}
 	m.mu.Unlock()
 	for _, s := range p.stopped {
 		m.log.Info().Str("mcp_server", s.name).Str("state", "stopped").Msg("mcp server: stopped by the reload")
 	}
-	for _, s := range p.started {
-		m.logServer(s)
+	for _, s := range outcome {
+		m.logFirst(s)
 	}
 	m.drainAndClose(p.stopped)
 	return errors.Join(errs...)
+}
+
+// logStarting writes the line of a server that is starting.
+func (m *Mount) logStarting(s *mounted) {
+	ev := m.log.Info().Str("mcp_server", s.name).Str("state", "starting").Str("type", s.cfg.Type).Str("at", s.where()).
+		Bool("network", s.cfg.Network).Dur("connect_timeout", s.srv.d.ConnectTimeout)
+	ev.Msg("mcp server: starting in the background; its tools appear when it is up")
+}
+
+// where is the command of a stdio server, the URL of another.
+func (s *mounted) where() string {
+	if s.cfg.Type == TypeStdio {
+		return s.cfg.Command
+	}
+	return s.cfg.URL
 }
 
 // drainAndClose closes servers a reload took out of the registry once the
@@ -445,12 +527,16 @@ func (m *Mount) SubagentTools() []string {
 	return out
 }
 
-// Ready names each server in /readyz ("mcp:<name>"): "ok", or why it is
-// down; and each of their tools the switches leave out ("tool:<name>"). A
-// server that is down does not make the service unready: the other tools
-// work, the server is restarted in the background, and a call of its
-// tools says it is not running; an orchestrator restarting the service
-// would not mend a remote server or a crashing program.
+// Ready names each server in /readyz ("mcp:<name>"): "ok" once it is
+// up; "starting (since 3 s)" while its first attempt to start runs (its
+// tools are not known yet); "down, restarting in the background: " and
+// why, after an attempt failed or its connection ended; and each tool
+// left out ("tool:<name>": "off: " and why: the switches, a clash). No
+// server makes the service unready, starting or down: the other tools
+// work, the server comes up or is restarted in the background, and a
+// call of its tools says it is starting or not running; an orchestrator
+// restarting the service would not mend a remote server or a crashing
+// program, and would only start every server again.
 //
 // Why it is down can quote the end of the server's stderr, which the
 // Server redacts (the server's secrets and the service's), and the start
@@ -461,16 +547,26 @@ func (m *Mount) SubagentTools() []string {
 func (m *Mount) Ready(checks map[string]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := time.Now()
 	for name, s := range m.servers {
-		v := "ok"
-		if err := s.srv.Status(); err != nil {
-			v = "down, restarting in the background: " + m.red.String(err.Error())
-		}
-		checks["mcp:"+name] = v
+		checks["mcp:"+name] = m.red.String(readyText(s.srv.State(), now))
 	}
 	for t, why := range m.off {
 		checks["tool:"+t] = "off: " + why
 	}
+}
+
+// readyText is /readyz's value of a server in state st at now.
+func readyText(st State, now time.Time) string {
+	switch st.Phase {
+	case Up:
+		return "ok"
+	case Starting:
+		return "starting (since " + seconds(now.Sub(st.Since)) + ")"
+	case Broken:
+		return "down, cannot start: " + st.Err.Error()
+	}
+	return "down, restarting in the background: " + st.Err.Error()
 }
 
 // Close stops every server at once (those draining too), then their

@@ -72,12 +72,14 @@ func TestMountPrepareCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(50 * time.Millisecond) // the servers come up meanwhile
 	if names := reg.Names(); !slices.Equal(names, []string{"builtin"}) {
 		t.Fatalf("before commit: %v", names)
 	}
 	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
+	settled(t, m)
 	if names := reg.Names(); !slices.Equal(names, []string{"a__one", "b__three", "builtin"}) {
 		t.Fatalf("after commit: %v", names)
 	}
@@ -108,6 +110,7 @@ func TestMountPrepareCommit(t *testing.T) {
 	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
+	settled(t, m)
 	if names := reg.Names(); !slices.Equal(names, []string{"a__one", "a__two", "builtin", "d__four"}) {
 		t.Fatalf("after the second commit: %v", names)
 	}
@@ -120,40 +123,66 @@ func TestMountPrepareCommit(t *testing.T) {
 }
 
 // TestMountClashes: a server's tool may take no built-in name, no name
-// the caller holds and no other server's; the error names both, and
-// nothing is published.
+// the caller holds and no other server's. The servers start in the
+// background, so a clash is found when a server lists its tools: that
+// tool is left out, its other tools are published, and the log and
+// /readyz name both of the clash. A reload that keeps a running server
+// whose tool clashes with a name the caller now holds is refused, naming
+// both, and nothing changes.
 func TestMountClashes(t *testing.T) {
-	m, reg, _ := newTestMount(t)
 	// mcpmount names a tool <server>__<tool>: a server "x" with a tool
 	// "y" mounts "x__y".
-	srv, other := toolServer(t, "y"), toolServer(t, "b")
-	yz, z := toolServer(t, "y__z"), toolServer(t, "z")
-	if err := reg.Register(stubTool("x__b")); err != nil {
-		t.Fatal(err)
-	}
+	srv, other := toolServer(t, "y", "w"), toolServer(t, "b", "c")
+	yz, z := toolServer(t, "y__z", "v"), toolServer(t, "z")
 	for _, tc := range []struct {
 		name    string
 		entries map[string]json.RawMessage
 		taken   map[string]string
+		out     string // the tool left out
 		want    string
+		kept    []string
 	}{
 		{"a built-in", entries("x", urlEntry(other)), nil,
-			`tool "x__b" of the MCP server "x" clashes with the built-in tool of that name`},
+			"x__b", `tool "x__b" of the MCP server "x" clashes with the built-in tool of that name`, []string{"builtin", "x__b", "x__c"}},
 		{"another server's", entries("x", urlEntry(yz), "x__y", urlEntry(z)), nil,
-			`tool "x__y__z" of the MCP server "x__y" clashes with the tool of the MCP server "x" of that name`},
+			"x__y__z", `tool "x__y__z" of the MCP server "x" clashes with the tool of the MCP server "x__y" of that name`, []string{"builtin", "x__b", "x__v", "x__y__z"}},
 		{"the caller's", entries("x", urlEntry(srv)), map[string]string{"x__y": "the tool of the tools file"},
-			`tool "x__y" of the MCP server "x" clashes with the tool of the tools file of that name`},
-		{"a config that cannot work", entries("x", `{"url":"`+srv+`","headers":{"A":"${UNSET_VAR_FOR_TEST}"}}`), nil, `mcpServers "x"`},
+			"x__y", `tool "x__y" of the MCP server "x" clashes with the tool of the tools file of that name`, []string{"builtin", "x__b", "x__w"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := m.Prepare(tc.entries, allOn, tc.taken)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Prepare = %v, want %q", err, tc.want)
+			m, reg, logs := newTestMount(t)
+			if err := reg.Register(stubTool("x__b")); err != nil {
+				t.Fatal(err)
 			}
-			if names := reg.Names(); !slices.Equal(names, []string{"builtin", "x__b"}) {
-				t.Errorf("published: %v", names)
+			if tc.name == "another server's" {
+				// The other server is up first, so that its name is taken.
+				mountAndSettle(t, m, entries("x__y", urlEntry(z)), tc.taken)
+			}
+			mountAndSettle(t, m, tc.entries, tc.taken)
+			if names := reg.Names(); !slices.Equal(names, tc.kept) {
+				t.Errorf("published: %v, want %v", names, tc.kept)
+			}
+			checks := map[string]string{}
+			m.Ready(checks)
+			if why := checks["tool:"+tc.out]; !strings.HasPrefix(why, "off: its name clashes with ") {
+				t.Errorf("/readyz of %s: %q (%v)", tc.out, why, checks)
+			}
+			if !logSays(logs.String(), tc.want) {
+				t.Errorf("the log does not say %s:\n%s", tc.want, logs.String())
 			}
 		})
+	}
+	m, reg, _ := newTestMount(t)
+	mountAndSettle(t, m, entries("x", urlEntry(srv)), nil)
+	_, _, err := m.Prepare(entries("x", urlEntry(srv)), allOn, map[string]string{"x__y": "the tool of the tools file"})
+	if want := `tool "x__y" of the MCP server "x" clashes with the tool of the tools file of that name`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a reload whose new name clashes with a running server's tool: %v, want %q", err, want)
+	}
+	if names := reg.Names(); !slices.Equal(names, []string{"builtin", "x__w", "x__y"}) {
+		t.Errorf("after the refused reload: %v", names)
+	}
+	if _, _, err := m.Prepare(entries("x", `{"url":"`+srv+`","headers":{"A":"${UNSET_VAR_FOR_TEST}"}}`), allOn, nil); err == nil || !strings.Contains(err.Error(), `mcpServers "x"`) {
+		t.Errorf("a config that cannot work: %v", err)
 	}
 	if _, _, err := m.Prepare(entries("x", `{"command":"x","url":"http://x"}`), allOn, nil); err == nil || !strings.HasPrefix(err.Error(), `mcpServers "x": `) {
 		t.Errorf("a bad entry: %v", err)
@@ -161,6 +190,36 @@ func TestMountClashes(t *testing.T) {
 	if err := CheckEntries(entries("x", `{"comand":"x"}`)); err == nil || !strings.Contains(err.Error(), `unknown key "comand"`) {
 		t.Errorf("CheckEntries: %v", err)
 	}
+}
+
+// logSays reports whether a value of a line of the JSON log holds want.
+func logSays(log, want string) bool {
+	for line := range strings.SplitSeq(log, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		for _, v := range m {
+			if s, ok := v.(string); ok && strings.Contains(s, want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mountAndSettle puts entries in use and waits for the servers' first
+// attempts to start.
+func mountAndSettle(t *testing.T, m *Mount, e map[string]json.RawMessage, taken map[string]string) {
+	t.Helper()
+	commit, _, err := m.Prepare(e, allOn, taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, m)
 }
 
 // TestMountStdioWithoutSandbox: without exec's sandbox a stdio server
@@ -177,13 +236,7 @@ func TestMountStdioWithoutSandbox(t *testing.T) {
 // "subagents": true are offered to sub-agents.
 func TestMountSubagentTools(t *testing.T) {
 	m, _, _ := newTestMount(t)
-	commit, _, err := m.Prepare(entries("a", `{"url":"`+toolServer(t, "one")+`","subagents":true}`, "b", urlEntry(toolServer(t, "two"))), allOn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := commit(); err != nil {
-		t.Fatal(err)
-	}
+	mountAndSettle(t, m, entries("a", `{"url":"`+toolServer(t, "one")+`","subagents":true}`, "b", urlEntry(toolServer(t, "two"))), nil)
 	if got := m.SubagentTools(); !slices.Equal(got, []string{"a__one"}) {
 		t.Errorf("SubagentTools = %v", got)
 	}

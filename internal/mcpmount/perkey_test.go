@@ -55,6 +55,7 @@ func mountEntries(t *testing.T, m *Mount, kv ...string) {
 	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
+	settled(t, m)
 }
 
 // marked returns the processes whose environment holds FAKE_MARK=marker:

@@ -68,6 +68,10 @@ type Deps struct {
 	// ConnectTimeout bounds starting the server, the initialize handshake
 	// and the first tools/list; default 30 s.
 	ConnectTimeout time.Duration
+	// PingTimeout bounds the ping sent after a call got no answer within
+	// its timeout: a server that does not answer it either is taken for
+	// stuck and restarted. Default 10 s.
+	PingTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait before a restart, doubled
 	// after each failure in a row; defaults 1 s and 1 min.
 	MinBackoff, MaxBackoff time.Duration
@@ -101,6 +105,9 @@ func (d *Deps) defaults() {
 	}
 	if d.ConnectTimeout <= 0 {
 		d.ConnectTimeout = 30 * time.Second
+	}
+	if d.PingTimeout <= 0 {
+		d.PingTimeout = 10 * time.Second
 	}
 	if d.MinBackoff <= 0 {
 		d.MinBackoff = time.Second
@@ -176,12 +183,18 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	started  bool
-	closed   bool
-	broken   bool  // its configuration cannot work: never retried
-	conn     *conn // nil while down
-	status   error
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	broken  bool  // its configuration cannot work: never retried
+	conn    *conn // nil while down
+	status  error
+	// begun is when Begin started it; tried is set once its first
+	// connection attempt has ended, either way (until then it is
+	// starting); retryAt is when the attempt after a failure begins.
+	begun    time.Time
+	tried    bool
+	retryAt  time.Time
 	tools    []registry.Tool
 	toolSig  string        // names, descriptions and schemas of tools, to see a change
 	changed  chan struct{} // closed and replaced at every change of conn or tools
@@ -228,18 +241,41 @@ func (s *Server) redact(text string) string {
 	return text
 }
 
-// Start connects to the server and lists its tools. It returns an error if
-// that fails within Deps.ConnectTimeout (or ctx ends first); either way
-// the server is then kept up in the background, restarted with backoff
-// whenever it fails or its connection ends, until Close. A configuration
-// that cannot work (an unset ${NAME}, no sandbox) is not retried.
+// Start connects to the server and lists its tools, as Begin does, and
+// waits for the first attempt: it returns its error if that fails within
+// Deps.ConnectTimeout (or ctx ends first); either way the server is then
+// kept up in the background. A key's instance of a per_key server is
+// started so, by the call that needs it.
 func (s *Server) Start(ctx context.Context) error {
+	first := make(chan error, 1)
+	if err := s.Begin(func(err error) { first <- err }); err != nil {
+		return err
+	}
+	select {
+	case err := <-first:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("MCP server %s: %w", s.name, ctx.Err())
+	}
+}
+
+// Begin starts the server in the background and returns at once: it
+// connects (starts the program, or reaches the URL), initializes the
+// session and lists the tools, within Deps.ConnectTimeout, and keeps it
+// up, restarted with backoff whenever it fails or its connection ends,
+// until Close. onFirst, when not nil, is told how the first attempt
+// ended (nil: up) once it has. A configuration that cannot work (an
+// unset ${NAME}, no sandbox) is Begin's error, a ConfigError, and the
+// server is not started.
+func (s *Server) Begin(onFirst func(error)) error {
 	s.mu.Lock()
 	if s.started || s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("MCP server %s: already started or closed", s.name)
 	}
 	s.started = true
+	s.begun = time.Now()
+	s.status = fmt.Errorf("MCP server %s: starting", s.name)
 	s.mu.Unlock()
 	if err := s.checkConfig(); err != nil {
 		s.mu.Lock()
@@ -248,16 +284,72 @@ func (s *Server) Start(ctx context.Context) error {
 		s.setStatus(err)
 		return &ConfigError{err}
 	}
-	first := make(chan error, 1)
-	s.wg.Add(2)
-	go s.run(first)
-	go s.refresher()
-	select {
-	case err := <-first:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("MCP server %s: %w", s.name, ctx.Err())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("MCP server %s: %w", s.name, errClosed)
 	}
+	// Added under the lock Close takes before it waits: no goroutine
+	// starts after Close has begun to wait.
+	s.wg.Add(2)
+	go s.run(onFirst)
+	go s.refresher()
+	return nil
+}
+
+// Phase is where a server stands.
+type Phase int
+
+const (
+	// Starting: its first attempt to connect runs; its tools are not
+	// known yet.
+	Starting Phase = iota
+	// Up: connected.
+	Up
+	// Down: not connected; restarted in the background.
+	Down
+	// Broken: its configuration cannot work; never retried.
+	Broken
+	// Stopped: closed.
+	Stopped
+)
+
+// State is a server's phase, with what goes with it.
+type State struct {
+	Phase Phase
+	// Since is when the server was started (Begin).
+	Since time.Time
+	// Err is why it is down, broken or stopped.
+	Err error
+	// RetryAt is when the next attempt of a server that is down begins;
+	// zero or past while one runs.
+	RetryAt time.Time
+	// Listed: the server has listed its tools at least once, so that the
+	// names of its tools are known.
+	Listed bool
+}
+
+// State returns the server's state now.
+func (s *Server) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := State{Since: s.begun, Listed: s.tools != nil, Err: s.status}
+	switch {
+	case s.closed:
+		st.Phase = Stopped
+	case s.broken:
+		st.Phase = Broken
+	case s.conn != nil && !s.conn.ended():
+		st.Phase, st.Err = Up, nil
+	case !s.tried:
+		st.Phase = Starting
+	default:
+		st.Phase, st.RetryAt = Down, s.retryAt
+	}
+	if st.Phase != Up && st.Err == nil {
+		st.Err = fmt.Errorf("MCP server %s: not connected", s.name)
+	}
+	return st
 }
 
 // checkConfig finds what no restart can mend.
@@ -280,28 +372,39 @@ func (s *Server) checkConfig() error {
 }
 
 // run keeps the server connected until Close: connect, wait for the end
-// of the connection, wait the backoff, again.
-func (s *Server) run(first chan<- error) {
+// of the connection, wait the backoff, again. first, when not nil, is
+// told how the first attempt ended.
+func (s *Server) run(first func(error)) {
 	defer s.wg.Done()
 	failures := 0
 	for {
 		c, err := s.connect()
-		if first != nil {
-			first <- err
-			first = nil
-		}
 		if err != nil {
 			if s.life.Err() != nil {
+				if first != nil {
+					first(err)
+				}
 				return
 			}
 			failures++
 			wait := s.backoff(failures)
-			s.setStatus(err)
+			s.mu.Lock()
+			s.status, s.tried, s.retryAt = err, true, time.Now().Add(wait)
+			s.signalLocked()
+			s.mu.Unlock()
+			if first != nil {
+				first(err)
+				first = nil
+			}
 			s.log.Warn().Err(errors.New(s.redact(err.Error()))).Dur("retry_in", wait).Msg("mcp server: start failed")
 			if !s.sleep(wait) {
 				return
 			}
 			continue
+		}
+		if first != nil {
+			first(nil)
+			first = nil
 		}
 		up := time.Now()
 		s.log.Info().Int("tools", len(s.Tools())).Msg("mcp server: connected")
@@ -380,7 +483,7 @@ func (s *Server) connect() (*conn, error) {
 		return nil, errors.New("closed")
 	}
 	s.conn = c
-	s.status = nil
+	s.status, s.tried = nil, true
 	changed := s.setToolsLocked(tools)
 	s.signalLocked()
 	s.mu.Unlock()
@@ -390,19 +493,41 @@ func (s *Server) connect() (*conn, error) {
 	return c, nil
 }
 
-// connectError explains why the handshake or first listing failed.
+// connectError explains why the handshake or first listing failed, with
+// its likely cause when what the server printed and how it ended tell.
 func (s *Server) connectError(ctx context.Context, c *conn, step string, err error) error {
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if c != nil {
-		c.close()
+		if timedOut || s.life.Err() != nil {
+			// Not answering, or the service stops: nothing to wait for.
+			c.abort()
+		} else {
+			// It failed on its own: its exit status comes once it is
+			// reaped.
+			c.close()
+		}
+		if s.life.Err() != nil {
+			return fmt.Errorf("MCP server %s: stopped while starting", s.name)
+		}
+		cause := ""
+		if c.child != nil {
+			cause = s.likelyCause(failure{stderr: s.redact(c.stderrTail()), exit: c.child.exitErr(), timedOut: timedOut})
+		}
 		if g := c.limit.garbage(); timedOut && g == "" {
-			msg := fmt.Sprintf("MCP server %s: no answer to %s within %s (the server started but did not speak MCP on its %s); it was stopped", s.name, step, s.d.ConnectTimeout, s.channel())
+			what := fmt.Sprintf("the server started but did not speak MCP on its %s", s.channel())
+			if cause != "" {
+				what = "likely cause: " + cause
+			}
+			msg := fmt.Sprintf("MCP server %s: no answer to %s within %s (%s); it was stopped", s.name, step, s.d.ConnectTimeout, what)
 			if tail := c.stderrTail(); tail != "" {
 				msg += "; its stderr ended with:\n" + s.redact(tail)
 			}
 			return errors.New(msg)
 		}
 		if why := c.diagnose(); why != "" {
+			if cause != "" {
+				return fmt.Errorf("MCP server %s: %s failed (likely cause: %s): %s", s.name, step, cause, why)
+			}
 			return fmt.Errorf("MCP server %s: %s failed: %s", s.name, step, why)
 		}
 	}
@@ -579,12 +704,10 @@ func (s *Server) Status() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
-		select {
-		case <-s.conn.done:
+		if s.conn.ended() {
 			return s.conn.why()
-		default:
-			return nil
 		}
+		return nil
 	}
 	if s.status == nil {
 		return fmt.Errorf("MCP server %s: not connected", s.name)

@@ -36,6 +36,12 @@ type child struct {
 	// killed is set when the service killed it (it did not exit after its
 	// stdin closed, or sent too much): its exit status then says nothing.
 	killed atomic.Bool
+	// starting is the context of its start (the connect timeout, ended
+	// by Close too); ready is set once the handshake is done. A process
+	// stopped before it is ready and after starting has ended gets no
+	// grace (see stop).
+	starting context.Context
+	ready    atomic.Bool
 }
 
 // connectStdio starts the server's process in the sandbox and runs the
@@ -49,6 +55,7 @@ func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	ch.starting = ctx
 	limit := &frameLimit{r: ch.stdout, limit: s.d.MaxMessage, lines: true, onOver: func() {
 		ch.killed.Store(true)
 		ch.kill()
@@ -68,6 +75,9 @@ func (s *Server) session(ctx context.Context, c *conn, t mcp.Transport) (*conn, 
 		return nil, s.connectError(ctx, c, "initialize", err)
 	}
 	c.cs = cs
+	if c.child != nil {
+		c.child.ready.Store(true)
+	}
 	go c.watch()
 	return c, nil
 }
@@ -84,6 +94,9 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	}
 	prog, err := lookPath(s.cfg.Command, dir, envValue(env, "PATH"))
 	if err != nil {
+		if where, hidden := s.onHost(s.cfg.Command); where != "" && hidden != "" {
+			return nil, fmt.Errorf("MCP server %s: %w (likely cause: it is at %s, under %s, which is not on the server's PATH and which the sandbox hides from servers. Next: install it system-wide, under /usr/local or /opt, and name that path)", s.name, err, where, hidden)
+		}
 		return nil, fmt.Errorf("MCP server %s: %w", s.name, err)
 	}
 	tmp, err := os.MkdirTemp(s.d.TempDir, "toolsvc-mcp-*")
@@ -165,16 +178,37 @@ func (c *child) exitText() string {
 	}
 }
 
+// exitErr returns how the process ended on its own, or nil while it
+// runs or when the service killed it.
+func (c *child) exitErr() error {
+	select {
+	case <-c.exited:
+		if c.killed.Load() {
+			return nil
+		}
+		return c.err
+	default:
+		return nil
+	}
+}
+
 // kill kills the process and everything it started.
 func (c *child) kill() { c.proc.Kill() }
 
 // stop closes the server's stdin, as the MCP spec asks, waits stopGrace
 // for it to exit, then kills it and what it started, and removes its
-// temporary folder.
+// temporary folder. A process that never finished the handshake and
+// whose time to start is up (it did not answer initialize, or the
+// service stops) is killed at once: it has nothing to save, and a
+// program waiting for a download may not read its stdin at all.
 func (c *child) stop() {
 	c.once.Do(func() {
 		c.stdin.Close()
-		t := time.NewTimer(stopGrace)
+		grace := stopGrace
+		if !c.ready.Load() && c.starting != nil && c.starting.Err() != nil {
+			grace = 0
+		}
+		t := time.NewTimer(grace)
 		select {
 		case <-c.exited:
 		case <-t.C:

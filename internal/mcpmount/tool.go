@@ -129,6 +129,7 @@ func normalizeSchema(in any) (json.RawMessage, error) {
 	if v, ok := m["$schema"].(string); ok && !knownDraft(v) {
 		delete(m, "$schema")
 	}
+	optionalDefaults(m)
 	if err := localRefs(m); err != nil {
 		return nil, err
 	}
@@ -143,6 +144,51 @@ func normalizeSchema(in any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// optionalDefaults takes out of "required", in the schema m and in every
+// schema nested in it, the properties that have a "default". Such a
+// property is optional to the server by definition: it applies its
+// default when the property is left out (Playwright MCP lists "scale",
+// default "css", as both). But a client that makes schemas strict (every
+// property required, as OpenAI's strict mode asks) or a model that reads
+// "required" literally would be made to send a value it has no reason to
+// choose. So the schema the service offers, and checks calls against,
+// does not require it; nothing is filled in either: the server's default
+// applies, and a value the model sends is passed on as it is.
+func optionalDefaults(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		props, _ := v["properties"].(map[string]any)
+		if req, ok := v["required"].([]any); ok && props != nil {
+			kept := req[:0:0]
+			for _, r := range req {
+				name, _ := r.(string)
+				if p, ok := props[name].(map[string]any); ok {
+					if _, has := p["default"]; has {
+						continue
+					}
+				}
+				kept = append(kept, r)
+			}
+			switch {
+			case len(kept) == 0:
+				delete(v, "required")
+			case len(kept) < len(req):
+				v["required"] = kept
+			}
+		}
+		for k, e := range v {
+			if k == "default" || k == "const" || k == "enum" || k == "examples" {
+				continue // values, not schemas
+			}
+			optionalDefaults(e)
+		}
+	case []any:
+		for _, e := range v {
+			optionalDefaults(e)
+		}
+	}
 }
 
 func knownDraft(v string) bool {
@@ -284,11 +330,132 @@ func (s *Server) call(ctx context.Context, t *Tool, args json.RawMessage) (strin
 		s.progress.Store(token, ctx)
 		defer s.progress.Delete(token)
 	}
-	res, err := c.cs.CallTool(ctx, params)
+	res, err := s.callOn(ctx, c, params)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.timedOut(c)
+		} else if answered(err) {
+			c.timeouts.Store(0)
+		}
 		return "", s.callError(ctx, c, err)
 	}
+	c.timeouts.Store(0)
 	return s.result(ctx, t, res)
+}
+
+// callOn sends the call over c and returns its answer, or ctx's end. The
+// go-sdk client sends each call as it comes, over one stdio pipe or as
+// its own HTTP request, and matches the answers by id, so a call never
+// waits for another; but its write to a server that stopped reading its
+// stdin blocks, whatever the call's context says, once the pipe is full.
+// The call does not wait for that: it ends with its context, and the
+// write is left to fail when the stuck server is restarted.
+func (s *Server) callOn(ctx context.Context, c *conn, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := c.cs.CallTool(ctx, params)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// answered reports whether err is the server's answer (a JSON-RPC error)
+// rather than no answer at all.
+func answered(err error) bool {
+	var wire *jsonrpc.Error
+	return errors.As(err, &wire)
+}
+
+// maxTimeouts is how many calls in a row may get no answer within their
+// timeout before the server is taken for stuck and restarted, even if it
+// answers pings: a server whose every call hangs serves nobody.
+const maxTimeouts = 3
+
+// timedOut takes note of a call over c that got no answer within its
+// timeout. Such a call may just be slow; but a server that no longer
+// answers at all would have every later call wait out its whole timeout
+// too. So it is asked a ping, bounded by PingTimeout, and restarted when
+// that gets no answer either, or when maxTimeouts calls in a row timed
+// out.
+func (s *Server) timedOut(c *conn) {
+	if n := c.timeouts.Add(1); n >= maxTimeouts {
+		s.restart(c, fmt.Sprintf("%d calls in a row got no answer within their timeout", n))
+		return
+	}
+	if !c.pinging.CompareAndSwap(false, true) {
+		return // a ping is waiting already
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.pinging.Store(false)
+		return
+	}
+	// Added under the lock Close takes before it waits.
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer c.pinging.Store(false)
+		if err := s.ping(c); err != nil && s.life.Err() == nil && !c.ended() {
+			s.restart(c, fmt.Sprintf("a call got no answer within its timeout, and a ping none within %s", s.d.PingTimeout))
+		}
+	}()
+}
+
+// ping asks the server over c for a ping's answer within PingTimeout. An
+// error answer (a server that does not know ping) is an answer.
+func (s *Server) ping(c *conn) error {
+	ctx, cancel := context.WithTimeout(s.life, s.d.PingTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	// As for a call, the ping's write may block on a server that stopped
+	// reading: the wait ends with ctx anyway.
+	go func() { done <- c.cs.Ping(ctx, nil) }()
+	select {
+	case err := <-done:
+		if err == nil || answered(err) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// restart takes c out of use and kills the server's process, if it is
+// still the current connection: the restart loop starts a new one after
+// the backoff, and calls wait for it. Calls still running on c end with
+// an error saying the server is being restarted.
+func (s *Server) restart(c *conn, why string) {
+	s.mu.Lock()
+	current := s.conn == c
+	if current {
+		s.conn = nil
+		s.status = fmt.Errorf("MCP server %s: restarting: %s", s.name, why)
+		s.signalLocked()
+	}
+	s.mu.Unlock()
+	if !current {
+		return
+	}
+	s.log.Warn().Str("reason", why).Msg("mcp server: not answering; restarting it")
+	// The calls still running on c are told why it ended.
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = fmt.Errorf("MCP server %s: it stopped answering (%s), so it was stopped", s.name, why)
+	}
+	c.mu.Unlock()
+	go c.abort()
 }
 
 // callError turns a failed call into an error a model can act on.
