@@ -144,8 +144,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		}
 		a.custom = custom
 		a.closers = append(a.closers, closers...)
-		// The MCP servers start at once, each within its connect timeout;
-		// one that fails to start is retried in the background.
+		// The MCP servers start in the background: start-up does not wait
+		// for them (only an entry that can never work stops it), and each
+		// one's tools appear when it has listed them.
 		if err := custom.Start(toolsFile, sel); err != nil {
 			closeAgents()
 			return a, err
@@ -362,7 +363,10 @@ func httpKeys(cfg config.Access) []toolhttp.Key {
 // Ready checks that the workspace and the data folder exist and are
 // writable, and that their file systems have MIN_FREE_BYTES free. The
 // tools left out are listed beside the checks ("tool:exec": "off: ...")
-// without making the service unready.
+// without making the service unready, and so are the tools file's MCP
+// servers ("mcp:memory": "ok", "starting (since 2 s)" or "down, ...";
+// see mcpmount.Mount.Ready): a server starting or down leaves the other
+// tools working, so it never makes the service unready.
 func (a *App) Ready() (bool, map[string]string) {
 	checks := []ready.Check{
 		{Name: "workspace", Run: a.ws.Probe},

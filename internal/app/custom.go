@@ -141,6 +141,10 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 	}
 	// Servers stop before the sandboxes they run in.
 	closers = append(closers, mount.Close)
+	// The servers start in the background: until one has listed its
+	// tools, a call of a name of its ("memory__read_graph") says it is
+	// starting, or why it is down, instead of that no such tool exists.
+	reg.SetFallback(mount.Resolve)
 	rl := customtools.NewReloader(customtools.ReloaderOptions{
 		Path:      sw.ToolsFile,
 		Load:      customtools.Options{Getenv: getenv, Reserved: reservedNames(), ModelWritable: areas},

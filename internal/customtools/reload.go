@@ -27,9 +27,10 @@ type Switches interface {
 
 // Servers mounts the MCP servers of the file's mcpServers
 // (*mcpmount.Mount is one). Prepare starts the servers the entries add
-// or change and checks their tools' names against the built-in ones and
-// taken (name: what holds it); then commit puts the change in use, or
-// abandon closes what Prepare started.
+// or change, in the background (it does not wait for them to come up),
+// and checks the names of the tools known now against the built-in ones
+// and taken (name: what holds it); then commit puts the change in use,
+// or abandon closes what Prepare started.
 type Servers interface {
 	Prepare(entries map[string]json.RawMessage, switches func(server, tool string) (string, bool), taken map[string]string) (commit func() error, abandon func(), err error)
 	// Ready adds the servers' state to /readyz's checks.
@@ -96,7 +97,8 @@ func NewReloader(o ReloaderOptions) *Reloader {
 }
 
 // Start loads f, read at start-up, as sw switches it: the MCP servers
-// start, and every tool goes into the registry.
+// start in the background, and every tool goes into the registry (each
+// server's once it has listed them). It does not wait for a server.
 func (r *Reloader) Start(f *File, sw Switches) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -135,9 +137,12 @@ func (r *Reloader) reloadLocked() error {
 }
 
 // load starts the MCP servers f adds or changes (unchanged ones keep
-// running) and checks every name; then replaces the file's tools,
-// publishes the servers' tools and closes the servers it removed or
-// changed. Any error before that last step changes nothing.
+// running; new ones come up in the background) and checks every name
+// known now; then replaces the file's tools, publishes the servers'
+// tools and closes the servers it removed or changed. Any error before
+// that last step changes nothing. A reload, like start-up, does not wait
+// for a server: the lock it holds is held for moments only, and /readyz
+// and the next reload are not kept waiting.
 func (r *Reloader) load(f *File, sw Switches) error {
 	taken := map[string]string{}
 	for _, s := range f.Tools {
