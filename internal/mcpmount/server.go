@@ -192,9 +192,11 @@ type Server struct {
 	// begun is when Begin started it; tried is set once its first
 	// connection attempt has ended, either way (until then it is
 	// starting); retryAt is when the attempt after a failure begins.
-	begun    time.Time
-	tried    bool
-	retryAt  time.Time
+	begun   time.Time
+	tried   bool
+	retryAt time.Time
+	// listed is set once its tools have been listed and published.
+	listed   bool
 	tools    []registry.Tool
 	toolSig  string        // names, descriptions and schemas of tools, to see a change
 	changed  chan struct{} // closed and replaced at every change of conn or tools
@@ -333,7 +335,7 @@ type State struct {
 func (s *Server) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Since: s.begun, Listed: s.tools != nil, Err: s.status}
+	st := State{Since: s.begun, Listed: s.listed, Err: s.status}
 	switch {
 	case s.closed:
 		st.Phase = Stopped
@@ -477,19 +479,24 @@ func (s *Server) connect() (*conn, error) {
 		return nil, s.connectError(ctx, c, "tools/list", err)
 	}
 	s.mu.Lock()
+	changed := !s.closed && s.setToolsLocked(tools)
+	s.mu.Unlock()
+	// The tools are published before the connection is installed, so that
+	// once the server is up (State, /readyz) its tools are found; a call
+	// of one meanwhile waits for the connection (await).
+	if changed {
+		s.notify()
+	}
+	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		c.close()
 		return nil, errors.New("closed")
 	}
 	s.conn = c
-	s.status, s.tried = nil, true
-	changed := s.setToolsLocked(tools)
+	s.status, s.tried, s.listed = nil, true, true
 	s.signalLocked()
 	s.mu.Unlock()
-	if changed {
-		s.notify()
-	}
 	return c, nil
 }
 
