@@ -317,21 +317,25 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// lookup returns the entry registered under name, or nil. Every look-up
-// of a tool by name goes through here.
-func (r *Registry) lookup(name string) *entry {
+// lookup returns the entry registered under name, or nil; with
+// fallback, the entry of the Fallback's tool for a name no registered
+// tool has. Every look-up of a tool by name goes through here.
+func (r *Registry) lookup(name string, fallback bool) *entry {
 	if r.hooks != nil && r.hooks.lookup != nil {
 		r.hooks.lookup(name)
 	}
 	r.mu.RLock()
 	e := r.tools[name]
 	r.mu.RUnlock()
+	if e == nil && fallback {
+		return r.fallbackEntry(name)
+	}
 	return e
 }
 
 // Tool returns the tool registered under name.
 func (r *Registry) Tool(name string) (Tool, bool) {
-	e := r.lookup(name)
+	e := r.lookup(name, false)
 	if e == nil {
 		return nil, false
 	}
@@ -358,11 +362,7 @@ type Target struct {
 // registered is not Found, unless the Fallback gives a tool for it;
 // invoking it gives the unknown_tool result.
 func (r *Registry) Find(name string) Target {
-	e := r.lookup(name)
-	if e == nil {
-		e = r.fallbackEntry(name)
-	}
-	return Target{name: name, e: e, timeout: r.opts.DefaultTimeout}
+	return Target{name: name, e: r.lookup(name, true), timeout: r.opts.DefaultTimeout}
 }
 
 // Fallback gives a tool for a name no registered tool has, or nil. The
@@ -488,7 +488,7 @@ func (r *Registry) DefinitionsJSON() []byte {
 
 // DefinitionJSON returns one tool's definition as JSON.
 func (r *Registry) DefinitionJSON(name string) ([]byte, bool) {
-	e := r.lookup(name)
+	e := r.lookup(name, false)
 	if e == nil {
 		return nil, false
 	}
