@@ -60,6 +60,7 @@ func TestMCPPerKey(t *testing.T) {
 	policy := writePolicy(t, `default: {workspace: "tenants/{key}"}`+"\n")
 	s := startServer(t, map[string]string{"TOOLS_FILE": file, "API_KEYS": policyKeys(), "POLICY_FILE": policy})
 	logMCPOnFailure(t, s)
+	waitMCPServers(t, s, "memory")
 	alice, bob := s.asKey(policyAliceKey), s.asKey(policyBobKey)
 
 	// Listed from the start, by the listing instance alone.

@@ -160,6 +160,7 @@ func TestMCPServersFromNpm(t *testing.T) {
 }}`)
 	s := startServer(t, map[string]string{"TOOLS_FILE": file, "WORKSPACE": ws, "TOOLS_DISABLED": "remote__get-tiny-image"})
 	logMCPOnFailure(t, s)
+	waitMCPServers(t, s, "everything", "remote", "memory")
 
 	// Listed in every format, in the OpenAPI document and over MCP.
 	for _, f := range toolfmt.Formats() {
@@ -267,6 +268,7 @@ func TestMCPServersDownAndReload(t *testing.T) {
 	file := writeToolsFile(t, `{"mcpServers": {`+memory+`, "broken": {"command": "/bin/sh", "args": ["-c", "echo broken on purpose >&2; exit 3"]}}}`)
 	s := startServer(t, map[string]string{"TOOLS_FILE": file, "WORKSPACE": ws})
 	logMCPOnFailure(t, s)
+	waitMCPServers(t, s, "memory", "broken")
 
 	_, ready := s.do(t, "GET", "/readyz", nil, nil)
 	assertContains(t, "/readyz", string(ready), `"status":"ready"`, `"mcp:memory":"ok"`, `"mcp:broken":"down, restarting in the background`, "exit status 3")
@@ -282,6 +284,7 @@ func TestMCPServersDownAndReload(t *testing.T) {
 	write(`{"mcpServers": {` + memory + `, ` + everything + `}}`)
 	s.reload <- struct{}{}
 	waitLog(t, s, `"message":"tools file reloaded"`, 1)
+	waitMCPServers(t, s, "everything")
 	assertContains(t, "echo", mustSucceed(t, s.invoke(t, "everything__echo", map[string]any{"message": "added by a reload"})), "added by a reload")
 	_, ready = s.do(t, "GET", "/readyz", nil, nil)
 	if bytes.Contains(ready, []byte("mcp:broken")) {
@@ -314,6 +317,7 @@ func TestMCPServersDownAndReload(t *testing.T) {
 	write(`{"mcpServers": {` + memory + `, ` + everything + `}}`)
 	s.reload <- struct{}{}
 	waitLog(t, s, `"message":"tools file reloaded"`, 3)
+	waitMCPServers(t, s, "everything")
 
 	// A mistake in an entry: the servers and their tools stay.
 	write(`{"mcpServers": {` + memory + `, "everything": {"comand": "node"}}}`)
@@ -334,18 +338,23 @@ func TestMCPServersDownAndReload(t *testing.T) {
 	// The server's name switches all its tools off.
 	file2 := writeToolsFile(t, `{"mcpServers": {`+everything+`}}`)
 	s2 := startServer(t, map[string]string{"TOOLS_FILE": file2, "WORKSPACE": ws, "TOOLS_DISABLED": "everything"})
+	assertUnknown(t, s2, "everything__echo") // switched off: unknown even while it starts
+	waitMCPServers(t, s2, "everything")
 	assertUnknown(t, s2, "everything__echo")
 	_, ready = s2.do(t, "GET", "/readyz", nil, nil)
 	assertContains(t, "/readyz", string(ready), `"mcp:everything":"ok"`, `"tool:everything__echo":"off: switched off by TOOLSVC_TOOLS_DISABLED"`)
 	s2.Stop(t)
 
-	// A clash at start-up stops it, naming both.
-	clash := writeToolsFile(t, `{"tools": [{"name": "memory__read_graph", "description": "x", "shell": "true"}], "mcpServers": {`+memory+`}}`)
-	err := startError(t, map[string]string{"TOOLS_FILE": clash, "WORKSPACE": ws})
-	if err == nil {
-		t.Fatal("the service started with a clash")
-	}
-	assertContains(t, "error", err.Error(), "tools file "+clash, `tool "memory__read_graph" of the MCP server "memory" clashes with the tool of the tools file`)
+	// A clash found when a server lists its tools at start-up: that tool
+	// is left out, naming both, and the file's tool keeps the name.
+	clash := writeToolsFile(t, `{"tools": [{"name": "memory__read_graph", "description": "x", "shell": "echo from the file"}], "mcpServers": {`+memory+`}}`)
+	s3 := startServer(t, map[string]string{"TOOLS_FILE": clash, "WORKSPACE": ws})
+	waitMCPServers(t, s3, "memory")
+	_, ready = s3.do(t, "GET", "/readyz", nil, nil)
+	assertContains(t, "/readyz", string(ready), `"mcp:memory":"ok"`, `"tool:memory__read_graph":"off: its name clashes with the tool of the tools file of that name"`)
+	assertContains(t, "log", s3.Logs(), `tool \"memory__read_graph\" of the MCP server \"memory\" clashes with the tool of the tools file`)
+	assertContains(t, "the file's tool", mustSucceed(t, s3.invoke(t, "memory__read_graph", map[string]any{})), "from the file")
+	mustSucceed(t, s3.invoke(t, "memory__create_entities", map[string]any{"entities": []any{}}))
 }
 
 // TestMCPServersSubagents: sub-agents are offered, and may call, the tools
@@ -363,6 +372,7 @@ func TestMCPServersSubagents(t *testing.T) {
 	file := writeToolsFile(t, `{"mcpServers": {"shared": `+entry("a.jsonl", true)+`, "private": `+entry("b.jsonl", false)+`}}`)
 	s := startServer(t, llmEnv(llm.URL, map[string]string{"TOOLS_FILE": file, "WORKSPACE": ws}))
 	logMCPOnFailure(t, s)
+	waitMCPServers(t, s, "shared", "private")
 	assertContains(t, "spawn", mustSucceed(t, s.invoke(t, "spawn", map[string]any{"task": "read the graph", "wait": true})), "done")
 	reqs := llm.Requests()
 	if len(reqs) != 2 {
