@@ -276,6 +276,12 @@ func (c *compiler) set(at string, patterns []string) *nameSet {
 		if slices.Contains(c.names.Servers, p) {
 			s.prefixes, found = append(s.prefixes, p+"__"), true
 		}
+		if srv, _, ok := strings.Cut(p, "__"); !found && ok && slices.Contains(c.names.Servers, srv) {
+			// A tool of an MCP server named before the server has listed
+			// its tools: servers start in the background, so it may not
+			// be known when the file is read. It is taken as written.
+			s.names[p], found = struct{}{}, true
+		}
 		if !found {
 			c.fail(at, "%s", unknown("no tool, toolset or MCP server is named", p, c.known, "toolsets: "+c.toolsetList()))
 		}

@@ -101,6 +101,22 @@ keys: {ops: {workspace: t}}`, `keys.ops.workspace: key "ops"'s folder "t" holds 
 	}
 }
 
+// TestParseServerToolByName: a tool of a known MCP server may be named
+// before the server has listed it (servers start in the background);
+// one of an unknown server may not.
+func TestParseServerToolByName(t *testing.T) {
+	p, err := Parse([]byte(`keys: {bob: {tools: {allow: [fs__read_file]}}}`), testNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Allows("bob", "fs__read_file") || p.Allows("bob", "fs__write_file") {
+		t.Error("bob's allow of fs__read_file")
+	}
+	if _, err := Parse([]byte(`keys: {bob: {tools: {allow: [fz__read_file]}}}`), testNames()); err == nil {
+		t.Error("a tool of an unknown server accepted")
+	}
+}
+
 // TestParseFolders: {key} expands to each key's name, whether the key is
 // named in the file or served by the default; a key's own entry wins; "."
 // is the whole workspace; two keys may share a folder.
