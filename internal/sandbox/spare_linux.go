@@ -18,9 +18,12 @@ import (
 // ready. Only commands whose temporary folder the sandbox makes itself
 // (FreshTemp) can use one: the rules and mounts name that folder.
 //
-// With Egress a spare's thread is also in a network namespace of its own,
-// with its listener: both go to the command that takes it, as a thread
-// confined on the spot would have them, or end with it unused. Making a
+// With Egress, where the launching thread makes the command's network
+// namespace (CAP_SYS_ADMIN), a spare's thread is also in a namespace of
+// its own, with its listener: both go to the command that takes it, as a
+// thread confined on the spot would have them, or end with it unused.
+// (Where each command's first program makes its namespace, the spare is
+// only the confined thread, and starts nothing ahead: see warmable.) Making a
 // namespace with loopback up and a listener costs its thread about 0.8
 // ms (BenchmarkEgressNamespace, against 35 µs for the thread alone), a
 // quarter to a third of what starting a command on the spot costs
