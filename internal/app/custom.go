@@ -11,6 +11,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/redact"
@@ -239,6 +240,9 @@ func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *e
 			EnvAllow:  ex.ExecEnvAllow,
 			LookupEnv: getenv,
 			MaxOutput: ex.ExecMaxOutput,
+			// A server whose network is an allowlist (its entry's, or its
+			// package registry's) dials through the one guard.
+			Egress: egress.Options{Guard: d.Guard},
 		},
 		NoSandbox:   noSandbox,
 		CallTimeout: d.Config.Calls.CallTimeout,

@@ -70,7 +70,7 @@ func (s *Server) likelyCause(f failure) string {
 	}
 	if f.timedOut {
 		if kind, pkg := s.launcher(); kind != "" {
-			if !s.cfg.Network {
+			if !s.network().Set() {
 				return s.networkCause(fmt.Sprintf("%s downloads %s when it starts", filepath.Base(s.cfg.Command), orPackage(pkg)))
 			}
 			return fmt.Sprintf("%s downloads %s when it starts, which can take longer than the %s a server has to answer, or cannot reach the registry. Next: install the package once (%s) and name its program, so that nothing is downloaded at start",
@@ -88,8 +88,11 @@ func (s *Server) networkCause(evidence string) string {
 	if kind != "" {
 		offline = fmt.Sprintf("install the package once (%s) and name its program", installHint(kind, pkg))
 	}
-	if !s.cfg.Network {
-		return fmt.Sprintf("the server needs the network, which is off for it (%s). Next: %s, or give the entry \"network\": true", evidence, offline)
+	switch n := s.network(); {
+	case !n.Set():
+		return fmt.Sprintf("the server needs the network, which is off for it (%s). Next: %s, or give the entry \"network\" with the hosts it needs, such as [\"registry.npmjs.org\"] (true opens every address)", evidence, offline)
+	case !n.On:
+		return fmt.Sprintf("the server could not reach what it needs: its network is %s (%s). Next: add the hosts it needs to the entry's \"network\" (the service's log names each refusal), or %s", n, evidence, offline)
 	}
 	return fmt.Sprintf("the server could not reach the network although the entry has \"network\": true (%s): the host's DNS, a proxy or a firewall is in the way. Next: mend the host's network, or %s", evidence, offline)
 }

@@ -54,17 +54,20 @@ func TestLikelyCauses(t *testing.T) {
 		want    []string
 		not     []string
 	}{
-		{"npm without network", fake("npmnet", filepath.Join(bin, "npx"), "-y", "@modelcontextprotocol/server-filesystem", "/data"), 0, []string{
+		{"npm without network", offline(fake("npmnet", filepath.Join(bin, "npx"), "-y", "@modelcontextprotocol/server-filesystem", "/data")), 0, []string{
 			`likely cause: the server needs the network, which is off for it (its stderr says "npm error code EAI_AGAIN")`,
-			"npm install -g @modelcontextprotocol/server-filesystem", `"network": true`}, nil},
-		{"pip without network", fake("pipnet", filepath.Join(bin, "uvx"), "mcp-server-fetch"), 0, []string{
+			"npm install -g @modelcontextprotocol/server-filesystem", `"network" with the hosts it needs, such as ["registry.npmjs.org"]`}, nil},
+		{"npm with its registry only", fake("npmnet", filepath.Join(bin, "npx"), "-y", "@modelcontextprotocol/server-filesystem", "/data"), 0, []string{
+			`likely cause: the server could not reach what it needs: its network is only registry.npmjs.org:443 (its stderr says "npm error code EAI_AGAIN")`,
+			`add the hosts it needs to the entry's "network"`}, nil},
+		{"pip without network", offline(fake("pipnet", filepath.Join(bin, "uvx"), "mcp-server-fetch")), 0, []string{
 			`likely cause: the server needs the network, which is off for it (its stderr says "...`, `Failed to establish a new connection: [Errno -3] Temporary failure in name resolution`, "pip install mcp-server-fetch"}, nil},
 		{"network on but unreachable", func() Config {
 			c := fake("npmnet", filepath.Join(bin, "npx"), "-y", "@scope/pkg")
-			c.Network = true
+			c.Network = Network{On: true, Given: true}
 			return c
 		}(), 0, []string{`although the entry has "network": true`, "EAI_AGAIN", "npm install -g @scope/pkg"}, nil},
-		{"npx waiting for the network", fake("hang", filepath.Join(bin, "npx"), "-y", "@modelcontextprotocol/server-filesystem", "/data"), time.Second, []string{
+		{"npx waiting for the network", offline(fake("hang", filepath.Join(bin, "npx"), "-y", "@modelcontextprotocol/server-filesystem", "/data")), time.Second, []string{
 			"no answer to initialize within 1s (likely cause: the server needs the network, which is off for it (npx downloads @modelcontextprotocol/server-filesystem when it starts)"},
 			[]string{"did not speak MCP"}},
 		{"a program under HOME", sh("exec fakenode --stdio"), 0, []string{
@@ -108,4 +111,11 @@ func TestLikelyCauses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// offline is c with "network": false given, which a package runner's
+// entry needs to have no network at all (its default is its registry).
+func offline(c Config) Config {
+	c.Network = Network{Given: true}
+	return c
 }

@@ -47,9 +47,11 @@ type Config struct {
 	// are secrets.
 	URL     string            `json:"url,omitempty" yaml:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
-	// Network lets a stdio server use the network (off by default, as for
-	// exec).
-	Network bool `json:"network,omitempty" yaml:"network,omitempty"`
+	// Network lets a stdio server use the network: off by default, as for
+	// exec, but a package runner's (npx, uvx...) registry; true: every
+	// address; a list: those destinations only, through a proxy in the
+	// service (see Network).
+	Network Network `json:"network,omitempty" yaml:"network,omitempty"`
 	// Timeout bounds one tool call; 0 means the registry's default. In
 	// the file: seconds as a number (as Cline writes it) or a duration
 	// string such as "90s".
@@ -211,7 +213,7 @@ func (c Config) checkTransport() error {
 		return errors.New(`a Streamable HTTP MCP server needs a "url"`)
 	case c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "":
 		return errors.New(`"command", "args", "env" and "cwd" belong to a stdio server; a Streamable HTTP server has "url" and "headers"`)
-	case c.Network:
+	case c.Network.Set():
 		return errors.New(`"network" applies to stdio servers only: toolsvc itself connects to a Streamable HTTP server`)
 	case !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://"):
 		return fmt.Errorf("url %q must start with http:// or https://", c.URL)

@@ -1,6 +1,7 @@
 package mcpmount
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestParseConfig(t *testing.T) {
 		{"cline streamableHttp", `{"type":"streamableHttp","url":"http://x/mcp","timeout":60,"autoApprove":[],"disabled":true}`,
 			Config{Type: TypeHTTP, URL: "http://x/mcp", Timeout: time.Minute, Disabled: true}, ""},
 		{"toolsvc keys", `{"command":"node","args":["s.js"],"network":true,"timeout":"90s","cwd":"tools"}`,
-			Config{Type: TypeStdio, Command: "node", Args: []string{"s.js"}, Network: true, Timeout: 90 * time.Second, Cwd: "tools"}, ""},
+			Config{Type: TypeStdio, Command: "node", Args: []string{"s.js"}, Network: Network{On: true, Given: true}, Timeout: 90 * time.Second, Cwd: "tools"}, ""},
 		{"typo", `{"comand":"npx"}`, Config{}, `unknown key "comand"`},
 		{"envFile", `{"command":"x","envFile":".env"}`, Config{}, `"envFile" is not supported`},
 		{"sse", `{"type":"sse","url":"http://x/sse"}`, Config{}, `type "sse"`},
@@ -46,7 +47,7 @@ func TestParseConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Type != tc.want.Type || got.Command != tc.want.Command || got.URL != tc.want.URL || got.Network != tc.want.Network ||
+			if got.Type != tc.want.Type || got.Command != tc.want.Command || got.URL != tc.want.URL || !reflect.DeepEqual(got.Network, tc.want.Network) ||
 				got.Timeout != tc.want.Timeout || got.Cwd != tc.want.Cwd || got.Disabled != tc.want.Disabled ||
 				strings.Join(got.Args, " ") != strings.Join(tc.want.Args, " ") || len(got.Env) != len(tc.want.Env) || len(got.Headers) != len(tc.want.Headers) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)

@@ -219,7 +219,7 @@ func TestBadServers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, sandbox.None)
 			if tc.name == "no sandbox" {
-				e.deps.Sandbox = func(bool) (*sandbox.Sandbox, error) {
+				e.deps.Sandbox = func(Net) (*sandbox.Sandbox, error) {
 					return nil, errors.New("TOOLSVC_EXEC_SANDBOX=bwrap: bubblewrap is not available")
 				}
 			}

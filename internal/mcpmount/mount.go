@@ -118,7 +118,7 @@ func NewMount(o MountOptions) *Mount {
 		m.deps.Owner = o.Sandbox.User
 	} else {
 		why := o.NoSandbox
-		m.deps.Sandbox = func(bool) (*sandbox.Sandbox, error) { return nil, errors.New(why) }
+		m.deps.Sandbox = func(Net) (*sandbox.Sandbox, error) { return nil, errors.New(why) }
 	}
 	return m
 }
@@ -347,7 +347,7 @@ func (m *Mount) logServer(s *mounted) {
 		state = "down"
 	}
 	ev = ev.Str("mcp_server", s.name).Str("state", state).Str("type", s.cfg.Type).Str("at", where).
-		Bool("network", s.cfg.Network).Bool("subagents", s.cfg.Subagents)
+		Str("network", s.srv.network().String()).Bool("subagents", s.cfg.Subagents)
 	if s.cfg.PerKey {
 		// The state is the listing instance's; each key's own starts at
 		// its first call.
@@ -479,7 +479,7 @@ func (m *Mount) commit(p *plan) error {
 // logStarting writes the line of a server that is starting.
 func (m *Mount) logStarting(s *mounted) {
 	ev := m.log.Info().Str("mcp_server", s.name).Str("state", "starting").Str("type", s.cfg.Type).Str("at", s.where()).
-		Bool("network", s.cfg.Network).Dur("connect_timeout", s.srv.d.ConnectTimeout)
+		Str("network", s.srv.network().String()).Dur("connect_timeout", s.srv.d.ConnectTimeout)
 	ev.Msg("mcp server: starting in the background; its tools appear when it is up")
 }
 

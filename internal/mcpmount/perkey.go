@@ -100,13 +100,13 @@ func newListing(name string, cfg Config, base Deps, addSecrets func(...string)) 
 // (mode none), loose says whether to run in the original sandbox anyway:
 // for the listing instance, whose folder holds nothing of anyone's; never
 // for a key's folder, which must not run unconfined beside the others.
-func confined(sandboxes func(bool) (*sandbox.Sandbox, error), dir, home string, loose bool) func(bool) (*sandbox.Sandbox, error) {
+func confined(sandboxes func(Net) (*sandbox.Sandbox, error), dir, home string, loose bool) func(Net) (*sandbox.Sandbox, error) {
 	var writable []string
 	if home != "" {
 		writable = []string{home}
 	}
-	return func(network bool) (*sandbox.Sandbox, error) {
-		sb, err := sandboxes(network)
+	return func(n Net) (*sandbox.Sandbox, error) {
+		sb, err := sandboxes(n)
 		if err != nil {
 			return nil, err
 		}
@@ -293,16 +293,18 @@ func (p *instances) make(k instKey) (*Server, error) {
 		}
 		if d.Sandbox != nil {
 			d.Sandbox = confined(d.Sandbox, ws.Dir(), d.Home, false)
-			// Made now, so that a folder commands cannot be confined to
-			// is this call's clear error, not a server that never starts.
-			if _, err := d.Sandbox(p.cfg.Network); err != nil {
-				return nil, p.folderError(err)
-			}
 		}
 	}
 	d.Log = d.Log.With().Str("key", k.key).Str("folder", k.folder).Logger()
 	s := New(p.name, p.cfg, d)
 	s.files = p.base.Workspace
+	if k.folder != "" && d.Sandbox != nil {
+		// Made now, so that a folder commands cannot be confined to is
+		// this call's clear error, not a server that never starts.
+		if _, err := s.sandbox(); err != nil {
+			return nil, p.folderError(err)
+		}
+	}
 	return s, nil
 }
 

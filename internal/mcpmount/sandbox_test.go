@@ -57,7 +57,7 @@ func TestStdioServerConfined(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := fakeConfig(t, "raw", nil)
-				cfg.Cwd, cfg.Network = "sub", network
+				cfg.Cwd, cfg.Network = "sub", Network{On: network, Given: true}
 				s := e.start(t, "fake", cfg)
 				out, err := toolByName(t, s, "fake__probe").Execute(context.Background(), []byte(`{"read":"`+secret+`","dial":"`+ln.Addr().String()+`"}`))
 				if err != nil {

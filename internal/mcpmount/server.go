@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
@@ -29,7 +30,7 @@ type Deps struct {
 	// workspace, private paths, HOME writable, limits, user) with
 	// Options.Network set per call. Sandboxes.For is one. Required for
 	// stdio servers.
-	Sandbox func(network bool) (*sandbox.Sandbox, error)
+	Sandbox func(n Net) (*sandbox.Sandbox, error)
 	// Workspace is where a stdio server's cwd is resolved and where
 	// images and resources from results are saved, each into the calling
 	// key's own folder. Required.
@@ -85,6 +86,11 @@ type Deps struct {
 	// MaxFileBytes bounds one image or resource saved into the workspace;
 	// a larger one is not saved and the result says so. Default 10 MiB.
 	MaxFileBytes int
+	// Egress is the proxy's settings for a server whose network is an
+	// allowlist (its guard and log; the rules are the entry's): the
+	// proxy dials through the guard, which refuses loopback, private and
+	// metadata addresses unless the operator opened them.
+	Egress egress.Options
 	// Folder is the workspace folder that receives saved content, in a
 	// sub-folder per server; default "mcp".
 	Folder string
@@ -178,6 +184,12 @@ type Server struct {
 	// keyed, for the listing instance of a per_key server, runs the keys'
 	// instances its tools' calls go to; nil otherwise.
 	keyed *instances
+	// net is the network the server's process gets: the entry's, or its
+	// package registry's (registry) for a package runner that gives none;
+	// rules decide an allowlist's destinations.
+	net      Network
+	registry bool
+	rules    *egress.Rules
 
 	life   context.Context
 	cancel context.CancelFunc
@@ -221,9 +233,38 @@ func New(name string, cfg Config, d Deps) *Server {
 	}
 	s.files = d.Workspace
 	s.res, s.resErr = cfg.resolve(ws, d.LookupEnv)
+	s.net = cfg.Network
+	if !s.net.Given && cfg.Type == TypeStdio {
+		if kind, _ := s.launcher(); kind != "" {
+			if allow := registryAllow(kind, d.LookupEnv); len(allow) > 0 {
+				s.net, s.registry = Network{Allow: allow}, true
+			}
+		}
+	}
+	if len(s.net.Allow) > 0 {
+		// Checked when the entry was read; a registry's own entry is one
+		// host and port.
+		if s.rules, s.resErr = egress.ParseRules(s.net.Allow, nil); s.resErr != nil {
+			s.resErr = fmt.Errorf("network: %w", s.resErr)
+		}
+	}
 	s.red = redact.New(s.res.secrets...)
 	s.life, s.cancel = context.WithCancel(context.Background())
 	return s
+}
+
+// network is the network the server's process gets, as the log shows it.
+func (s *Server) network() Network { return s.net }
+
+// netKind is the sandbox's network for it.
+func (s *Server) netKind() Net {
+	switch {
+	case s.net.On:
+		return NetOn
+	case len(s.net.Allow) > 0:
+		return NetAllow
+	}
+	return NetOff
 }
 
 // Name returns the server's name.
@@ -363,7 +404,7 @@ func (s *Server) checkConfig() error {
 		if s.d.Sandbox == nil {
 			return fmt.Errorf("MCP server %s: stdio servers run in exec's sandbox, and there is none here", s.name)
 		}
-		if _, err := s.d.Sandbox(s.cfg.Network); err != nil {
+		if _, err := s.sandbox(); err != nil {
 			return fmt.Errorf("MCP server %s: stdio servers run in exec's sandbox, which is not available: %w", s.name, err)
 		}
 	}

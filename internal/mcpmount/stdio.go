@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countbot/toolsvc/internal/childenv"
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/sandbox"
 )
 
@@ -44,10 +45,25 @@ type child struct {
 	ready    atomic.Bool
 }
 
+// sandbox is the sandbox the server's process runs in, with its network.
+// A package runner's registry is the only default that needs a network
+// namespace: where none can be made, the runner gets no network, as
+// before allowlists, and the start-up error says why if it needed one.
+func (s *Server) sandbox() (*sandbox.Sandbox, error) { return s.sandboxOf(s.d) }
+
+func (s *Server) sandboxOf(d Deps) (*sandbox.Sandbox, error) {
+	sb, err := d.Sandbox(s.netKind())
+	if err != nil && s.registry && errors.Is(err, sandbox.ErrEgressUnavailable) {
+		s.log.Warn().Err(err).Msg("MCP server: its package registry cannot be its only network here; it gets no network")
+		return d.Sandbox(NetOff)
+	}
+	return sb, err
+}
+
 // connectStdio starts the server's process in the sandbox and runs the
 // initialize handshake with it.
 func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
-	sb, err := s.d.Sandbox(s.cfg.Network)
+	sb, err := s.sandbox()
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: no sandbox for it: %w", s.name, err)
 	}
@@ -108,6 +124,9 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	}
 	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.res.args...))
 	env = append(env, "TMPDIR="+childTmp)
+	if sb.Egress() {
+		env = append(env, egress.Env("http://"+sandbox.EgressAddr)...)
+	}
 	if s.d.Home == "" {
 		// A fresh HOME of its own, gone when the server stops.
 		home := filepath.Join(tmp, "home")
@@ -153,8 +172,12 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 		return nil, fmt.Errorf("MCP server %s: could not start %s: %w", s.name, prog, err)
 	}
 	ch.proc = proc
+	proxy := s.serveEgress(proc)
 	go func() {
 		err, _ := proc.Wait()
+		if proxy != nil {
+			_ = proxy.Close()
+		}
 		ch.err = err
 		if err == nil {
 			ch.err = errors.New("exit status 0")

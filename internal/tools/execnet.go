@@ -20,21 +20,8 @@ import (
 const proxyURL = "http://" + sandbox.EgressAddr
 
 // proxyEnv are the variables that send a command's programs to the
-// proxy: the usual ones in both cases (curl reads only the lower-case
-// http_proxy), npm's own, pip's, and Node's switch that makes its
-// built-in fetch honour them. NO_PROXY is empty, so that nothing is sent
-// around the proxy (it would fail anyway: the namespace has no other way
-// out, and no resolver). npm's check for a newer npm is off: it asks the
-// registry at every run, a request the allowlist would only refuse or
-// the mirror answer with a 404.
-var proxyEnv = []string{
-	"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "ALL_PROXY=" + proxyURL,
-	"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "all_proxy=" + proxyURL,
-	"NO_PROXY=", "no_proxy=",
-	"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
-	"npm_config_update_notifier=false",
-	"PIP_PROXY=" + proxyURL, "NODE_USE_ENV_PROXY=1",
-}
+// proxy (see egress.Env).
+var proxyEnv = egress.Env(proxyURL)
 
 // maxRefusals bounds the refusals one call remembers for its result.
 const maxRefusals = 10

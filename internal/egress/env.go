@@ -1,0 +1,19 @@
+package egress
+
+// Env returns the variables that send a program's connections to the
+// proxy at proxyURL (http://host:port): the usual ones in both cases
+// (curl reads only the lower-case http_proxy), npm's own, pip's, and
+// Node's switch that makes its built-in fetch honour them. NO_PROXY is
+// empty, so that nothing is sent around the proxy. npm's check for a
+// newer npm is off: it asks the registry at every run, a request an
+// allowlist would only refuse or a mirror answer with a 404.
+func Env(proxyURL string) []string {
+	return []string{
+		"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "ALL_PROXY=" + proxyURL,
+		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "all_proxy=" + proxyURL,
+		"NO_PROXY=", "no_proxy=",
+		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
+		"npm_config_update_notifier=false",
+		"PIP_PROXY=" + proxyURL, "NODE_USE_ENV_PROXY=1",
+	}
+}
