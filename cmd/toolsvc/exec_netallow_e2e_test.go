@@ -113,3 +113,34 @@ func (s *testServer) toolDescription(t *testing.T, name string) string {
 	}
 	return def.Function.Description
 }
+
+// TestCommandToolNetAllow: a command tool whose "network" is a list
+// reaches the hosts it names through the service's proxy and nothing
+// else, and its result names what the list refused; exec itself has no
+// network at all.
+func TestCommandToolNetAllow(t *testing.T) {
+	t.Parallel()
+	port, hits := mirror(t)
+	file := writeToolsFile(t, fmt.Sprintf(`tools:
+  - name: fetch_mirror
+    description: Fetches the mirror's page.
+    shell: curl -sS http://localhost:%d/
+    network: ["localhost:%d"]
+  - name: fetch_elsewhere
+    description: Fetches a page its list does not name.
+    shell: curl -sS http://localhost:%d/
+    network: [example.org]
+`, port, port, port))
+	s := startAllowlisted(t, map[string]string{"TOOLS_FILE": file, "NET_ALLOW_HOSTS": "localhost"})
+	if out := mustSucceed(t, s.invoke(t, "fetch_mirror", map[string]any{})); !strings.Contains(out, "hello from the mirror") || hits.Load() != 1 {
+		t.Fatalf("the listed host: %s (mirror hits %d)", out, hits.Load())
+	}
+	res := s.invoke(t, "fetch_elsewhere", map[string]any{})
+	if hits.Load() != 1 || !strings.Contains(res.Result, fmt.Sprintf("refused: localhost:%d (no allow rule matches)", port)) {
+		t.Errorf("a host the list does not name: %s (mirror hits %d)", res.Result, hits.Load())
+	}
+	out := s.invoke(t, "exec", map[string]string{"command": fmt.Sprintf("curl -sS http://localhost:%d/", port)}).Result
+	if hits.Load() != 1 || !strings.Contains(out, "COMMAND FAILED") {
+		t.Errorf("exec without network reached the mirror: %s", out)
+	}
+}

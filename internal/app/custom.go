@@ -217,6 +217,8 @@ func customDeps(d Deps, execs *execRunner, closers *[]func()) (customtools.Deps,
 	deps.Command = &customtools.CommandDeps{
 		Exec:           runner.exec,
 		Sandbox:        sandboxes.For,
+		AllowSandbox:   sandboxes.Allow,
+		Egress:         egress.Options{Guard: d.Guard},
 		Workspace:      d.Workspace.Dir(),
 		DefaultTimeout: d.Config.Exec.ExecTimeout,
 	}

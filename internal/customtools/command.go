@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countbot/toolsvc/internal/egress"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/toolerr"
@@ -27,6 +29,11 @@ type CommandDeps struct {
 	Exec Runner
 	// Sandbox returns exec's sandbox with the network on or off.
 	Sandbox func(network bool) (*sandbox.Sandbox, error)
+	// AllowSandbox returns exec's sandbox whose commands reach the
+	// network only through the service's proxy, for a tool with an
+	// allowlist; Egress is that proxy's guard and log.
+	AllowSandbox func() (*sandbox.Sandbox, error)
+	Egress       egress.Options
 	// Workspace is the host path of the workspace: the working folder, and
 	// what a relative program path is relative to.
 	Workspace string
@@ -44,21 +51,37 @@ const MaxEnvValue = 32 << 10
 // the arguments arrive as one JSON object on stdin and as TOOL_ARG_<NAME>
 // variables, never in a command line or a script.
 type Command struct {
-	spec Spec
-	deps CommandDeps
-	sb   *sandbox.Sandbox
+	spec   Spec
+	deps   CommandDeps
+	sb     *sandbox.Sandbox
+	egress *egress.Options // the proxy's settings with an allowlist; nil without
 }
 
 // NewCommand returns the command tool of s.
 func NewCommand(s Spec, d CommandDeps) (*Command, error) {
-	sb, err := d.Sandbox(s.Network)
-	if err != nil {
+	c := &Command{spec: s, deps: d}
+	var err error
+	if len(s.NetAllow) > 0 {
+		if d.AllowSandbox == nil {
+			return nil, errors.New("network: an allowlist needs exec's sandbox, which is off")
+		}
+		if c.sb, err = d.AllowSandbox(); err != nil {
+			return nil, fmt.Errorf("network: %w", err)
+		}
+		rules, err := egress.ParseRules(s.NetAllow, nil)
+		if err != nil {
+			return nil, fmt.Errorf("network: %w", err)
+		}
+		o := d.Egress
+		o.Rules = rules
+		c.egress = &o
+	} else if c.sb, err = d.Sandbox(s.Network); err != nil {
 		return nil, err
 	}
-	if s.Timeout <= 0 {
-		s.Timeout = d.DefaultTimeout
+	if c.spec.Timeout <= 0 {
+		c.spec.Timeout = d.DefaultTimeout
 	}
-	return &Command{spec: s, deps: d, sb: sb}, nil
+	return c, nil
 }
 
 // Name implements registry.Tool.
@@ -90,7 +113,7 @@ func (c *Command) Execute(ctx context.Context, args json.RawMessage) (string, er
 	}
 	stdin := append(append([]byte(nil), args...), '\n')
 	ran, err := c.deps.Exec.Run(ctx, tools.Program{
-		Argv: argv, Stdin: stdin, Env: env, Sandbox: c.sb,
+		Argv: argv, Stdin: stdin, Env: env, Sandbox: c.sb, Egress: c.egress,
 		Timeout: c.spec.Timeout, MaxOutput: c.spec.MaxOutput,
 	})
 	if err != nil {
@@ -101,12 +124,12 @@ func (c *Command) Execute(ctx context.Context, args json.RawMessage) (string, er
 		if strings.TrimSpace(tail) == "" {
 			tail = "(nothing on stderr)"
 		}
-		return "", toolerr.Errorf(toolerr.ToolError, "%s failed (exit code %d).\n\nSTDERR (last part):\n%s\n\nNext: check the arguments against the tool's description and retry, or tell the user the tool failed.", c.spec.Name, ran.ExitCode, tail)
+		return "", toolerr.Errorf(toolerr.ToolError, "%s failed (exit code %d).\n\nSTDERR (last part):\n%s%s\n\nNext: check the arguments against the tool's description and retry, or tell the user the tool failed.", c.spec.Name, ran.ExitCode, tail, ran.Refused)
 	}
 	if strings.TrimSpace(ran.Stdout) == "" {
-		return "(no output)", nil
+		return "(no output)" + ran.Refused, nil
 	}
-	return ran.Stdout, nil
+	return ran.Stdout + ran.Refused, nil
 }
 
 // argv is the program to run: the shell with the operator's script, or
@@ -195,8 +218,11 @@ func lastBytes(s string, n int) string {
 // String describes the runner for the start-up log.
 func (c *Command) String() string {
 	net := "off"
-	if c.spec.Network {
+	switch {
+	case c.spec.Network:
 		net = "on"
+	case len(c.spec.NetAllow) > 0:
+		net = "only " + strings.Join(c.spec.NetAllow, ", ")
 	}
 	prog := "shell script"
 	if c.spec.Shell == "" {

@@ -56,6 +56,9 @@ type Spec struct {
 	Shell   string
 	HTTP    *HTTPSpec
 	Network bool // command runner: may use the network
+	// NetAllow, for a command runner, is an allowlist instead: the
+	// destinations its programs may reach, through the service's proxy.
+	NetAllow []string
 	// Timeout and MaxOutput bound one call; zero: the runner's default.
 	Timeout   time.Duration
 	MaxOutput int
@@ -98,7 +101,7 @@ type entry struct {
 	Command     any            `yaml:"command"`
 	Shell       *string        `yaml:"shell"`
 	HTTP        *httpEntry     `yaml:"http"`
-	Network     bool           `yaml:"network"`
+	Network     any            `yaml:"network"`
 	Timeout     any            `yaml:"timeout"`
 	MaxOutput   int            `yaml:"max_output"`
 	Subagents   bool           `yaml:"subagents"`
@@ -283,8 +286,12 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	if len(e.Extra) > 0 {
 		return fail("unknown key %s (known: name, title, description, parameters, command, shell, http, network, timeout, max_output, subagents, toolset, annotations)", keysOf(e.Extra))
 	}
-	s := Spec{Name: e.Name, Description: strings.TrimSpace(e.Description), Network: e.Network, MaxOutput: e.MaxOutput,
+	s := Spec{Name: e.Name, Description: strings.TrimSpace(e.Description), MaxOutput: e.MaxOutput,
 		Subagents: e.Subagents, Toolset: e.Toolset, Entry: label}
+	var err error
+	if s.Network, s.NetAllow, err = parseNetwork(e.Network); err != nil {
+		return fail("%v", err)
+	}
 	switch {
 	case e.Name == "":
 		return fail("name is missing")
@@ -300,7 +307,6 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 	} else if !namePattern().MatchString(s.Toolset) {
 		return fail("toolset must match %s", registry.NamePattern)
 	}
-	var err error
 	if s.Hints, err = hints(&e); err != nil {
 		return fail("%v", err)
 	}
@@ -367,7 +373,7 @@ func parseRunner(e *entry, s *Spec, opts Options) error {
 		}
 		s.Shell = *e.Shell
 	case "http":
-		if e.Network {
+		if e.Network != nil {
 			return errors.New("network is for command tools; an http tool always uses the network")
 		}
 		h, err := parseHTTP(e.HTTP, opts.Getenv)
