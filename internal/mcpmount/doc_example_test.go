@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countbot/toolsvc/internal/netguard"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -15,9 +16,12 @@ import (
 const docPath = "../../docs/custom-tools.md"
 
 // TestDocExample runs the mcpServers examples of the docs as they are
-// written (npx downloads the packages, so the servers have the network)
-// in the strongest sandbox here, and uses the tools they mount. Their
-// HOME, where npx keeps the downloads, is kept between runs.
+// written (npx downloads the packages, reaching its registry only) in the
+// strongest sandbox here, and uses the tools they mount. Their HOME, where
+// npx keeps the downloads, is kept between runs. The registry's name is
+// opened in the network guard, as an operator does where it resolves to a
+// non-public address (a mirror: so it does on the project's machines); a
+// public one needs nothing.
 func TestDocExample(t *testing.T) {
 	npmServers(t) // node and npm present, or skip / fail under CI
 	doc, err := os.ReadFile(docPath)
@@ -98,6 +102,11 @@ func TestDocExample(t *testing.T) {
 			}
 			e := newEnv(t, modes[len(modes)-1], home)
 			e.deps.Home = home
+			guard, err := netguard.New(netguard.Options{AllowHosts: []string{"registry.npmjs.org"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.deps.Egress.Guard = guard
 			s := e.start(t, name, cfg)
 			check(t, e, registryOf(t, s))
 		})
