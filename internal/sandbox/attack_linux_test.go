@@ -308,7 +308,7 @@ func TestNetworkOffMeansOff(t *testing.T) {
 			"mptcp " + l.tcpPort,
 			"sctp " + l.tcpPort,
 			"udp " + l.udpAddr,
-			"raw", "packet",
+			"raw", "packet", "vsock", "netlink",
 			"unix " + l.abstract,
 		}
 		for _, p := range l.unixPaths {

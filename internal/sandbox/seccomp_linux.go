@@ -50,8 +50,9 @@ type socketRule struct {
 
 // socketRule returns what the filter refuses of socket() for this
 // sandbox. With the network on, nothing. With it off, every socket where
-// no network namespace keeps them apart (noSocketsWithoutNetns), else
-// nothing. With egress, every family but IPv4 and IPv6, which the
+// no network namespace keeps them apart (noSocketsWithoutNetns); where
+// one does (bubblewrap's), every family it does not hold in, as with
+// egress below. With egress, every family but IPv4 and IPv6, which the
 // command's own network namespace confines: a namespace does not hold
 // the others in. A Unix socket by path is a file any process that can
 // reach it may connect to (Landlock below ABI 9 cannot refuse that),
@@ -70,8 +71,13 @@ func (s *Sandbox) socketRule(noSocketsWithoutNetns bool) socketRule {
 		return socketRule{refuse: true, allow: allow}
 	case s.network:
 		return socketRule{}
+	case noSocketsWithoutNetns:
+		return socketRule{refuse: true}
 	}
-	return socketRule{refuse: noSocketsWithoutNetns}
+	// A namespace of its own keeps IPv4 and IPv6 in, and bubblewrap's
+	// mounts the Unix sockets by path; vsock (the virtual machine's host)
+	// and netlink are not per namespace.
+	return socketRule{refuse: true, allow: []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_UNIX}}
 }
 
 // filter is a compiled seccomp program.
