@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# container-test.sh builds deploy/Dockerfile with podman and checks the
-# image on a real engine: health (HEALTHCHECK and GET /healthz through the
-# published port), a tool call, a web screenshot of a page this script
-# serves, exec under the sandbox docs/deploy.md promises (Landlock, under
-# Docker's own default seccomp profile as well as podman's), that the
-# service runs as a user other than root, and the same through
-# deploy/compose.yaml with podman-compose.
+# container-test.sh builds deploy/Dockerfile with podman, the image and its
+# Node variant (--target node), and checks them on a real engine: health
+# (HEALTHCHECK and GET /healthz through the published port), a tool call, a
+# web screenshot of a page this script serves, exec under the sandbox
+# docs/deploy.md promises (Landlock, under Docker's own default seccomp
+# profile as well as podman's), that the service runs as a user other than
+# root, that a tools file the guard must refuse is refused, the network
+# allowlist (TOOLSVC_EXEC_NET_ALLOW) under podman's profile, Docker's and
+# Docker's with the one rule docs/deploy.md adds, and the same checks
+# through deploy/compose.yaml with podman-compose, running the Node variant
+# with a tools file mounted read-only: its command tool, an MCP server from
+# npm started by npx, node and npx through exec.
 #
 # No image can be pulled here, so the base images are made: a Debian
 # bookworm minbase root file system (debootstrap, from the apt mirror) is
@@ -56,8 +61,12 @@ fi
 
 cache=${TOOLSVC_CONTAINER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolsvc-container}
 mkdir -p "$cache"
-# crun fails on this machine's cgroup setup and the default nproc/nofile
-# ulimits are refused: a containers.conf of our own, not the system's.
+# crun fails on this machine's cgroup setup and the nproc/nofile ulimits
+# podman sets by default (1048576) are refused to a root without
+# CAP_SYS_RESOURCE: a containers.conf of our own, not the system's, for the
+# builds. The containers this script runs get compose.yaml's ulimits
+# instead (hardening below), and podman-compose runs with runc alone
+# (compose_conf), so that compose.yaml is checked to start on its own.
 cat >"$cache/containers.conf" <<'EOF'
 [containers]
 default_ulimits = []
@@ -65,9 +74,12 @@ default_ulimits = []
 [engine]
 runtime = "runc"
 EOF
+printf '[engine]\nruntime = "runc"\n' >"$cache/containers-compose.conf"
 export CONTAINERS_CONF=$cache/containers.conf
+compose_conf=$cache/containers-compose.conf
 mirror=${TOOLSVC_TEST_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 image=localhost/toolsvc:container-test
+node_image=localhost/toolsvc:container-test-node
 # The version the image reports: the checkout's, as git describes it.
 version=$(git describe --always --dirty 2>/dev/null || echo devel)
 
@@ -138,6 +150,17 @@ EOF
 			tail -40 "$cache/build.log" >&2
 			fail "podman build failed; see $cache/build.log"
 		}
+	# The Node variant: every stage but its own comes from the cache of the
+	# build above, and its Node install from the cache of the last run
+	# unless the base changed (a change to the Go sources rebuilds only the
+	# binary's layer on top).
+	local t0=$SECONDS
+	podman build --pull=never --jobs 2 --format docker --build-arg "VERSION=$version" --target node -f deploy/Dockerfile -t "$node_image" . >"$cache/build-node.log" 2>&1 ||
+		{
+			tail -40 "$cache/build-node.log" >&2
+			fail "podman build --target node failed; see $cache/build-node.log"
+		}
+	log "built the Node variant in $((SECONDS - t0)) s"
 	# The image's size is held: deploy/Dockerfile keeps out what the service
 	# never reads (docs, translations, apt's lists and caches, the GPU
 	# drivers). 900 MB, decimal.
@@ -147,13 +170,24 @@ EOF
 		podman history --format '{{.Size}}\t{{.CreatedBy}}' "$image" | cut -c1-160 >&2
 		fail "the image is $((size / 1000000)) MB, over 900 MB: see its layers above"
 	fi
+	# The Node variant is the image's root file system, a layer of Debian's
+	# nodejs and npm (about 160 MB) and the binary's.
+	local node_size
+	node_size=$(podman image inspect --format '{{.Size}}' "$node_image")
+	log "built a $((node_size / 1000000)) MB Node variant"
+	if [ "$node_size" -gt 1100000000 ]; then
+		podman history --format '{{.Size}}\t{{.CreatedBy}}' "$node_image" | cut -c1-160 >&2
+		fail "the Node variant is $((node_size / 1000000)) MB, over 1100 MB: see its layers above"
+	fi
+	[ "$(podman image inspect --format '{{index .RootFS.Layers 0}}' "$image")" = "$(podman image inspect --format '{{index .RootFS.Layers 0}}' "$node_image")" ] ||
+		fail "the Node variant does not share the image's root file system layer"
 }
 
 if [ "$mode" != check ]; then
 	build_image
 	[ "$mode" = build ] && exit 0
-elif ! podman image exists "$image"; then
-	fail "no image $image to check: run scripts/container-test.sh build first"
+elif ! podman image exists "$image" || ! podman image exists "$node_image"; then
+	fail "no image $image or $node_image to check: run scripts/container-test.sh build first"
 fi
 
 work=$(mktemp -d)
@@ -335,15 +369,21 @@ check_tools() {
 }
 
 # The image as compose runs it: read-only, no capabilities, no new
-# privileges, default seccomp profile.
-hardening=(--read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges)
+# privileges, the default seccomp profile, and the ulimits compose.yaml
+# sets (podman's own defaults would not start here: see containers.conf
+# above).
+hardening=(--read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges
+	--ulimit nofile=16384:16384 --ulimit nproc=4096:4096)
+# run_image NAME PORT [OPTION...]: runs $img (default: the image) so.
 run_image() {
 	local name=$1 port=$2
 	shift 2
 	podman run -d --name "$name" "${hardening[@]}" "$@" -p "127.0.0.1:$port:8080" \
-		-e TOOLSVC_API_KEYS="$key" -e TOOLSVC_NET_ALLOW_CIDRS="$gateway/32" "$image" >/dev/null
+		-e TOOLSVC_API_KEYS="$key" -e TOOLSVC_NET_ALLOW_CIDRS="$gateway/32" "${img:-$image}" >/dev/null
 	containers+=("$name")
 }
+# exec_json COMMAND: exec's arguments for COMMAND, with a minute to run.
+exec_json() { python3 -c 'import json,sys; print(json.dumps({"command": sys.argv[1], "timeout": 60}))' "$1"; }
 
 port=$(free_port)
 run_image toolsvc-ct-podman "$port"
@@ -360,8 +400,190 @@ run_image toolsvc-ct-docker-seccomp "$port" --security-opt "seccomp=$moby_dir/de
 check toolsvc-ct-docker-seccomp "$port"
 podman rm -f -v -t 2 toolsvc-ct-docker-seccomp >/dev/null
 
-# Compose, as the README and docs/deploy.md say, with a .env made from the example. Its
-# network is made here first, with a known gateway for the test page.
+# The tools file's folder, mounted at /etc/toolsvc as compose.yaml does:
+# root's, mode 0755, the file 0644, as docs/deploy.md says. Its tool runs
+# node. The checks that need the npm registry (an MCP server npx fetches,
+# npm through the network allowlist) run only where this machine reaches
+# it. Two things of this machine's network are handed on where they are
+# so, and logged: its resolver answers for the registry with an address
+# the network guard refuses (a gateway in 203.0.113.0/24 here), which
+# TOOLSVC_NET_ALLOW_HOSTS opens for the allowlist's proxy; and that gateway
+# re-signs TLS with a CA of its own, which this machine's CA bundle holds
+# and the image's does not, so node gets the bundle as NODE_EXTRA_CA_CERTS
+# (from the tools folder, which commands may read under Landlock).
+tools_dir=$work/toolsvc.d
+mkdir -m 0755 "$tools_dir"
+registry=registry.npmjs.org
+npm_net=
+net_env=(-e "TOOLSVC_EXEC_NET_ALLOW=$registry")
+mcp_env=
+if curl -fsS --max-time 15 -o /dev/null "https://$registry/-/ping"; then
+	npm_net=1
+	if ! python3 -c 'import ipaddress,socket,sys; sys.exit(not all(ipaddress.ip_address(a[4][0]).is_global for a in socket.getaddrinfo(sys.argv[1], 443)))' "$registry"; then
+		log "$registry resolves to a non-public address here: TOOLSVC_NET_ALLOW_HOSTS=$registry for the allowlist"
+		net_env+=(-e "TOOLSVC_NET_ALLOW_HOSTS=$registry")
+	fi
+	if ! podman run --rm --entrypoint python3 "$image" -c 'import urllib.request; urllib.request.urlopen("https://'"$registry"'/-/ping", timeout=15)' >/dev/null 2>&1; then
+		log "the image's CA bundle does not verify $registry from here: node gets this machine's bundle (NODE_EXTRA_CA_CERTS)"
+		install -m 0644 /etc/ssl/certs/ca-certificates.crt "$tools_dir/ca.crt"
+		net_env+=(-e TOOLSVC_EXEC_ENV_ALLOW=NODE_EXTRA_CA_CERTS -e NODE_EXTRA_CA_CERTS=/etc/toolsvc/ca.crt)
+		mcp_env=', NODE_EXTRA_CA_CERTS: /etc/toolsvc/ca.crt'
+	fi
+else
+	log "SKIP: $registry is not reachable from here: no MCP server from npm, no npm through the allowlist"
+fi
+{
+	cat <<'EOF'
+tools:
+  - name: node_version
+    description: The version of Node.js in the image.
+    parameters: {type: object, additionalProperties: false}
+    command: [node, --version]
+EOF
+	# The entry as MCP servers' READMEs give it, pinned as
+	# docs/custom-tools.md pins it, with the network on: with its registry
+	# alone, through the proxy, Debian's npm 9 cannot install it (see the
+	# allowlist's checks below).
+	if [ -n "$npm_net" ]; then
+		cat <<EOF
+mcpServers:
+  memory:
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-memory@2026.8.31"]
+    env: {MEMORY_FILE_PATH: "\${WORKSPACE}/memory.jsonl"$mcp_env}
+    network: true
+EOF
+	fi
+} >"$tools_dir/tools.yaml"
+chmod 0644 "$tools_dir/tools.yaml"
+
+# The guard on the tools file: a host user's folder and file (uid 1000)
+# show with that uid in the container, and the service refuses them.
+mkdir -m 0755 "$work/foreign"
+cp "$tools_dir/tools.yaml" "$work/foreign/"
+chown -R 1000:1000 "$work/foreign"
+# (Named, so that the clean-up ends it should it start after all.)
+containers+=(toolsvc-ct-guard toolsvc-ct-docker-allowlist)
+out=$(timeout 60 podman run --rm --name toolsvc-ct-guard "${hardening[@]}" -v "$work/foreign:/etc/toolsvc:ro" -e TOOLSVC_API_KEYS="$key" \
+	-e TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml "$image" 2>&1) && fail "the service started with a tools file of uid 1000's"
+[[ "$out" == *"belongs to uid 1000, neither the service's user (uid 10001) nor root"* ]] ||
+	fail "a tools file of uid 1000's was not refused for its owner: $(tail -3 <<<"$out")"
+log "a tools folder and file of uid 1000's are refused: $(grep -o 'the [a-z]* /etc/toolsvc[^ ]* belongs to uid 1000' <<<"$out" | head -1)"
+
+# The network allowlist (TOOLSVC_EXEC_NET_ALLOW) in the container, as
+# docs/deploy.md, "Network allowlists in containers", says: the service
+# cannot make a network namespace itself (no CAP_SYS_ADMIN), so each
+# command's first program makes a user and a network namespace of its own.
+# podman's default seccomp profile lets it; Docker's refuses it and the
+# service does not start; Docker's with one rule added (clone with
+# CLONE_NEWUSER|CLONE_NEWNET and no other namespace) lets it again.
+#
+# What is not checked, because it does not work here: npx starting an MCP
+# server with the network reaching only the npm registry (what an npx
+# entry without "network" gets, or a list naming the registry). Debian's
+# npm 9 opens a tunnel per request, all at once, and server-memory's 99
+# packages need more than the proxy's 64 connections at a time; npm then
+# hangs on the refused ones until the start's 30 s are up (npm 10 pools
+# its connections and gets through). npm's own requests through the
+# allowlist (view, pack) work and are checked; the compose check's npx
+# entry says "network": true.
+#
+# check_allowlist CONTAINER PORT: npm reaches the registry through the
+# service's proxy; another registry and a direct connection are refused.
+check_allowlist() {
+	local c=$1 port=$2 res out
+	wait_healthy "$c" "$port"
+	out=$(podman logs "$c" 2>&1)
+	[[ "$out" == *"network only through the service's proxy"* ]] ||
+		fail "$c: exec's start-up line does not name the allowlist: $(grep 'exec sandbox' <<<"$out")"
+	res=$(call "$port" exec "$(exec_json "npm view @modelcontextprotocol/server-memory@2026.8.31 bin.mcp-server-memory; npm view --registry https://registry.yarnpkg.com/ @modelcontextprotocol/server-memory version 2>&1 | grep -m1 E403; python3 -c 'import socket; socket.create_connection((\"$gateway\", $web_port), 2)' 2>&1 | tail -1; true")")
+	out=$(field "$res" result)
+	for want in dist/index.js 'refused: registry.yarnpkg.com:443 (no allow rule matches)'; do
+		[[ "$out" == *"$want"* ]] || fail "$c: npm through the allowlist: the output lacks '$want': $out"
+	done
+	[[ "$out" == *PermissionError* || "$out" == *"Network is unreachable"* ]] || fail "$c: a direct connection was not refused: $out"
+	log "$c: npm reached $registry through the allowlist; another registry and a direct connection were refused"
+}
+if [ -n "$npm_net" ]; then
+	# podman's default profile: user namespaces are allowed, as the
+	# service's user (unshare's own commands, as docs/deploy.md quotes them).
+	port=$(free_port)
+	img=$node_image run_image toolsvc-ct-allowlist "$port" -v "$tools_dir:/etc/toolsvc:ro" "${net_env[@]}"
+	out=$(podman exec toolsvc-ct-allowlist sh -c 'unshare -Urn true && echo userns-ok; unshare -n true 2>&1; true' 2>&1)
+	[[ "$out" == "userns-ok"*"unshare failed: Operation not permitted"* ]] || fail "toolsvc-ct-allowlist: unshare -Urn / -n: $out"
+	check_allowlist toolsvc-ct-allowlist "$port"
+	podman rm -f -v -t 2 toolsvc-ct-allowlist >/dev/null
+
+	# Docker's default profile: no user namespace, and the service says so
+	# and stops.
+	out=$(timeout 60 podman run --rm "${hardening[@]}" --security-opt "seccomp=$moby_dir/default.json" --entrypoint unshare "$node_image" -Urn true 2>&1) &&
+		fail "unshare -Urn succeeded under Docker's default profile"
+	out=$(timeout 60 podman run --rm --name toolsvc-ct-docker-allowlist "${hardening[@]}" --security-opt "seccomp=$moby_dir/default.json" -e TOOLSVC_API_KEYS="$key" "${net_env[@]}" "$node_image" 2>&1) &&
+		fail "the service started with TOOLSVC_EXEC_NET_ALLOW under Docker's default profile"
+	out=$(grep '^toolsvc: TOOLSVC_EXEC_NET_ALLOW' <<<"$out") || fail "under Docker's profile the service did not say why the allowlist cannot work"
+	log "Docker's profile: unshare -Urn refused; the service stops: ${out:0:160}..."
+
+	# Docker's default profile and the rule docs/deploy.md gives.
+	python3 - "$moby_dir/default.json" "$work/seccomp-netns.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["syscalls"].append({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
+    "args": [{"index": 0, "value": 2114060288, "valueTwo": 1342177280, "op": "SCMP_CMP_MASKED_EQ"}],
+    "excludes": {"arches": ["s390", "s390x"]}})
+json.dump(p, open(sys.argv[2], "w"))
+EOF
+	port=$(free_port)
+	img=$node_image run_image toolsvc-ct-allowlist-docker "$port" --security-opt "seccomp=$work/seccomp-netns.json" -v "$tools_dir:/etc/toolsvc:ro" "${net_env[@]}"
+	check_allowlist toolsvc-ct-allowlist-docker "$port"
+	podman rm -f -v -t 2 toolsvc-ct-allowlist-docker >/dev/null
+fi
+
+# check_node CONTAINER PORT: the Node variant through compose: the tools
+# file in the read-only folder is loaded (its command tool, which runs
+# node, and the MCP server npx fetches and starts), and node, npx and npm's
+# cache work through exec, as the service's user on the read-only root.
+check_node() {
+	local c=$1 port=$2 res out want i nv
+	out=$(podman logs "$c" 2>&1)
+	[[ "$out" == *'"tool":"node_version","state":"on","source":"file"'* ]] ||
+		{
+			grep '"tool"\|tools file' <<<"$out" >&2
+			fail "$c: the start-up log does not list the tools file's node_version"
+		}
+	res=$(call "$port" node_version '{}')
+	nv=$(field "$res" result)
+	[[ "$nv" =~ ^v[0-9]+\. ]] || fail "$c: node_version: $res"
+	res=$(call "$port" exec "$(exec_json 'node --version; npx --version; npm config get cache; npm config get update-notifier; npm cache verify 2>&1 | head -1; touch /usr/share/nodejs/x 2>&1; true')")
+	out=$(field "$res" result)
+	[ "$(field "$res" status)" = success ] || fail "$c: exec of node and npx: $res"
+	[[ "$out" =~ ^v[0-9]+\.[0-9.]+$'\n'[0-9]+\.[0-9.]+$'\n' ]] || fail "$c: node --version and npx --version: $out"
+	for want in /tmp/home/.npm false 'Cache verified' "touch: cannot touch '/usr/share/nodejs/x'"; do
+		[[ "$out" == *"$want"* ]] || fail "$c: exec's npm output lacks '$want': $out"
+	done
+	log "$c: the tools file's node_version ran node ${nv%%[[:space:]]*}; node, npx and npm's cache (in TOOLSVC_EXEC_HOME) work through exec"
+	[ -n "$npm_net" ] || return 0
+	for i in $(seq 120); do
+		out=$(podman logs "$c" 2>&1)
+		[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] && break
+		sleep 1
+	done
+	[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] ||
+		{
+			grep '"mcp_server"' <<<"$out" | tail -20 >&2
+			fail "$c: the MCP server npx starts was not up in 120 s"
+		}
+	res=$(call "$port" memory__create_entities '{"entities":[{"name":"container-test","entityType":"test","observations":["made through compose"]}]}')
+	[ "$(field "$res" status)" = success ] || fail "$c: memory__create_entities: $res"
+	res=$(call "$port" memory__read_graph '{}')
+	[[ "$(field "$res" result)" == *"made through compose"* ]] || fail "$c: memory__read_graph: $res"
+	podman exec "$c" test -s /workspace/memory.jsonl || fail "$c: server-memory kept no /workspace/memory.jsonl"
+	log "$c: the MCP server from npm (npx, network on) was up in about $i s; its tools were called"
+}
+
+# Compose, as the README and docs/deploy.md say, with a .env made from the
+# example: the Node variant, the tools folder above, a HOME kept between
+# exec's calls. Its network is made here first, with a known gateway for
+# the test page.
 port=$(free_port)
 compose_gw=10.89.213.1
 podman network rm -f toolsvc-ct_default >/dev/null 2>&1 || true
@@ -370,26 +592,41 @@ podman network create --subnet 10.89.213.0/24 --gateway "$compose_gw" toolsvc-ct
 if [ -f deploy/.env ]; then cp -p deploy/.env "$work/env.saved"; fi
 touch "$work/compose.env"
 sed -e "s/^TOOLSVC_API_KEYS=.*/TOOLSVC_API_KEYS=$key/" -e "s/^HOST_PORT=.*/HOST_PORT=$port/" deploy/.env.example >deploy/.env
-echo "TOOLSVC_NET_ALLOW_CIDRS=$compose_gw/32" >>deploy/.env
+cat >>deploy/.env <<EOF
+TOOLSVC_NET_ALLOW_CIDRS=$compose_gw/32
+IMAGE_TARGET=node
+TOOLS_DIR=$tools_dir
+TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml
+TOOLSVC_EXEC_HOME=/tmp/home
+EOF
 page=http://$compose_gw:$web_port/
-log "podman-compose up"
+log "podman-compose up (the Node variant)"
 # The image compose.yaml names, from the build above (podman-compose would
 # build it again, in the OCI format, which has no HEALTHCHECK).
-podman tag "$image" localhost/toolsvc:latest
-podman-compose -p toolsvc-ct -f deploy/compose.yaml up -d --no-build >"$work/compose.log" 2>&1 ||
-	{
-		cat "$work/compose.log" >&2
-		fail "podman-compose up failed"
-	}
-c=$(podman ps --filter label=io.podman.compose.project=toolsvc-ct --format '{{.Names}}' | head -1)
-[ -n "$c" ] || fail "compose started no container"
+podman tag "$node_image" localhost/toolsvc:node
+# podman-compose 1.0 exits 0 even when podman could not create or start
+# the container (it prints "exit code: 125" and goes on): the container's
+# state decides, and what podman said is shown.
+rc=0
+CONTAINERS_CONF=$compose_conf podman-compose -p toolsvc-ct -f deploy/compose.yaml up -d --no-build >"$work/compose.log" 2>&1 || rc=$?
+c=$(podman ps -a --filter label=io.podman.compose.project=toolsvc-ct --format '{{.Names}}' | head -1)
+state=$(if [ -n "$c" ]; then podman inspect --format '{{.State.Status}}' "$c"; fi)
+if [ "$rc" -ne 0 ] || [ "$state" != running ]; then
+	cat "$work/compose.log" >&2
+	if [ -n "$c" ]; then podman logs "$c" 2>&1 | tail -20 >&2; fi
+	fail "podman-compose up: exit $rc, container '${c:-none}' ${state:-missing}$(grep -o 'Error: .*' "$work/compose.log" | grep -v 'inspecting object' | tail -1 | sed 's/^/: /')"
+fi
 ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}' "$c")
 [[ "$ro" == true* && "$ro" == *no-new-privileges* ]] || fail "$c: compose did not apply read_only/no-new-privileges: $ro"
+[[ "$(podman inspect --format '{{.ImageName}}' "$c")" == *toolsvc:node ]] || fail "$c: compose did not run toolsvc:node for IMAGE_TARGET=node"
+limits=$(podman exec "$c" sh -c 'grep -E "^Max (open files|processes)" /proc/1/limits' | awk '{print $(NF-2)"/"$(NF-1)}' | tr '\n' ' ')
+[ "$limits" = "4096/4096 16384/16384 " ] || fail "$c: nproc and nofile are not compose.yaml's: $limits"
 check "$c" "$port"
 # Static: no program interpreter (ld-linux) named in the binary's headers.
 [ "$(podman exec "$c" python3 -c 'print(b"ld-linux" in open("/usr/local/bin/toolsvc", "rb").read(4096))')" = False ] ||
 	fail "$c: /usr/local/bin/toolsvc is dynamically linked"
 [ "$(podman exec "$c" cat /proc/1/comm)" = tini ] || fail "$c: PID 1 is not tini"
 [ "$(podman exec "$c" sh -c 'grep -l ^tini /proc/[0-9]*/comm | wc -l')" = 1 ] || fail "$c: more than one tini"
+check_node "$c" "$port"
 
 log "PASS in $(($(date +%s) - start)) s"
