@@ -6,14 +6,16 @@ package egress
 // Node's switch that makes its built-in fetch honour them. NO_PROXY is
 // empty, so that nothing is sent around the proxy. npm's check for a
 // newer npm is off: it asks the registry at every run, a request an
-// allowlist would only refuse or a mirror answer with a 404.
+// allowlist would only refuse or a mirror answer with a 404. npm's
+// sockets per host are held to 16, since older npm opens one tunnel per
+// package, all at once.
 func Env(proxyURL string) []string {
 	return []string{
 		"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "ALL_PROXY=" + proxyURL,
 		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "all_proxy=" + proxyURL,
 		"NO_PROXY=", "no_proxy=",
 		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
-		"npm_config_update_notifier=false",
+		"npm_config_update_notifier=false", "npm_config_maxsockets=16",
 		"PIP_PROXY=" + proxyURL, "NODE_USE_ENV_PROXY=1",
 	}
 }

@@ -38,10 +38,13 @@ import (
 
 // Defaults of Options' zero values.
 const (
-	DefaultDialTimeout    = 30 * time.Second
-	DefaultIdleTimeout    = 2 * time.Minute
-	DefaultHeaderTimeout  = 30 * time.Second
-	DefaultMaxConns       = 64
+	DefaultDialTimeout   = 30 * time.Second
+	DefaultIdleTimeout   = 2 * time.Minute
+	DefaultHeaderTimeout = 30 * time.Second
+	// DefaultMaxConns is well above what package managers open at once:
+	// npm 9 opens a tunnel per package it fetches, all at once, and an
+	// MCP server's hundred dependencies went past 64.
+	DefaultMaxConns       = 512
 	DefaultMaxHeaderBytes = 64 << 10
 )
 
