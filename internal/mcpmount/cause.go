@@ -21,8 +21,9 @@ import (
 // only that the server did not answer.
 
 // networkMarks are what a failed DNS look-up or connection looks like in
-// the stderr of npm, pip, uv, node and curl.
-var networkMarks = regexp.MustCompile(`EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Could not resolve host|[Nn]etwork is unreachable|No route to host|dns error|failed to lookup address`)
+// the stderr of npm, pip, uv, node and curl, the refusal of the
+// service's own proxy (an allowlist, or the guard behind it) included.
+var networkMarks = regexp.MustCompile(`refused: \S+:\d+ \(|EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|getaddrinfo|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Could not resolve host|[Nn]etwork is unreachable|No route to host|dns error|failed to lookup address`)
 
 // missingProgram finds the program a shell, env, bubblewrap or node could
 // not find, in the forms they print.

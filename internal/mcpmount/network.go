@@ -176,7 +176,7 @@ func (s *Server) serveEgress(proc interface{ Egress() net.Listener }) *egress.Pr
 	o.Rules = s.rules
 	o.Log = s.log
 	o.OnRefusal = func(r egress.Refusal) {
-		s.log.Warn().Str("refused", r.String()).Msg("MCP server: the network allowlist refused a connection; add the host to the entry's \"network\" if the server needs it")
+		s.log.Warn().Str("refused", r.String()).Msg("MCP server: its network refused a connection. Next: if the server needs it, add the host to the entry's \"network\" (when no rule matched), or open its address with TOOLSVC_NET_ALLOW_HOSTS (when the network guard refused it)")
 	}
 	p := egress.New(o)
 	go func() { _ = p.Serve(l) }()
