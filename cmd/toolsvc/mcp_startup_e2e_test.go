@@ -92,10 +92,10 @@ func TestMCPStartupDoesNotWait(t *testing.T) {
 	begin := time.Now()
 	s := startServer(t, map[string]string{"TOOLS_FILE": file, "API_KEYS": policyKeys(), "POLICY_FILE": policy}, asProcess())
 	listening := time.Since(begin)
+	// That it did not wait for them shows below: once it listens, each
+	// server is still starting. The time is logged, not judged, since the
+	// machines are shared.
 	t.Logf("start to listening, with four MCP servers that never answer: %s", listening)
-	if listening > 5*time.Second {
-		t.Errorf("the service took %s to listen: it waited for its MCP servers", listening)
-	}
 	logMCPOnFailure(t, s)
 	alice, bob := s.asKey(policyAliceKey), s.asKey(policyBobKey)
 
@@ -143,8 +143,10 @@ func TestMCPStartupDoesNotWait(t *testing.T) {
 	}
 	stopped := time.Since(begin)
 	t.Logf("SIGTERM to exit, with four MCP servers starting: %s", stopped)
-	if stopped > 5*time.Second {
-		t.Errorf("the service took %s to end after SIGTERM", stopped)
+	// Waiting for a starting server would cost its 30 s connect timeout:
+	// anything well below that is the service not waiting.
+	if stopped > 20*time.Second {
+		t.Errorf("the service took %s to end after SIGTERM: it waited for its starting servers", stopped)
 	}
 	s.Stop(t)
 	// The sandbox's processes are reaped by the kernel once their PID
