@@ -123,34 +123,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
 		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version}
-	// One network guard for every way out: the outbound tools and the
-	// proxy of the commands' allowlist, the built-in ones' and the tools
-	// file's.
-	if deps.Guard, err = newGuard(cfg.Web); err != nil {
+	if err := a.registerTools(deps, sel, toolsFile, red); err != nil {
 		closeAgents()
 		return a, err
-	}
-	a.tools, err = Register(a.reg, deps, sel)
-	if err != nil {
-		closeAgents()
-		return a, err
-	}
-	a.closers = append(a.closers, a.tools.Close)
-	if toolsFile != nil {
-		custom, closers, err := newCustom(deps, a.reg, red, a.tools, os.LookupEnv)
-		if err != nil {
-			closeAgents()
-			return a, err
-		}
-		a.custom = custom
-		a.closers = append(a.closers, closers...)
-		// The MCP servers start in the background: start-up does not wait
-		// for them (only an entry that can never work stops it), and each
-		// one's tools appear when it has listed them.
-		if err := custom.Start(toolsFile, sel); err != nil {
-			closeAgents()
-			return a, err
-		}
 	}
 	a.closers = append(a.closers, closeAgents) // before the tools they use are released
 	if enf != nil {
@@ -162,6 +137,33 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, a.folderRoot(enf), agents, opts.Version)
 	return a, nil
+}
+
+// registerTools registers the built-in tools and the tools file's, all
+// with one network guard for every way out: the outbound tools and the
+// proxies of the commands' allowlists, the built-in ones' and the tools
+// file's.
+func (a *App) registerTools(deps Deps, sel Selection, toolsFile *customtools.File, red *redact.Redactor) (err error) {
+	if deps.Guard, err = newGuard(deps.Config.Web); err != nil {
+		return err
+	}
+	if a.tools, err = Register(a.reg, deps, sel); err != nil {
+		return err
+	}
+	a.closers = append(a.closers, a.tools.Close)
+	if toolsFile == nil {
+		return nil
+	}
+	custom, closers, err := newCustom(deps, a.reg, red, a.tools, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	a.custom = custom
+	a.closers = append(a.closers, closers...)
+	// The MCP servers start in the background: start-up does not wait for
+	// them (only an entry that can never work stops it), and each one's
+	// tools appear when it has listed them.
+	return custom.Start(toolsFile, sel)
 }
 
 // readSwitches reads the tools file, when one is set, and the switches

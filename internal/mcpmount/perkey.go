@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -436,19 +435,4 @@ func (p *instances) close() {
 	closeAll(list)
 	p.wg.Wait()
 	p.cleanup()
-}
-
-// running returns the keys whose instance runs now, for tests and the
-// log: each as "key/folder".
-func (p *instances) running() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for k, in := range p.m {
-		if in.srv != nil {
-			out = append(out, k.key+"/"+k.folder)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

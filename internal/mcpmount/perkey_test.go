@@ -416,3 +416,18 @@ func TestPerKeyFolders(t *testing.T) {
 		})
 	}
 }
+
+// running returns the keys whose instance runs now, each as
+// "key/folder".
+func (p *instances) running() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for k, in := range p.m {
+		if in.srv != nil {
+			out = append(out, k.key+"/"+k.folder)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

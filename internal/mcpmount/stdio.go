@@ -98,6 +98,32 @@ func (s *Server) session(ctx context.Context, c *conn, t mcp.Transport) (*conn, 
 	return c, nil
 }
 
+// program finds the entry's command on the child's PATH, or says where
+// the service finds it when the sandbox hides it.
+func (s *Server) program(dir string, env []string) (string, error) {
+	prog, err := lookPath(s.cfg.Command, dir, envValue(env, "PATH"))
+	if err != nil {
+		if where, hidden := s.onHost(s.cfg.Command); where != "" && hidden != "" {
+			return "", fmt.Errorf("MCP server %s: %w (likely cause: it is at %s, under %s, which is not on the server's PATH and which the sandbox hides from servers. Next: install it system-wide, under /usr/local or /opt, and name that path)", s.name, err, where, hidden)
+		}
+		return "", fmt.Errorf("MCP server %s: %w", s.name, err)
+	}
+	return prog, nil
+}
+
+// tempDir makes the process's private temporary folder, owned by the
+// account servers run as.
+func (s *Server) tempDir() (string, error) {
+	tmp, err := os.MkdirTemp(s.d.TempDir, "toolsvc-mcp-*")
+	if err == nil && s.d.Owner != nil {
+		err = os.Chown(tmp, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
+	}
+	if err != nil {
+		return "", fmt.Errorf("MCP server %s: temporary folder: %w", s.name, err)
+	}
+	return tmp, nil
+}
+
 // startChild starts the command: argv resolved against the child's PATH,
 // an allowlisted environment plus the entry's env, the working folder in
 // the workspace, a private temporary folder, stdin and stdout as pipes to
@@ -108,19 +134,13 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := lookPath(s.cfg.Command, dir, envValue(env, "PATH"))
+	prog, err := s.program(dir, env)
 	if err != nil {
-		if where, hidden := s.onHost(s.cfg.Command); where != "" && hidden != "" {
-			return nil, fmt.Errorf("MCP server %s: %w (likely cause: it is at %s, under %s, which is not on the server's PATH and which the sandbox hides from servers. Next: install it system-wide, under /usr/local or /opt, and name that path)", s.name, err, where, hidden)
-		}
-		return nil, fmt.Errorf("MCP server %s: %w", s.name, err)
+		return nil, err
 	}
-	tmp, err := os.MkdirTemp(s.d.TempDir, "toolsvc-mcp-*")
-	if err == nil && s.d.Owner != nil {
-		err = os.Chown(tmp, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
-	}
+	tmp, err := s.tempDir()
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s: temporary folder: %w", s.name, err)
+		return nil, err
 	}
 	path, args, childTmp := sb.Command(tmp, append([]string{prog}, s.res.args...))
 	env = append(env, "TMPDIR="+childTmp)

@@ -66,6 +66,10 @@ func (s *Sandbox) threadDomain() error {
 	return rs.restrictSelf()
 }
 
+// egressPort is EgressAddr's port, which the Landlock rules let commands
+// connect to.
+const egressPort = 3128
+
 // egressRules are the Landlock network rules of a command with Egress:
 // TCP may connect to the proxy's port, and bind it only where the
 // command's first program listens there (see netinit); once it has, the

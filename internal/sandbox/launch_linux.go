@@ -139,38 +139,14 @@ func (s *Sandbox) prepareAttr(cmd *exec.Cmd) {
 // gives the group back.
 func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*Child, error) {
 	s.prepareAttr(cmd)
-	if s.mode == Bwrap && s.seccomp != nil {
-		r, err := s.seccompPipe()
-		if err != nil {
-			if sp != nil {
-				sp.end()
-			}
-			return nil, err
+	netinitSock, release, err := s.extraFiles(cmd)
+	if err != nil {
+		if sp != nil {
+			sp.end()
 		}
-		defer r.Close()
-		cmd.ExtraFiles = []*os.File{r} // fd 3, named by bwrapArgs
+		return nil, err
 	}
-	var netinitSock *os.File // the service's end of the hand-over
-	if s.netinit != "" {
-		if len(cmd.ExtraFiles) != s.netinitFD()-3 {
-			// The descriptor's number is in the command line already.
-			if sp != nil {
-				sp.end()
-			}
-			return nil, errors.New("sandbox: a command with Egress takes no descriptors of its own (ExtraFiles)")
-		}
-		mine, theirs, err := netinit.Pair()
-		if err != nil {
-			if sp != nil {
-				sp.end()
-			}
-			return nil, err
-		}
-		defer mine.Close()
-		defer theirs.Close()
-		netinitSock = mine
-		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs) // s.netinitFD()
-	}
+	defer release()
 	attr := cmd.SysProcAttr
 	switch {
 	case s.subreaper && s.scoped:
@@ -223,6 +199,45 @@ func (s *Sandbox) startOn(c *Child, sp *spare, cmd *exec.Cmd, tmpDir string) (*C
 		}
 	}
 	return c, nil
+}
+
+// extraFiles gives cmd the descriptors the sandbox passes to its first
+// program: under bubblewrap the seccomp program (fd 3, named by
+// bwrapArgs), and where netinit makes the command's network namespace
+// its end of the hand-over (s.netinitFD()), whose other end, the
+// service's, is returned. release closes the service's copies once the
+// command has started.
+func (s *Sandbox) extraFiles(cmd *exec.Cmd) (netinitSock *os.File, release func(), err error) {
+	var files []*os.File
+	release = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	if s.mode == Bwrap && s.seccomp != nil {
+		r, err := s.seccompPipe()
+		if err != nil {
+			return nil, release, err
+		}
+		files = append(files, r)
+		cmd.ExtraFiles = []*os.File{r}
+	}
+	if s.netinit != "" {
+		if len(cmd.ExtraFiles) != s.netinitFD()-3 {
+			// The descriptor's number is in the command line already.
+			release()
+			return nil, func() {}, errors.New("sandbox: a command with Egress takes no descriptors of its own (ExtraFiles)")
+		}
+		mine, theirs, err := netinit.Pair()
+		if err != nil {
+			release()
+			return nil, func() {}, err
+		}
+		files = append(files, mine, theirs)
+		netinitSock = mine
+		cmd.ExtraFiles = append(cmd.ExtraFiles, theirs)
+	}
+	return netinitSock, release, nil
 }
 
 // launch returns what a confined thread runs to start c's command: it
@@ -345,18 +360,8 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Lis
 		}
 	}
 	if s.mountns {
-		if err := privateMounts(append([]string{s.ws, tmpDir}, s.writable...)); err != nil {
+		if err := s.threadMounts(tmpDir); err != nil {
 			return nil, err
-		}
-		if tmpDir == s.tmpMount {
-			if err := s.freshTmpfs(tmpDir); err != nil {
-				return nil, err
-			}
-		}
-		if s.mode == Landlock {
-			if err := coverPaths(s.hidden); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if s.egress && s.netinit == "" {
@@ -381,13 +386,7 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Lis
 	if s.mode == Landlock {
 		// The rules are built here, after the mounts above, so that they
 		// name the command's own /proc and /tmp.
-		rs, err := s.landlockRuleset(tmpDir)
-		if err != nil {
-			return egress, err
-		}
-		err = rs.restrictSelf()
-		rs.close()
-		if err != nil {
+		if err := s.restrictThread(tmpDir); err != nil {
 			return egress, err
 		}
 	}
@@ -399,6 +398,36 @@ func (s *Sandbox) confineThread(g *cgroups.Group, tmpDir string) (egress net.Lis
 		}
 	}
 	return egress, nil
+}
+
+// threadMounts gives the calling thread the command's own mounts: a
+// private /proc and /run (privateMounts), its fresh temporary folder, and
+// under Landlock the private paths covered.
+func (s *Sandbox) threadMounts(tmpDir string) error {
+	if err := privateMounts(append([]string{s.ws, tmpDir}, s.writable...)); err != nil {
+		return err
+	}
+	if tmpDir == s.tmpMount {
+		if err := s.freshTmpfs(tmpDir); err != nil {
+			return err
+		}
+	}
+	if s.mode == Landlock {
+		return coverPaths(s.hidden)
+	}
+	return nil
+}
+
+// restrictThread enforces the command's Landlock rules on the calling
+// thread.
+func (s *Sandbox) restrictThread(tmpDir string) error {
+	rs, err := s.landlockRuleset(tmpDir)
+	if err != nil {
+		return err
+	}
+	err = rs.restrictSelf()
+	rs.close()
+	return err
 }
 
 // noGroup is a group no process is in: hidepid exempts the members of

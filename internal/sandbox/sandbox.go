@@ -71,10 +71,6 @@ var ErrEgressUnavailable = errors.New("a network allowlist is not available")
 // before the command starts.
 const EgressAddr = "127.0.0.1:3128"
 
-// egressPort is EgressAddr's port, which the Landlock rules let commands
-// connect to.
-const egressPort = 3128
-
 // Options configure a Sandbox.
 type Options struct {
 	Mode    Mode // "" means Auto

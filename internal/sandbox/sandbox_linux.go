@@ -94,19 +94,8 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	if opts.Mode == "" {
 		opts.Mode = Auto
 	}
-	if opts.Workspace == "" || !filepath.IsAbs(opts.Workspace) {
-		return nil, fmt.Errorf("sandbox: workspace must be an absolute path, got %q", opts.Workspace)
-	}
-	switch opts.Mode {
-	case Auto, None, Bwrap, Landlock:
-	default:
-		return nil, fmt.Errorf("sandbox: unknown mode %q (want auto, landlock, bwrap or none)", opts.Mode)
-	}
-	if opts.User != nil && os.Geteuid() != 0 {
-		return nil, fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
-	}
-	if opts.Egress && opts.Network {
-		return nil, errors.New("sandbox: a network allowlist (Egress) and the whole network (Network) exclude each other")
+	if err := checkOptions(opts); err != nil {
+		return nil, err
 	}
 	var netinitExe string
 	if opts.Egress {
@@ -121,18 +110,8 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	s := &Sandbox{opts: opts, network: opts.Network, egress: opts.Egress, netinit: netinitExe, ws: opts.Workspace, user: opts.User, noScope: opts.noScope, noUserns: opts.noUserns,
 		limits: cgroups.Limits{MaxProcs: opts.MaxProcs, MaxMemory: opts.MaxMemory}, lastCap: lastCap()}
 	s.warmed = sync.NewCond(&s.spareMu)
-	for _, p := range opts.Private {
-		if resolved, err := realPath(p); err == nil {
-			s.private = append(s.private, resolved)
-		}
-	}
-	s.private = append(s.private, systemSecrets()...)
-	for _, p := range opts.Writable {
-		resolved, err := realPath(p)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: writable folder %s: %w", p, err)
-		}
-		s.writable = append(s.writable, resolved)
+	if err := s.resolvePaths(opts); err != nil {
+		return nil, err
 	}
 	s.setupCommon()
 	if os.Geteuid() == 0 {
@@ -142,24 +121,10 @@ func newSandbox(opts Options) (*Sandbox, error) {
 			s.tmpMount = d
 		}
 	}
-
-	switch opts.Mode {
-	case None:
-		if err := s.setupNone(); err != nil {
+	if opts.Mode != Auto {
+		if err := s.setupMode(opts); err != nil {
 			s.Close()
 			return nil, err
-		}
-		return s, nil
-	case Bwrap:
-		if err := s.setupBwrap(opts.Bwrap); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=bwrap is not available: %w. Install Debian's bubblewrap package and allow user namespaces, or choose landlock, auto or none", err)
-		}
-		return s, nil
-	case Landlock:
-		if err := s.setupLandlock(); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("TOOLSVC_EXEC_SANDBOX=landlock is not available: %w. Choose bwrap, auto or none", err)
 		}
 		return s, nil
 	}
@@ -180,6 +145,63 @@ func newSandbox(opts Options) (*Sandbox, error) {
 	}
 	s.Close()
 	return nil, fmt.Errorf("%w (bubblewrap: %w; landlock: %w); exec is off. Install bubblewrap, run on Linux 5.13 or newer with Landlock enabled, or set TOOLSVC_EXEC_SANDBOX=none to run commands without a sandbox", ErrNoSandbox, errB, errL)
+}
+
+// checkOptions refuses options no sandbox can be made from.
+func checkOptions(opts Options) error {
+	if opts.Workspace == "" || !filepath.IsAbs(opts.Workspace) {
+		return fmt.Errorf("sandbox: workspace must be an absolute path, got %q", opts.Workspace)
+	}
+	switch opts.Mode {
+	case Auto, None, Bwrap, Landlock:
+	default:
+		return fmt.Errorf("sandbox: unknown mode %q (want auto, landlock, bwrap or none)", opts.Mode)
+	}
+	if opts.User != nil && os.Geteuid() != 0 {
+		return fmt.Errorf("TOOLSVC_EXEC_USER=%s needs the service to run as root", opts.User.Name)
+	}
+	if opts.Egress && opts.Network {
+		return errors.New("sandbox: a network allowlist (Egress) and the whole network (Network) exclude each other")
+	}
+	return nil
+}
+
+// resolvePaths resolves the private and writable paths, as the rules and
+// mounts name them: a private path that does not exist is left out, a
+// writable one must exist.
+func (s *Sandbox) resolvePaths(opts Options) error {
+	for _, p := range opts.Private {
+		if resolved, err := realPath(p); err == nil {
+			s.private = append(s.private, resolved)
+		}
+	}
+	s.private = append(s.private, systemSecrets()...)
+	for _, p := range opts.Writable {
+		resolved, err := realPath(p)
+		if err != nil {
+			return fmt.Errorf("sandbox: writable folder %s: %w", p, err)
+		}
+		s.writable = append(s.writable, resolved)
+	}
+	return nil
+}
+
+// setupMode sets up the mode asked for by name, or says why it is not
+// available here.
+func (s *Sandbox) setupMode(opts Options) error {
+	switch opts.Mode {
+	case None:
+		return s.setupNone()
+	case Bwrap:
+		if err := s.setupBwrap(opts.Bwrap); err != nil {
+			return fmt.Errorf("TOOLSVC_EXEC_SANDBOX=bwrap is not available: %w. Install Debian's bubblewrap package and allow user namespaces, or choose landlock, auto or none", err)
+		}
+	case Landlock:
+		if err := s.setupLandlock(); err != nil {
+			return fmt.Errorf("TOOLSVC_EXEC_SANDBOX=landlock is not available: %w. Choose bwrap, auto or none", err)
+		}
+	}
+	return nil
 }
 
 // uncontainedSignals says why a mode without a way to keep a command's
