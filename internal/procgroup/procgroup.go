@@ -92,6 +92,9 @@ type Stat struct {
 	// StartTime is when the process started, in clock ticks since boot:
 	// a process started by another starts no earlier than it.
 	StartTime uint64
+	// CPU is the processor time of the process and of its children it
+	// waited for (utime, stime, cutime, cstime), in clock ticks.
+	CPU uint64
 }
 
 // ReadStat reads /proc/<pid>/stat. ok is false when the process is gone or
@@ -115,5 +118,9 @@ func ReadStat(pid int) (st Stat, ok bool) {
 	st.Pgrp, _ = strconv.Atoi(f[2])
 	st.Session, _ = strconv.Atoi(f[3])
 	st.StartTime, _ = strconv.ParseUint(f[19], 10, 64) // field 22 of proc(5)
+	for _, i := range []int{11, 12, 13, 14} { // fields 14-17 of proc(5)
+		n, _ := strconv.ParseUint(f[i], 10, 64)
+		st.CPU += n
+	}
 	return st, true
 }

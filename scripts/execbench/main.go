@@ -22,10 +22,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
 func main() {
@@ -129,21 +130,11 @@ func serviceCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		fail(err)
+	st, ok := procgroup.ReadStat(pid)
+	if !ok {
+		fail(fmt.Errorf("no process %d", pid))
 	}
-	// pid (comm) state ...: field 14 is utime; comm may hold spaces.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime, counted after comm
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			fail(err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return time.Duration(st.CPU) * time.Second / clockTicks
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, on Linux.

@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countbot/toolsvc/internal/procgroup"
 )
 
 // service is one running toolsvc and what its turns measured.
@@ -223,21 +225,11 @@ func serviceCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		fail(err)
+	st, ok := procgroup.ReadStat(pid)
+	if !ok {
+		fail(fmt.Errorf("no process %d", pid))
 	}
-	// pid (comm) state ...: comm may hold spaces, so count after it.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-		v, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			fail(err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return time.Duration(st.CPU) * time.Second / clockTicks
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, on Linux.
