@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/countbot/toolsvc/internal/egress"
 )
@@ -163,6 +164,9 @@ func hostsOf(raw, fallback string) []string {
 	return []string{u.Hostname() + ":" + port}
 }
 
+// maxLoggedRefusals bounds the refusals logged per process of a server.
+const maxLoggedRefusals = 20
+
 // serveEgress serves the proxy of a process started with an allowlist:
 // its destinations are the server's rules, its dials go through the
 // service's network guard, and each refusal is a warning in the log
@@ -175,7 +179,17 @@ func (s *Server) serveEgress(proc interface{ Egress() net.Listener }) *egress.Pr
 	o := s.d.Egress
 	o.Rules = s.rules
 	o.Log = s.log
+	var n atomic.Int64
 	o.OnRefusal = func(r egress.Refusal) {
+		// A server that retries in a loop must not flood the log: the
+		// first ones say what to fix.
+		switch c := n.Add(1); {
+		case c == maxLoggedRefusals+1:
+			s.log.Warn().Int("logged", maxLoggedRefusals).Msg("MCP server: more connections refused; not logged again until the server restarts")
+			return
+		case c > maxLoggedRefusals:
+			return
+		}
 		s.log.Warn().Str("refused", r.String()).Msg("MCP server: its network refused a connection. Next: if the server needs it, add the host to the entry's \"network\" (when no rule matched), or open its address with TOOLSVC_NET_ALLOW_HOSTS (when the network guard refused it)")
 	}
 	p := egress.New(o)
