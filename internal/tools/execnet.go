@@ -83,6 +83,6 @@ func (cp *callProxy) stop() string {
 	if cp.total > len(cp.seen) {
 		fmt.Fprintf(&b, "\n- ... and %d more", cp.total-len(cp.seen))
 	}
-	b.WriteString("\nNext: reach only the hosts the allowlist names (see the tool's description); ask the user to have a host added if the task needs it.")
+	b.WriteString("\nNext: reach only the hosts the allowlist allows (the rule above says which matched); ask the user to have a host added if the task needs it.")
 	return b.String()
 }
