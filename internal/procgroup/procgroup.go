@@ -118,7 +118,8 @@ func ReadStat(pid int) (st Stat, ok bool) {
 	st.Pgrp, _ = strconv.Atoi(f[2])
 	st.Session, _ = strconv.Atoi(f[3])
 	st.StartTime, _ = strconv.ParseUint(f[19], 10, 64) // field 22 of proc(5)
-	for _, i := range []int{11, 12, 13, 14} {          // fields 14-17 of proc(5)
+	// utime, stime, cutime, cstime: fields 14-17 of proc(5).
+	for _, i := range []int{11, 12, 13, 14} {
 		n, _ := strconv.ParseUint(f[i], 10, 64)
 		st.CPU += n
 	}
