@@ -116,6 +116,17 @@ func TestMCPStartupDoesNotWait(t *testing.T) {
 	// Over MCP too (a plain tools/call).
 	_, body := alice.do(t, "POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory__read_graph","arguments":{}}}`), mcpHeaders)
 	assertContains(t, "MCP tools/call of a starting server's tool", string(body), `"isError":true`, "MCP server memory is starting")
+	// And one with _meta (a progress token, a trace's context), which the
+	// SDK answers from its own list of tools: the same answer.
+	withMeta := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory__read_graph","arguments":{},"_meta":{"progressToken":"p1"}}}`
+	_, body = alice.do(t, "POST", "/mcp", strings.NewReader(withMeta), mcpHeaders)
+	assertContains(t, "MCP tools/call with _meta of a starting server's tool", string(body), `"isError":true`, "MCP server memory is starting")
+	// For bob, who may not call it, it is the protocol's unknown tool.
+	_, body = bob.do(t, "POST", "/mcp", strings.NewReader(withMeta), mcpHeaders)
+	assertContains(t, "bob's MCP tools/call with _meta of a starting server's tool", string(body), `"error"`, "memory__read_graph")
+	if strings.Contains(string(body), "is starting") {
+		t.Errorf("bob learns that the server is starting: %s", body)
+	}
 	// A key that may not call the server's tools: exactly unknown.
 	resp, denied := bob.do(t, "POST", "/tools/filesystem__read_text_file/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})
 	_, unknown := bob.do(t, "POST", "/tools/nothing__read_text_file/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})

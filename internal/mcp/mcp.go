@@ -225,15 +225,54 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 			},
 		}, handler(opts.Registry, opts.Invoke))
 	}
+	srv.AddReceivingMiddleware(pendingCalls(opts))
 	return srv
 }
 
+// pendingCalls sends a tools/call of a tool the registry's Fallback
+// answers for (an MCP server of the tools file still starting, or down)
+// to the registry, as the fast path does: such a tool is in no listing,
+// so the SDK, which answers from the list it was given, would call it
+// unknown, and the model would not learn to wait for it.
+func pendingCalls(opts Options) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			call, ok := req.(*sdk.CallToolRequest)
+			if !ok || method != "tools/call" || call.Params == nil {
+				return next(ctx, method, req)
+			}
+			key := ""
+			if opts.Key != nil {
+				key = opts.Key(ctx)
+			}
+			t := opts.Registry.FindFor(key, call.Params.Name)
+			if !t.Pending() {
+				// The tool handler runs on this look-up: one per call.
+				return next(context.WithValue(ctx, targetKey{}, t), method, req)
+			}
+			res, refused := opts.Invoke(ctx, t, call.Params.Arguments)
+			if e := rateLimited(res, refused); e != nil {
+				return nil, e
+			}
+			return result(res, refused).sdk(), nil
+		}
+	}
+}
+
+// targetKey carries, in a tools/call's context, the Target pendingCalls
+// looked up, so that the tool handler does not look it up again.
+type targetKey struct{}
+
 // handler is the SDK's tool handler: the same result as the fast path
 // (see result). The SDK has found the tool in its own list; the registry
-// is asked once, for the Target the call runs on.
+// was asked once, by pendingCalls, for the Target the call runs on.
 func handler(reg *registry.Registry, invoke Invoker) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		res, refused := invoke(ctx, reg.Find(req.Params.Name), req.Params.Arguments)
+		t, ok := ctx.Value(targetKey{}).(registry.Target)
+		if !ok || t.Name() != req.Params.Name {
+			t = reg.Find(req.Params.Name)
+		}
+		res, refused := invoke(ctx, t, req.Params.Arguments)
 		if e := rateLimited(res, refused); e != nil {
 			return nil, e
 		}

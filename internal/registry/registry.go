@@ -427,6 +427,11 @@ func (t Target) Found() bool { return t.e != nil }
 // Name returns the name looked up.
 func (t Target) Name() string { return t.name }
 
+// Pending reports whether the tool is the Fallback's: found and callable,
+// but in no listing, so a door that answers from its own list of tools
+// must send its calls here.
+func (t Target) Pending() bool { return t.e != nil && t.e.pending }
+
 // Timeout returns how long a call of the tool may run: the tool's own
 // timeout (Timeouter) or the registry's default. A caller that makes a
 // cancelable context for the call anyway (the HTTP doors) can give it
