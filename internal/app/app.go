@@ -391,7 +391,7 @@ func (a *App) Ready() (bool, map[string]string) {
 	}
 	r := ready.Run(checks...)
 	for tool, why := range a.tools.Off {
-		r.Checks["tool:"+tool] = "off: " + why
+		r.Checks["tool:"+tool] = ready.Off + ": " + why
 	}
 	a.custom.Ready(r.Checks)
 	return r.Ready, r.Checks

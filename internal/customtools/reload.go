@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 )
@@ -229,7 +230,7 @@ func (r *Reloader) Ready(checks map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for t, why := range r.state.off {
-		checks["tool:"+t] = "off: " + why
+		checks["tool:"+t] = ready.Off + ": " + why
 	}
 	v := "ok"
 	if r.lastError != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/ready"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
@@ -552,7 +553,7 @@ func (m *Mount) Ready(checks map[string]string) {
 		checks["mcp:"+name] = m.red.String(readyText(s.srv.State(), now))
 	}
 	for t, why := range m.off {
-		checks["tool:"+t] = "off: " + why
+		checks["tool:"+t] = ready.Off + ": " + why
 	}
 }
 
@@ -562,7 +563,7 @@ func readyText(st State, now time.Time) string {
 	case Up:
 		return "ok"
 	case Starting:
-		return "starting (since " + seconds(now.Sub(st.Since)) + ")"
+		return ready.Starting + " (since " + seconds(now.Sub(st.Since)) + ")"
 	case Broken:
 		return "down, cannot start: " + st.Err.Error()
 	}

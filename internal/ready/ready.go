@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/countbot/toolsvc/internal/pathx"
 )
@@ -18,9 +19,17 @@ import (
 // OK is the value of a check that passed.
 const OK = "ok"
 
-// Down stands for every value but OK where the reason is withheld (see
-// Bare).
+// Down stands for every value but OK, Starting and Off where the reason
+// is withheld (see Bare).
 const Down = "down"
+
+// Starting begins the value of a check of something still coming up (an
+// MCP server's first start); Off, followed by ": " and the reason, the
+// value of a tool left out. Neither makes the service unready.
+const (
+	Starting = "starting"
+	Off      = "off"
+)
 
 // ErrUnsupported is returned by a check this platform cannot make (free
 // space without statfs). It is reported, but does not make the service
@@ -53,9 +62,12 @@ func (r Report) Failed() []string {
 
 func isUnsupported(v string) bool { return v == "unavailable: "+ErrUnsupported.Error() }
 
-// Bare returns checks with every value that is not OK replaced by Down:
-// the outcome of each check without its reason, for a caller who may not
-// read the reasons. A reason can quote what only the operator should see:
+// Bare returns checks with every value that is not OK replaced by Down,
+// but for the states that name no reason: Starting (an MCP server still
+// coming up, "starting (since 3 s)") and Off (a tool left out, "off: ...").
+// That is the outcome of each check without its reason, for a caller who
+// may not read the reasons; a probe can tell a server that is still
+// starting from one that failed. A reason can quote what only the operator should see:
 // an MCP server's stderr (and whatever of its environment the server
 // printed there), a URL inside the network, the tools file's mistakes.
 // Whether a Down makes the service unready is not said here: that is the
@@ -63,7 +75,13 @@ func isUnsupported(v string) bool { return v == "unavailable: "+ErrUnsupported.E
 func Bare(checks map[string]string) map[string]string {
 	out := make(map[string]string, len(checks))
 	for name, v := range checks {
-		if v != OK {
+		switch {
+		case v == OK:
+		case strings.HasPrefix(v, Starting):
+			v = Starting
+		case strings.HasPrefix(v, Off+":"):
+			v = Off
+		default:
 			v = Down
 		}
 		out[name] = v

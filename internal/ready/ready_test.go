@@ -80,8 +80,9 @@ func TestFreeSpace(t *testing.T) {
 	}
 }
 
-// TestBare: every value but "ok" becomes "down", names are kept, and the
-// checks given are not changed.
+// TestBare: every value but "ok", "starting ..." and "off: ..." becomes
+// "down"; those two lose their reasons; names are kept, and the checks
+// given are not changed.
 func TestBare(t *testing.T) {
 	checks := map[string]string{
 		"workspace":  OK,
@@ -89,9 +90,12 @@ func TestBare(t *testing.T) {
 		"free_space": "unavailable: " + ErrUnsupported.Error(),
 		"mcp:memory": "down, restarting in the background: its stderr ended with: secret",
 		"tool:exec":  "off: no sandbox",
+		"mcp:fetch":  "starting (since 3 s)",
+		"mcp:start":  "down, restarting in the background: starting the program failed",
 	}
 	got := Bare(checks)
-	want := map[string]string{"workspace": OK, "data_dir": Down, "free_space": Down, "mcp:memory": Down, "tool:exec": Down}
+	want := map[string]string{"workspace": OK, "data_dir": Down, "free_space": Down, "mcp:memory": Down, "tool:exec": Off,
+		"mcp:fetch": Starting, "mcp:start": Down}
 	if !maps.Equal(got, want) {
 		t.Errorf("Bare = %q, want %q", got, want)
 	}
