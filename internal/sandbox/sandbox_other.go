@@ -61,6 +61,10 @@ func (s *Sandbox) For(workspace string, writable ...string) (*Sandbox, error) {
 	return nil, ErrFolderUnconfined
 }
 
+// With returns s: here nothing is confined (mode None), so every folder
+// the service's user may write is writable already.
+func (s *Sandbox) With(writable ...string) (*Sandbox, error) { return s, nil }
+
 // Mode returns None.
 func (s *Sandbox) Mode() Mode { return None }
 
