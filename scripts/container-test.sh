@@ -407,7 +407,8 @@ podman rm -f -v -t 2 toolsvc-ct-docker-seccomp >/dev/null
 # it. Two things of this machine's network are handed on where they are
 # so, and logged: its resolver answers for the registry with an address
 # the network guard refuses (a gateway in 203.0.113.0/24 here), which
-# TOOLSVC_NET_ALLOW_HOSTS opens for the allowlist's proxy; and that gateway
+# TOOLSVC_NET_ALLOW_HOSTS opens for the proxy of every run that reaches the
+# registry through the service (the allowlist's and compose's); and that gateway
 # re-signs TLS with a CA of its own, which this machine's CA bundle holds
 # and the image's does not, so node gets the bundle as NODE_EXTRA_CA_CERTS
 # (from the tools folder, which commands may read under Landlock).
@@ -417,11 +418,13 @@ registry=registry.npmjs.org
 npm_net=
 net_env=(-e "TOOLSVC_EXEC_NET_ALLOW=$registry")
 mcp_env=
+allow_hosts=
 if curl -fsS --max-time 15 -o /dev/null "https://$registry/-/ping"; then
 	npm_net=1
 	if ! python3 -c 'import ipaddress,socket,sys; sys.exit(not all(ipaddress.ip_address(a[4][0]).is_global for a in socket.getaddrinfo(sys.argv[1], 443)))' "$registry"; then
-		log "$registry resolves to a non-public address here: TOOLSVC_NET_ALLOW_HOSTS=$registry for the allowlist"
-		net_env+=(-e "TOOLSVC_NET_ALLOW_HOSTS=$registry")
+		log "$registry resolves to a non-public address here: TOOLSVC_NET_ALLOW_HOSTS=$registry for the allowlist and compose"
+		allow_hosts=$registry
+		net_env+=(-e "TOOLSVC_NET_ALLOW_HOSTS=$allow_hosts")
 	fi
 	if ! podman run --rm --entrypoint python3 "$image" -c 'import urllib.request; urllib.request.urlopen("https://'"$registry"'/-/ping", timeout=15)' >/dev/null 2>&1; then
 		log "the image's CA bundle does not verify $registry from here: node gets this machine's bundle (NODE_EXTRA_CA_CERTS)"
@@ -440,10 +443,11 @@ tools:
     parameters: {type: object, additionalProperties: false}
     command: [node, --version]
 EOF
-	# The entry as MCP servers' READMEs give it, pinned as
-	# docs/custom-tools.md pins it, with the network on: with its registry
-	# alone, through the proxy, Debian's npm 9 cannot install it (see the
-	# allowlist's checks below).
+	# The entry as server-memory's README gives it, pinned as
+	# docs/custom-tools.md pins it, with the file its README's env names
+	# put in the workspace, and no "network": a package runner's entry
+	# then gets its registry alone (npm's, from npm's configuration),
+	# through the service's proxy.
 	if [ -n "$npm_net" ]; then
 		cat <<EOF
 mcpServers:
@@ -451,11 +455,74 @@ mcpServers:
     command: npx
     args: ["-y", "@modelcontextprotocol/server-memory@2026.8.31"]
     env: {MEMORY_FILE_PATH: "\${WORKSPACE}/memory.jsonl"$mcp_env}
-    network: true
 EOF
 	fi
 } >"$tools_dir/tools.yaml"
 chmod 0644 "$tools_dir/tools.yaml"
+
+# check_memory CONTAINER PORT: the tools file's MCP server, which npx
+# fetches from the registry as it starts, comes up with the registry as
+# its only network, and answers: an entity it makes is read back. The log
+# decides the network: every line that names the server's network (its
+# starting and up lines) says only the registry, and no refusal names the
+# registry (refusals of other hosts are shown, not failed: a package may
+# ask for more than it needs). Logs the server's start: the seconds from
+# its starting line to its up line, and any attempt that failed before.
+check_memory() {
+	local c=$1 port=$2 res out i summary
+	for i in $(seq 180); do
+		out=$(podman logs "$c" 2>&1)
+		[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] && break
+		sleep 1
+	done
+	[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] ||
+		{
+			grep '"mcp_server"' <<<"$out" | tail -20 >&2
+			fail "$c: the MCP server npx starts was not up in 180 s"
+		}
+	podman logs "$c" >"$work/$c.log" 2>&1
+	summary=$(python3 - "$registry:443" "$work/$c.log" <<'EOF'
+import datetime, json, sys
+want = "only " + sys.argv[1]
+host = sys.argv[1].rsplit(":", 1)[0]
+start = up = None
+bad, failed, other = [], [], []
+for line in open(sys.argv[2]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("mcp_server") != "memory":
+        continue
+    t = datetime.datetime.fromisoformat(m["time"]) if "time" in m else None
+    if "network" in m and m["network"] != want:
+        bad.append(line.strip())
+    if "refused" in m:
+        (bad if ("refused: " + host + ":") in m["refused"] else other).append(m["refused"])
+    if m.get("state") == "starting" and start is None:
+        start = t
+    if m.get("state") == "up" and up is None:
+        up = t
+        up_line = {k: m[k] for k in ("mcp_server", "state", "at", "network") if k in m}
+    if m.get("message", "").startswith(("mcp server: start failed", "mcp server: connection ended")) and up is None:
+        failed.append(m.get("error", m["message"]))
+if bad:
+    print("the server's network is not its registry alone:\n" + "\n".join(bad))
+    sys.exit(1)
+took = f"{(up - start).total_seconds():.0f} s" if start and up else "?"
+print(f"up {took} after its start, {json.dumps(up_line, separators=(',', ':'))}; "
+      f"{len(failed)} failed attempt(s) before{': ' + '; '.join(failed) if failed else ''}; "
+      f"refusals of other hosts: {', '.join(sorted(set(other))) or 'none'}")
+EOF
+	) || fail "$c: $summary"
+	[[ "$out" != *"cannot be its only network here"* ]] || fail "$c: the MCP server got no network instead of its registry: $(grep -m1 'cannot be its only network here' <<<"$out")"
+	res=$(call "$port" memory__create_entities '{"entities":[{"name":"container-test","entityType":"test","observations":["made in '"$c"'"]}]}')
+	[ "$(field "$res" status)" = success ] || fail "$c: memory__create_entities: $res"
+	res=$(call "$port" memory__read_graph '{}')
+	[[ "$(field "$res" result)" == *"made in $c"* ]] || fail "$c: memory__read_graph: $res"
+	podman exec "$c" test -s /workspace/memory.jsonl || fail "$c: server-memory kept no /workspace/memory.jsonl"
+	log "$c: the MCP server npx fetched (no \"network\" in its entry) was $summary; memory__create_entities and memory__read_graph answered"
+}
 
 # The guard on the tools file: a host user's folder and file (uid 1000)
 # show with that uid in the container, and the service refuses them.
@@ -478,18 +545,17 @@ log "a tools folder and file of uid 1000's are refused: $(grep -o 'the [a-z]* /e
 # service does not start; Docker's with one rule added (clone with
 # CLONE_NEWUSER|CLONE_NEWNET and no other namespace) lets it again.
 #
-# What is not checked, because it does not work here: npx starting an MCP
-# server with the network reaching only the npm registry (what an npx
-# entry without "network" gets, or a list naming the registry). Debian's
-# npm 9 opens a tunnel per request, all at once, and server-memory's 99
-# packages need more than the proxy's 64 connections at a time; npm then
-# hangs on the refused ones until the start's 30 s are up (npm 10 pools
-# its connections and gets through). npm's own requests through the
-# allowlist (view, pack) work and are checked; the compose check's npx
-# entry says "network": true.
+# npx through the proxy, with the registry as the only network: a
+# command's npx fetches server-memory and its 99 packages and the server
+# answers an MCP initialize, and the tools file's entry for it (no
+# "network", so the registry alone) starts and answers (check_memory).
+# Debian's npm 9 opens a tunnel per request, all at once, whatever
+# npm_config_maxsockets says (its proxy agent, agent-base 6, keeps no pool
+# and ignores it): 86 at once were counted here, under the proxy's 512.
 #
 # check_allowlist CONTAINER PORT: npm reaches the registry through the
-# service's proxy; another registry and a direct connection are refused.
+# service's proxy; another registry and a direct connection are refused;
+# npx starts server-memory, from a command and from the tools file.
 check_allowlist() {
 	local c=$1 port=$2 res out
 	wait_healthy "$c" "$port"
@@ -503,12 +569,20 @@ check_allowlist() {
 	done
 	[[ "$out" == *PermissionError* || "$out" == *"Network is unreachable"* ]] || fail "$c: a direct connection was not refused: $out"
 	log "$c: npm reached $registry through the allowlist; another registry and a direct connection were refused"
+	# A fresh HOME, so npx downloads it all; the server answers the
+	# initialize on its stdin and ends with it.
+	res=$(call "$port" exec "$(exec_json "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"container-test\",\"version\":\"1\"}}}' | npx -y @modelcontextprotocol/server-memory@2026.8.31 2>&1 | grep -v EBADENGINE")")
+	out=$(field "$res" result)
+	[[ "$(field "$res" status)" == success && "$out" == *'"serverInfo":{"name":"memory-server"'* ]] ||
+		fail "$c: npx of server-memory through the allowlist: $res"
+	log "$c: npx fetched server-memory through the allowlist and it answered initialize in $(field "$res" duration_ms) ms"
+	check_memory "$c" "$port"
 }
 if [ -n "$npm_net" ]; then
 	# podman's default profile: user namespaces are allowed, as the
 	# service's user (unshare's own commands, as docs/deploy.md quotes them).
 	port=$(free_port)
-	img=$node_image run_image toolsvc-ct-allowlist "$port" -v "$tools_dir:/etc/toolsvc:ro" "${net_env[@]}"
+	img=$node_image run_image toolsvc-ct-allowlist "$port" -v "$tools_dir:/etc/toolsvc:ro" -e TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml "${net_env[@]}"
 	out=$(podman exec toolsvc-ct-allowlist sh -c 'unshare -Urn true && echo userns-ok; unshare -n true 2>&1; true' 2>&1)
 	[[ "$out" == "userns-ok"*"unshare failed: Operation not permitted"* ]] || fail "toolsvc-ct-allowlist: unshare -Urn / -n: $out"
 	check_allowlist toolsvc-ct-allowlist "$port"
@@ -533,7 +607,7 @@ p["syscalls"].append({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
 json.dump(p, open(sys.argv[2], "w"))
 EOF
 	port=$(free_port)
-	img=$node_image run_image toolsvc-ct-allowlist-docker "$port" --security-opt "seccomp=$work/seccomp-netns.json" -v "$tools_dir:/etc/toolsvc:ro" "${net_env[@]}"
+	img=$node_image run_image toolsvc-ct-allowlist-docker "$port" --security-opt "seccomp=$work/seccomp-netns.json" -v "$tools_dir:/etc/toolsvc:ro" -e TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml "${net_env[@]}"
 	check_allowlist toolsvc-ct-allowlist-docker "$port"
 	podman rm -f -v -t 2 toolsvc-ct-allowlist-docker >/dev/null
 fi
@@ -543,7 +617,7 @@ fi
 # node, and the MCP server npx fetches and starts), and node, npx and npm's
 # cache work through exec, as the service's user on the read-only root.
 check_node() {
-	local c=$1 port=$2 res out want i nv
+	local c=$1 port=$2 res out want nv
 	out=$(podman logs "$c" 2>&1)
 	[[ "$out" == *'"tool":"node_version","state":"on","source":"file"'* ]] ||
 		{
@@ -562,22 +636,7 @@ check_node() {
 	done
 	log "$c: the tools file's node_version ran node ${nv%%[[:space:]]*}; node, npx and npm's cache (in TOOLSVC_EXEC_HOME) work through exec"
 	[ -n "$npm_net" ] || return 0
-	for i in $(seq 120); do
-		out=$(podman logs "$c" 2>&1)
-		[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] && break
-		sleep 1
-	done
-	[[ "$out" == *'"mcp_server":"memory","state":"up"'* ]] ||
-		{
-			grep '"mcp_server"' <<<"$out" | tail -20 >&2
-			fail "$c: the MCP server npx starts was not up in 120 s"
-		}
-	res=$(call "$port" memory__create_entities '{"entities":[{"name":"container-test","entityType":"test","observations":["made through compose"]}]}')
-	[ "$(field "$res" status)" = success ] || fail "$c: memory__create_entities: $res"
-	res=$(call "$port" memory__read_graph '{}')
-	[[ "$(field "$res" result)" == *"made through compose"* ]] || fail "$c: memory__read_graph: $res"
-	podman exec "$c" test -s /workspace/memory.jsonl || fail "$c: server-memory kept no /workspace/memory.jsonl"
-	log "$c: the MCP server from npm (npx, network on) was up in about $i s; its tools were called"
+	check_memory "$c" "$port"
 }
 
 # Compose, as the README and docs/deploy.md say, with a .env made from the
@@ -599,6 +658,9 @@ TOOLS_DIR=$tools_dir
 TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml
 TOOLSVC_EXEC_HOME=/tmp/home
 EOF
+# The MCP server's registry, opened for its proxy where it resolves to an
+# address the network guard refuses (see the tools folder above).
+if [ -n "$allow_hosts" ]; then echo "TOOLSVC_NET_ALLOW_HOSTS=$allow_hosts" >>deploy/.env; fi
 page=http://$compose_gw:$web_port/
 log "podman-compose up (the Node variant)"
 # The image compose.yaml names, from the build above (podman-compose would
