@@ -7,10 +7,11 @@
 # profile as well as podman's), that the service runs as a user other than
 # root, that a tools file the guard must refuse is refused, the network
 # allowlist (TOOLSVC_EXEC_NET_ALLOW) under podman's profile, Docker's and
-# Docker's with the one rule docs/deploy.md adds, and the same checks
-# through deploy/compose.yaml with podman-compose, running the Node variant
-# with a tools file mounted read-only: its command tool, an MCP server from
-# npm started by npx, node and npx through exec.
+# Docker's with the one rule docs/deploy.md adds (npm and npx through it),
+# and the same checks through deploy/compose.yaml with podman-compose,
+# running the Node variant with a tools file mounted read-only: its
+# command tool, an MCP server from npm started by npx with the registry as
+# its only network, node and npx through exec.
 #
 # No image can be pulled here, so the base images are made: a Debian
 # bookworm minbase root file system (debootstrap, from the apt mirror) is
