@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
@@ -57,24 +58,26 @@ type Options struct {
 // App is the built service. Its handler serves until Stop; Close releases
 // everything.
 type App struct {
-	cfg      config.Config
-	log      zerolog.Logger
-	ws       *workspace.Workspace
-	dataDir  string
-	reg      *registry.Registry
-	metrics  *metrics.Metrics
-	tools    *Tools
-	replica  string                // TOOLSVC_REPLICA_ID, or the host name and a random suffix
-	shared   *pgstore.Store        // TOOLSVC_DATABASE_URL's store; nil without one
-	out      *logbuf.Writer        // the log's output, which audit records may share
-	custom   *customtools.Reloader // the tools file's tools; nil without one
-	policy   *policy.Reloader      // the key policy's file; nil without one
-	handler  http.Handler
-	links    *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
-	stopping context.Context
-	stop     context.CancelFunc
-	closers  []func() // run last first by Close
-	once     sync.Once
+	cfg     config.Config
+	log     zerolog.Logger
+	ws      *workspace.Workspace
+	dataDir string
+	reg     *registry.Registry
+	metrics *metrics.Metrics
+	tools   *Tools
+	replica string                // TOOLSVC_REPLICA_ID, or the host name and a random suffix
+	shared  *pgstore.Store        // TOOLSVC_DATABASE_URL's store; nil without one
+	out     *logbuf.Writer        // the log's output, which audit records may share
+	custom  *customtools.Reloader // the tools file's tools; nil without one
+	policy  *policy.Reloader      // the key policy's file; nil without one
+	// approvals holds the calls the approval rules name for a person.
+	approvals *approval.Service
+	handler   http.Handler
+	links     *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
+	stopping  context.Context
+	stop      context.CancelFunc
+	closers   []func() // run last first by Close
+	once      sync.Once
 }
 
 // New builds the service from cfg, which Load or LoadFrom has validated.
@@ -133,6 +136,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		if err := a.policy.Load(); err != nil {
 			return a, err
 		}
+	}
+	if a.approvals, err = a.newApprovals(cfg.Access, enf, red); err != nil {
+		return a, err
 	}
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, a.folderRoot(enf), agents, opts.Version)
@@ -326,6 +332,7 @@ func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loade
 		CORSOrigins:   cfg.CORSOrigins,
 		AllowedHosts:  cfg.AllowedHosts,
 		Media:         a.links,
+		Approvals:     a.approvals,
 
 		BodyTimeout:        calls.BodyTimeout,
 		StreamWriteTimeout: calls.StreamWriteTimeout,

@@ -77,6 +77,25 @@ type Record struct {
 	// or "rate_limited" (over the key's rate or its calls at once).
 	// Absent for every call that ran.
 	Decision string `json:"decision,omitempty"`
+	// Approval is what became of the approval the call needed, when it
+	// needed one.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is what a record says of the approval its call needed.
+type Approval struct {
+	ID string `json:"id"`
+	// Outcome is "held" (the call waits for a person), "approved" (it ran
+	// under the approval), "rejected", "expired" (nobody decided in
+	// time), "decided" (the record of a decision itself), or "refused"
+	// (the approval presented did not fit the call: see the record's
+	// error).
+	Outcome         string     `json:"outcome"`
+	ArgumentsSHA256 string     `json:"arguments_sha256,omitempty"`
+	DecidedBy       string     `json:"decided_by,omitempty"`
+	DecidedAt       *time.Time `json:"decided_at,omitempty"`
+	Reason          string     `json:"reason,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
 }
 
 // Options configure a Log.

@@ -87,6 +87,15 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 		b = append(b, `,"decision":`...)
 		b = jsonx.AppendString(b, rec.Decision)
 	}
+	if rec.Approval != nil {
+		// Rare (a call that needed a person): encoded the plain way.
+		ap, err := jsonx.Marshal(rec.Approval)
+		if err != nil {
+			return nil, args, err
+		}
+		b = append(b, `,"approval":`...)
+		b = append(b, ap...)
+	}
 	return append(b, '}', '\n'), args, nil
 }
 

@@ -28,6 +28,8 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 		{CallID: "c4", Arguments: map[string]any{"k": []any{"v", 1.5}}, Timestamp: ts.Add(500 * time.Millisecond), Status: StatusInterrupted, ErrorCode: CodeInterrupted},
 		{CallID: "c5", Arguments: json.RawMessage(`"just a string"`), Timestamp: ts, Result: strings.Repeat("ab", 3000)},
 		{CallID: "c6", ToolName: "exec", Facts: callinfo.Facts{Key: "carol"}, Timestamp: ts, Status: "error", ErrorCode: "rate_limited", Decision: "rate_limited"},
+		{CallID: "c7", ToolName: "exec", Facts: callinfo.Facts{Key: "carol"}, Timestamp: ts, Status: "success",
+			Approval: &Approval{ID: "ap-1", Outcome: "approved", ArgumentsSHA256: "ab12", DecidedBy: "ops", DecidedAt: &ts, Reason: "ok <&> " + weird}},
 	}
 	for _, rec := range cases {
 		var want bytes.Buffer

@@ -48,6 +48,11 @@ type Facts struct {
 	// lower-case hex digits), when it had a valid one, so that a call can
 	// be found from the caller's trace.
 	TraceID string `json:"trace_id,omitempty"`
+	// Approval is the ID of the approval the caller presents for the
+	// call (X-Approval, or an MCP client's answer to the question the
+	// service asked), when it resends a call that was held. The audit
+	// record names it in its own member (audit.Approval), not here.
+	Approval string `json:"-"`
 }
 
 // Clean returns f with fn applied to every field the caller wrote, that
@@ -55,7 +60,7 @@ type Facts struct {
 // passes its redaction, since these fields reach the audit log and the
 // tool. Empty fields are left as they are, without a call.
 func (f Facts) Clean(fn func(string) string) Facts {
-	for _, p := range [...]*string{&f.SessionID, &f.Source, &f.Channel, &f.ChatID, &f.ReplyTo, &f.RequestID, &f.TraceID} {
+	for _, p := range [...]*string{&f.SessionID, &f.Source, &f.Channel, &f.ChatID, &f.ReplyTo, &f.RequestID, &f.TraceID, &f.Approval} {
 		if *p != "" {
 			*p = fn(*p)
 		}

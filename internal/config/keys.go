@@ -2,11 +2,14 @@ package config
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // APIKey is one bearer key and the name it goes by. The name, never the
@@ -105,5 +108,28 @@ func (c Access) validateKeys(bad report) {
 	all := append(append(APIKeys{}, c.APIKeys...), c.AdminKeys...)
 	if err := all.checkUnique(); err != nil {
 		bad("ADMIN_KEYS", "%v (across TOOLSVC_API_KEYS and TOOLSVC_ADMIN_KEYS; an admin key needs no entry in TOOLSVC_API_KEYS)", err)
+	}
+}
+
+// validateApprovers checks APPROVER_KEYS against the keys' names, and
+// APPROVAL_TTL and APPROVAL_SEAL_KEY.
+func (c Access) validateApprovers(bad report) {
+	names := append(c.APIKeys.Names(), c.AdminKeys.Names()...)
+	for _, n := range c.ApproverKeys {
+		if !slices.Contains(names, n) {
+			msg := fmt.Sprintf("no key is named %q", n)
+			if near := Nearest(n, names); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			bad("APPROVER_KEYS", "%s: name keys of TOOLSVC_API_KEYS or TOOLSVC_ADMIN_KEYS", msg)
+		}
+	}
+	if c.ApprovalTTL < time.Minute || c.ApprovalTTL > 30*24*time.Hour {
+		bad("APPROVAL_TTL", "%s is out of range: between 1m and 720h", c.ApprovalTTL)
+	}
+	if c.ApprovalSealKey != "" {
+		if k, err := base64.StdEncoding.DecodeString(string(c.ApprovalSealKey)); err != nil || len(k) != 32 {
+			bad("APPROVAL_SEAL_KEY", "must be 32 bytes in base64, as openssl rand -base64 32 writes them")
+		}
 	}
 }

@@ -33,6 +33,11 @@ const (
 	// kindUnavailable: a dependency (the shared database) cannot be
 	// reached.
 	kindUnavailable = "unavailable"
+	// kindForbidden: the key may not do this (decide approvals, or decide
+	// its own call's).
+	kindForbidden = "forbidden"
+	// kindConflict: the approval is already decided or has expired.
+	kindConflict = "conflict"
 )
 
 // statusOf is the one table from error kind to HTTP status.
@@ -53,6 +58,8 @@ var statusOf = map[string]int{
 	kindNotReady:         http.StatusServiceUnavailable,
 	kindInternal:         http.StatusInternalServerError,
 	kindUnavailable:      http.StatusServiceUnavailable,
+	kindForbidden:        http.StatusForbidden,
+	kindConflict:         http.StatusConflict,
 }
 
 type errorBody struct {

@@ -106,6 +106,8 @@ func callHeaders() []callHeader {
 		{name: "X-Request-ID", read: func(r *http.Request, _ string) string { return requestIDFrom(r.Context()) },
 			set: func(f *callinfo.Facts, v string) { f.RequestID = v }},
 		{name: "traceparent", read: traceID, set: func(f *callinfo.Facts, v string) { f.TraceID = v }},
+		// The approval a held call is sent again with.
+		{name: "X-Approval", read: headerValue, set: func(f *callinfo.Facts, v string) { f.Approval = v }},
 	}
 }
 

@@ -82,11 +82,12 @@ func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	defer srv.Close()
 	headers := headerTransport{
 		"Authorization": "Bearer " + secret, "X-Session-ID": "s-1", "X-Source": "telegram",
-		"X-Channel": "telegram", "X-Chat-ID": "chat-42", "X-Reply-To": "msg-9", "X-Request-ID": "req-1",
+		"X-Channel": "telegram", "X-Chat-ID": "chat-42", "X-Reply-To": "msg-9", "X-Request-ID": "req-1", "X-Approval": "ap-1",
 		"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
 	want := registry.Call{Tool: "whoami", Facts: callinfo.Facts{SessionID: "s-1", Source: "telegram", Channel: "telegram",
-		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", Workspace: "tenants/alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}}
+		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", Workspace: "tenants/alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		Approval: "ap-1"}}
 	// Every fact is set, so that each is seen to come through both doors.
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[callinfo.Facts]()) {
 		if reflect.ValueOf(want.Facts).FieldByIndex(f.Index).IsZero() {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/docspage"
 	"github.com/countbot/toolsvc/internal/jsonx"
@@ -74,6 +75,10 @@ type Options struct {
 	// without a key (the token is the credential) and without the Host
 	// check (see guard).
 	Media *medialink.Links
+	// Approvals, when set, is the hold point's desk: GET and POST
+	// /approvals, and the wait of a held call streamed with
+	// Accept: text/event-stream.
+	Approvals *approval.Service
 }
 
 type server struct {
@@ -164,6 +169,9 @@ func NewHandler(opts Options) http.Handler {
 		r.With(s.gate.door).Post("/mcp", s.mcpBody(mcpHandler))
 		if opts.Metrics != nil {
 			r.Method(http.MethodGet, "/metrics", opts.Metrics)
+		}
+		if opts.Approvals != nil {
+			s.approvalRoutes(r)
 		}
 		if opts.Routes != nil {
 			opts.Routes(r)
@@ -397,7 +405,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		s.invokeStream(ctx, cancel, callDone, w, rc, a, body, facts)
+		s.invokeStream(r, ctx, cancel, callDone, w, rc, a, t, body, facts)
 		return
 	}
 	// A tool call may take as long as its own deadline allows (the server's
@@ -418,7 +426,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 // invokeStream runs a call and streams the tool's progress as server-sent
 // events, each with a JSON object {"text": ...} as data, then one "result"
 // event with the object a plain call returns.
-func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, a registry.Admission, body []byte, facts callinfo.Facts) {
+func (s *server) invokeStream(r *http.Request, ctx context.Context, cancel, callDone func(), w http.ResponseWriter, rc *http.ResponseController, a registry.Admission, t registry.Target, body []byte, facts callinfo.Facts) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -430,6 +438,9 @@ func (s *server) invokeStream(ctx context.Context, cancel, callDone func(), w ht
 	es := newEventStream(w, rc, s.opts.StreamWriteTimeout, cancel)
 	res := s.opts.Registry.InvokeAdmitted(registry.WithProgress(ctx, es.progress), a, body)
 	callDone()
+	if res.Status == registry.StatusApprovalRequired && s.opts.Approvals != nil {
+		res = s.awaitApproval(r, es, t, body, facts, res)
+	}
 	if !es.finish("result", res.AppendJSON(nil)) {
 		s.opts.Log.Warn().Str("request_id", requestIDFrom(ctx)).Str("call_id", res.CallID).Str("key", facts.Key).
 			Msg("event stream client stopped reading; the stream was dropped and the call, if still running, canceled")

@@ -46,7 +46,23 @@ func (es *eventStream) progress(event, text string) {
 	if es.failed.Load() {
 		return
 	}
-	frame := eventFrame(event, textData(text))
+	es.queueFrame(eventFrame(event, textData(text)))
+}
+
+// event queues one event whose data is JSON already (one line), without
+// blocking.
+func (es *eventStream) event(event string, data []byte) { es.queueFrame(eventFrame(event, data)) }
+
+// comment queues a comment line, which clients ignore: a sign of life
+// while nothing else is sent.
+func (es *eventStream) comment(text string) {
+	es.queueFrame([]byte(": " + strings.NewReplacer("\r", " ", "\n", " ").Replace(text) + "\n\n"))
+}
+
+func (es *eventStream) queueFrame(frame []byte) {
+	if es.failed.Load() {
+		return
+	}
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	if es.closed {

@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/config"
 )
 
@@ -65,6 +66,11 @@ type rule struct {
 	// subMaxRunning bounds the key's sub-agent tasks running at once and
 	// subMaxTurns the turns of each; 0: only the service's bounds.
 	subMaxRunning, subMaxTurns int
+	// approval holds the key's calls for a person: its own map, the
+	// default's, then the file's top-level one.
+	approval approval.Rules
+	// selfApprove lets the key decide approvals of its own calls.
+	selfApprove bool
 }
 
 // entryFile is one entry of the file as written.
@@ -77,6 +83,12 @@ type entryFile struct {
 	// workspace; "{key}" stands for the key's name, "." for the whole
 	// workspace.
 	Workspace *string `yaml:"workspace"`
+	// Approval holds the key's calls for a person's approval, by tool;
+	// it comes before the default's map and the file's top-level one.
+	Approval approvalMap `yaml:"approval"`
+	// SelfApprove lets the key approve its own held calls (when it may
+	// approve at all).
+	SelfApprove *bool `yaml:"self_approve"`
 }
 
 // subagentsFile bounds a key's sub-agents; a field left out takes the
@@ -99,6 +111,8 @@ type rateFile struct {
 type fileDoc struct {
 	Default *entryFile           `yaml:"default"`
 	Keys    map[string]entryFile `yaml:"keys"`
+	// Approval is the approval map for every key.
+	Approval approvalMap `yaml:"approval"`
 }
 
 // Load reads and compiles the policy file at path; see Parse.
@@ -133,8 +147,10 @@ func Parse(data []byte, names Names) (*Policy, error) {
 	var def entryFile
 	if doc.Default != nil {
 		def = *doc.Default
-		p.def = c.rule("default", def)
 	}
+	top := approvalAt{at: "", m: doc.Approval}
+	p.def = c.rule("default", def)
+	p.def.approval = c.approvals(approvalAt{"default", def.Approval}, top)
 	keyNames := make([]string, 0, len(doc.Keys))
 	for k := range doc.Keys {
 		keyNames = append(keyNames, k)
@@ -147,11 +163,15 @@ func Parse(data []byte, names Names) (*Policy, error) {
 			continue
 		}
 		r := c.rule(at, merge(def, doc.Keys[k]))
+		r.approval = c.approvals(approvalAt{at, doc.Keys[k].Approval}, approvalAt{"default", def.Approval}, top)
 		p.keys[k] = &r
 	}
 	p.folders = c.folders(def, doc.Keys)
 	if len(c.errs) > 0 {
-		return nil, errors.New(strings.Join(c.errs, "; "))
+		// The top-level approval map is compiled for every key: its
+		// mistakes are told once.
+		slices.Sort(c.errs)
+		return nil, errors.New(strings.Join(slices.Compact(c.errs), "; "))
 	}
 	return p, nil
 }
@@ -169,6 +189,9 @@ func merge(def, e entryFile) entryFile {
 	}
 	if e.Workspace == nil {
 		e.Workspace = def.Workspace
+	}
+	if e.SelfApprove == nil {
+		e.SelfApprove = def.SelfApprove
 	}
 	switch {
 	case e.Subagents == nil:
@@ -233,6 +256,7 @@ func (c *compiler) rule(at string, e entryFile) rule {
 		}
 		r.maxConcurrent = int64(*e.MaxConcurrent)
 	}
+	r.selfApprove = e.SelfApprove != nil && *e.SelfApprove
 	if e.Subagents != nil {
 		r.subMaxRunning = c.positive(at+".subagents.max_running", e.Subagents.MaxRunning, "sub-agents of the key running at once")
 		r.subMaxTurns = c.positive(at+".subagents.max_turns", e.Subagents.MaxTurns, "turns of each of the key's sub-agents")

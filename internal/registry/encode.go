@@ -2,6 +2,7 @@ package registry
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/countbot/toolsvc/internal/jsonx"
 )
@@ -32,5 +33,22 @@ func (res *Result) AppendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"duration_ms":`...)
 	b = strconv.AppendInt(b, res.DurationMS, 10)
+	if res.ApprovalID != "" {
+		b = append(b, `,"approval_id":`...)
+		b = jsonx.AppendString(b, res.ApprovalID)
+	}
+	if res.ArgumentsSHA256 != "" {
+		b = append(b, `,"arguments_sha256":`...)
+		b = jsonx.AppendString(b, res.ArgumentsSHA256)
+	}
+	if res.Summary != "" {
+		b = append(b, `,"summary":`...)
+		b = jsonx.AppendString(b, res.Summary)
+	}
+	if res.ExpiresAt != nil {
+		b = append(b, `,"expires_at":"`...)
+		b = res.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }

@@ -144,6 +144,15 @@ type Result struct {
 	// long to wait before a retry can pass; the doors that have a way to
 	// say it (Retry-After, a JSON-RPC error) say it.
 	RetryAfter time.Duration `json:"-"`
+	// A call held for a person's approval (status approval_required):
+	// the approval's ID, the hash of the canonical arguments it is bound
+	// to, what the call will do in words, and when the approval lapses.
+	ApprovalID      string     `json:"approval_id,omitempty"`
+	ArgumentsSHA256 string     `json:"arguments_sha256,omitempty"`
+	Summary         string     `json:"summary,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
+	// approval is what the audit record says of the call's approval.
+	approval *audit.Approval
 }
 
 // ErrorBody is the machine-readable part of an error result.
@@ -210,7 +219,9 @@ type Registry struct {
 
 	// fallback answers for names no registered tool has (SetFallback);
 	// pendingTmpl is the entry its tools are made from.
-	fallback    atomic.Pointer[Fallback]
+	fallback atomic.Pointer[Fallback]
+	// holder is asked before each call runs (SetHolder); nil: none.
+	holder      atomic.Pointer[holderBox]
 	pendingOnce sync.Once
 	pendingTmpl *entry
 }
@@ -591,6 +602,7 @@ func (r *Registry) InvokeAdmitted(ctx context.Context, a Admission, args []byte)
 	res.DurationMS = r.opts.Now().Sub(start).Milliseconds()
 
 	rec.Status = res.Status
+	rec.Approval = res.approval
 	rec.DurationMS = res.DurationMS
 	rec.Result = res.Result
 	if res.Error != nil {
@@ -642,9 +654,13 @@ const (
 // call began (nil: none), with the arguments rd read.
 func (r *Registry) run(ctx context.Context, e *entry, call Call, rd *reading) Result {
 	res := Result{CallID: call.ID, Tool: call.Tool, Status: StatusSuccess}
+	// ap is the approval the call runs under, if it needed one: its
+	// record says so whatever the call's outcome.
+	var ap *audit.Approval
 	fail := func(code, msg string) Result {
 		failed := Failed(call.Tool, code, r.opts.Redact(msg))
 		failed.CallID = call.ID
+		failed.approval = ap
 		return failed
 	}
 
@@ -663,6 +679,11 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, rd *reading) Re
 	if code != "" {
 		return fail(code, msg)
 	}
+	held, granted, ok := r.hold(ctx, e, call, args)
+	if !ok {
+		return held
+	}
+	ap, res.approval = granted, granted
 
 	timeout := Target{e: e, timeout: r.opts.DefaultTimeout}.Timeout()
 	// A caller that already gave the call this deadline or an earlier one

@@ -53,6 +53,16 @@ const (
 	// (TOOLSVC_POLICY_FILE); the call did not run. The message says how
 	// long to wait.
 	RateLimited = "rate_limited"
+	// ApprovalInvalid: the call presented an approval that does not fit
+	// it (another key's, for other arguments, already used, unknown); it
+	// did not run.
+	ApprovalInvalid = "approval_invalid"
+	// ApprovalRejected: a person rejected the call; the message carries
+	// their reason.
+	ApprovalRejected = "approval_rejected"
+	// ApprovalExpired: the call's approval lapsed before it was decided or
+	// used; sending the call again asks anew.
+	ApprovalExpired = "approval_expired"
 )
 
 // codes is every code above, in the order api/openapi.yaml lists them.
@@ -60,6 +70,7 @@ var codes = [...]string{
 	UnknownTool, MalformedArguments, InvalidArguments, ToolError, NotFound,
 	PathDenied, PolicyDenied, Timeout, Canceled, Busy, Unavailable,
 	AuditUnavailable, AuditFailed, DuplicateCall, RateLimited,
+	ApprovalInvalid, ApprovalRejected, ApprovalExpired,
 }
 
 // Codes returns every error code, as a new slice.
