@@ -28,6 +28,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
@@ -68,6 +69,10 @@ type Spec struct {
 	// annotations), for MCP clients; what it leaves out takes MCP's
 	// defaults, and the title defaults to the name.
 	Hints registry.Annotations
+	// Approval is the entry's own approval rule, when it gives one: which
+	// calls of the tool wait for a person. A policy file's rule for the
+	// tool comes first.
+	Approval *approval.Rule
 	// Entry names the entry in errors: `tools file x.yaml, tool "name" (entry 2)`.
 	Entry string
 }
@@ -108,6 +113,7 @@ type entry struct {
 	Toolset     string         `yaml:"toolset"`
 	Title       string         `yaml:"title"`
 	Annotations *hintsEntry    `yaml:"annotations"`
+	Approval    any            `yaml:"approval"`
 	Extra       map[string]any `yaml:",inline"`
 }
 
@@ -284,7 +290,7 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 		return Spec{}, fmt.Errorf("%s: %s", label, fmt.Sprintf(format, args...))
 	}
 	if len(e.Extra) > 0 {
-		return fail("unknown key %s (known: name, title, description, parameters, command, shell, http, network, timeout, max_output, subagents, toolset, annotations)", keysOf(e.Extra))
+		return fail("unknown key %s (known: name, title, description, parameters, command, shell, http, network, timeout, max_output, subagents, toolset, annotations, approval)", keysOf(e.Extra))
 	}
 	s := Spec{Name: e.Name, Description: strings.TrimSpace(e.Description), MaxOutput: e.MaxOutput,
 		Subagents: e.Subagents, Toolset: e.Toolset, Entry: label}
@@ -314,6 +320,9 @@ func parseEntry(node *yaml.Node, n int, opts Options) (Spec, error) {
 		return fail("%v", err)
 	}
 	if s.Parameters, err = parseParameters(e.Parameters); err != nil {
+		return fail("%v", err)
+	}
+	if s.Approval, err = parseApproval(e.Approval, s.Parameters); err != nil {
 		return fail("%v", err)
 	}
 	if err := parseRunner(&e, &s, opts); err != nil {
