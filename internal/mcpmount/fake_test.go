@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -24,8 +25,11 @@ const fakeVar = "MCPMOUNT_FAKE"
 //	raw      a hand-written MCP server (below)
 //	npmnet   prints what npx prints without a network, and exits 1
 //	pipnet   prints what pip prints without a network, and exits 1
+//	npxhalf  as npx cut short in an install: see npxHalf
 func runFake(mode string) {
 	switch mode {
+	case "npxhalf":
+		npxHalf()
 	case "npmnet":
 		fmt.Fprintln(os.Stderr, "npm error code EAI_AGAIN")
 		fmt.Fprintln(os.Stderr, "npm error syscall getaddrinfo")
@@ -51,6 +55,32 @@ func runFake(mode string) {
 	}
 	fmt.Fprintln(os.Stderr, "unknown fake mode", mode)
 	os.Exit(2)
+}
+
+// npxHalf acts as npx does when it is cut short in an install: it finds
+// or leaves a half-made install in $npm_config_cache/_npx, notes which
+// ("found" or "fresh") as a line of $FAKE_WS/attempts, and then never
+// answers (or, with FAKE_EXIT set, exits 1, as npm does after a failed
+// install it rolled back).
+func npxHalf() {
+	half := filepath.Join(os.Getenv("npm_config_cache"), "_npx", "1234abcd", "node_modules", "pkg")
+	seen := "fresh"
+	if _, err := os.Stat(half); err == nil {
+		seen = "found"
+	}
+	if err := os.MkdirAll(half, 0o700); err != nil {
+		seen = "error " + err.Error()
+	}
+	f, err := os.OpenFile(filepath.Join(os.Getenv("FAKE_WS"), "attempts"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		fmt.Fprintln(f, seen)
+		f.Close()
+	}
+	if os.Getenv("FAKE_EXIT") != "" {
+		os.Exit(1)
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	select {}
 }
 
 // rawServer speaks newline-delimited JSON-RPC by hand, so that it can
@@ -107,7 +137,7 @@ func rawServer(in io.Reader, out io.Writer) {
 			tools := []any{
 				map[string]any{"name": "echo", "description": "Echo the text.", "inputSchema": obj(`{"text":{"type":"string"},"secret":{"type":"boolean"}}`)},
 				map[string]any{"name": "fail", "inputSchema": obj(`{}`)},
-				map[string]any{"name": "probe", "inputSchema": obj(`{"read":{"type":"string"},"dial":{"type":"string"}}`)},
+				map[string]any{"name": "probe", "inputSchema": obj(`{"read":{"type":"string"},"write":{"type":"string"},"dial":{"type":"string"}}`)},
 				map[string]any{"name": "huge", "inputSchema": obj(`{"mb":{"type":"integer"}}`)},
 				map[string]any{"name": "slow", "inputSchema": obj(`{}`)},
 				map[string]any{"name": "change", "inputSchema": obj(`{}`)},
@@ -151,6 +181,15 @@ func rawServer(in io.Reader, out io.Writer) {
 						out = append(out, "read: "+string(b))
 					}
 				}
+				if p, _ := a["write"].(string); p != "" {
+					if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+						out = append(out, "write: "+err.Error())
+					} else if err := os.WriteFile(p, []byte("WRITTEN"), 0o600); err != nil {
+						out = append(out, "write: "+err.Error())
+					} else {
+						out = append(out, "write: ok")
+					}
+				}
 				if addr, _ := a["dial"].(string); addr != "" {
 					if c, err := net.Dial("tcp", addr); err != nil {
 						out = append(out, "dial: "+err.Error())
@@ -162,6 +201,9 @@ func rawServer(in io.Reader, out io.Writer) {
 				wd, _ := os.Getwd()
 				out = append(out, "cwd: "+wd, "home: "+os.Getenv("HOME"), "service secret: "+os.Getenv("SERVICE_SECRET"),
 					"ws: "+os.Getenv("FAKE_WS"), fmt.Sprintf("pid: %d", os.Getpid()))
+				for _, v := range []string{"npm_config_cache", "XDG_CACHE_HOME", "BUN_INSTALL_CACHE_DIR"} {
+					out = append(out, v+": "+os.Getenv(v))
+				}
 				reply(text(strings.Join(out, "\n"), false))
 			case "fail":
 				reply(text("the widget is broken", true))

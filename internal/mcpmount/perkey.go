@@ -45,7 +45,8 @@ const minReap = 10 * time.Millisecond
 // loads its file) would otherwise do so in some key's folder or in the
 // whole workspace, which the keys' folders are part of. ${WORKSPACE} is
 // that folder, its HOME one of its own below the shared HOME (when there
-// is one), and it runs in a sandbox whose workspace is that folder, the
+// is one), its package cache the server's own (no key's instance uses
+// it), and it runs in a sandbox whose workspace is that folder, the
 // real workspace hidden (in a mode that confines files; in mode none
 // nothing is confined anyway).
 func newListing(name string, cfg Config, base Deps, addSecrets func(...string)) (*Server, error) {
@@ -276,7 +277,8 @@ func (p *instances) start(ctx context.Context, in *instance) (*Server, error) {
 // key's folder (the whole workspace for a key without one), which is also
 // its working folder and ${WORKSPACE}; its HOME the folder's own below
 // the shared HOME, as exec's commands for that folder get (the shared
-// HOME for the whole workspace); its sandbox the folder's (sandbox.For).
+// HOME for the whole workspace); its sandbox the folder's (sandbox.For);
+// its package cache the key's own (pkgcache.Caches.Key).
 func (p *instances) make(k instKey) (*Server, error) {
 	d := p.base
 	if k.folder != "" {
@@ -297,6 +299,10 @@ func (p *instances) make(k instKey) (*Server, error) {
 	d.Log = d.Log.With().Str("key", k.key).Str("folder", k.folder).Logger()
 	s := New(p.name, p.cfg, d)
 	s.files = p.base.Workspace
+	// The key's own package cache: a cache shared by the keys would let
+	// one key's calls plant a package that another key's instance runs.
+	key := k.key
+	s.cacheKey = &key
 	if k.folder != "" && d.Sandbox != nil {
 		// Made now, so that a folder commands cannot be confined to is
 		// this call's clear error, not a server that never starts.

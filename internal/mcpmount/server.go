@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/egress"
+	"github.com/countbot/toolsvc/internal/pkgcache"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
@@ -36,10 +37,19 @@ type Deps struct {
 	// key's own folder. Required.
 	Workspace *workspace.Workspace
 	// Home is a stdio server's HOME, kept between starts (exec's
-	// TOOLSVC_EXEC_HOME, where npx keeps its cache). Empty: each start of
-	// the server gets a fresh HOME of its own, the folder "home" in its
-	// private temporary folder, as each exec call does.
+	// TOOLSVC_EXEC_HOME). Empty: each start of the server gets a fresh
+	// HOME of its own, the folder "home" in its private temporary
+	// folder, as each exec call does.
 	Home string
+	// Caches, when set, gives each stdio server a package cache of its
+	// own, kept between its starts and the service's restarts, writable
+	// in its sandbox and in no other (see pkgcache): npm, uv, pip, pnpm
+	// and bun are pointed at it, so that a restart runs what npx or uvx
+	// downloaded before. A per_key server's instance for a key gets the
+	// key's own. It applies with Home set too: HOME is shared by every
+	// server and command, a cache is one server's. Nil: the package
+	// managers keep their caches in HOME.
+	Caches *pkgcache.Caches
 	// TempDir holds each stdio server's private temporary folder, made
 	// when it starts and removed when it stops; default os.TempDir().
 	TempDir string
@@ -184,6 +194,9 @@ type Server struct {
 	// keyed, for the listing instance of a per_key server, runs the keys'
 	// instances its tools' calls go to; nil otherwise.
 	keyed *instances
+	// cacheKey, for a key's instance of a per_key server, names the key
+	// whose package cache it keeps; nil: the server's own.
+	cacheKey *string
 	// net is the network the server's process gets: the entry's, or its
 	// package registry's (registry) for a package runner that gives none;
 	// rules decide an allowlist's destinations.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/childenv"
 	"github.com/countbot/toolsvc/internal/egress"
+	"github.com/countbot/toolsvc/internal/pkgcache"
 	"github.com/countbot/toolsvc/internal/sandbox"
 )
 
@@ -31,6 +33,9 @@ type child struct {
 	stdout *os.File // the service's end
 	tmp    string
 	stderr *stderrLog
+	// cache is the server's package cache, nil without one: its start is
+	// over (Done) once the process is ready or has ended on its own.
+	cache  *pkgcache.Folder
 	exited chan struct{}
 	err    error // how it ended, after exited
 	once   sync.Once
@@ -67,8 +72,15 @@ func (s *Server) connectStdio(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: no sandbox for it: %w", s.name, err)
 	}
-	ch, err := s.startChild(sb)
+	sb, cache, err := s.withCache(sb)
 	if err != nil {
+		return nil, err
+	}
+	ch, err := s.startChild(sb, cache)
+	if err != nil {
+		if cache != nil {
+			cache.Done()
+		}
 		return nil, err
 	}
 	ch.starting = ctx
@@ -93,6 +105,9 @@ func (s *Server) session(ctx context.Context, c *conn, t mcp.Transport) (*conn, 
 	c.cs = cs
 	if c.child != nil {
 		c.child.ready.Store(true)
+		if c.child.cache != nil {
+			c.child.cache.Done()
+		}
 	}
 	go c.watch()
 	return c, nil
@@ -111,6 +126,47 @@ func (s *Server) program(dir string, env []string) (string, error) {
 	return prog, nil
 }
 
+// freshHome makes the folder "home" in the process's temporary folder
+// tmp, its HOME when no HOME is kept between starts: its own, gone when
+// the server stops.
+func (s *Server) freshHome(tmp string) error {
+	home := filepath.Join(tmp, "home")
+	err := os.Mkdir(home, 0o700)
+	if err == nil && s.d.Owner != nil {
+		err = os.Chown(home, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
+	}
+	if err != nil {
+		return fmt.Errorf("MCP server %s: home folder: %w", s.name, err)
+	}
+	return nil
+}
+
+// withCache prepares the server's package cache (see Deps.Caches) for a
+// start and returns sb with the cache writable (sandbox.With): the one
+// sandbox that reaches it. Without Caches it returns sb and no cache.
+func (s *Server) withCache(sb *sandbox.Sandbox) (*sandbox.Sandbox, *pkgcache.Folder, error) {
+	if s.d.Caches == nil {
+		return sb, nil, nil
+	}
+	var f *pkgcache.Folder
+	var err error
+	if s.cacheKey != nil {
+		f, err = s.d.Caches.Key(s.name, *s.cacheKey)
+	} else {
+		f, err = s.d.Caches.Server(s.name)
+	}
+	if err == nil {
+		sb, err = sb.With(f.Dir)
+	}
+	if err == nil {
+		err = f.Begin()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("MCP server %s: its package cache: %w", s.name, err)
+	}
+	return sb, f, nil
+}
+
 // tempDir makes the process's private temporary folder, owned by the
 // account servers run as.
 func (s *Server) tempDir() (string, error) {
@@ -125,11 +181,15 @@ func (s *Server) tempDir() (string, error) {
 }
 
 // startChild starts the command: argv resolved against the child's PATH,
-// an allowlisted environment plus the entry's env, the working folder in
-// the workspace, a private temporary folder, stdin and stdout as pipes to
-// the service and stderr to the log.
-func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
+// an allowlisted environment plus the entry's env and the package cache
+// (when there is one), the working folder in the workspace, a private
+// temporary folder, stdin and stdout as pipes to the service and stderr
+// to the log.
+func (s *Server) startChild(sb *sandbox.Sandbox, cache *pkgcache.Folder) (*child, error) {
 	env := s.env()
+	if cache != nil {
+		env = withCacheEnv(env, cache.Dir)
+	}
 	dir, err := s.workDir()
 	if err != nil {
 		return nil, err
@@ -148,15 +208,9 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 		env = append(env, egress.Env("http://"+sandbox.EgressAddr)...)
 	}
 	if s.d.Home == "" {
-		// A fresh HOME of its own, gone when the server stops.
-		home := filepath.Join(tmp, "home")
-		err := os.Mkdir(home, 0o700)
-		if err == nil && s.d.Owner != nil {
-			err = os.Chown(home, int(s.d.Owner.Uid), int(s.d.Owner.Gid))
-		}
-		if err != nil {
+		if err := s.freshHome(tmp); err != nil {
 			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("MCP server %s: home folder: %w", s.name, err)
+			return nil, err
 		}
 		env[0] = "HOME=" + filepath.Join(childTmp, "home")
 	}
@@ -172,7 +226,7 @@ func (s *Server) startChild(sb *sandbox.Sandbox) (*child, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	ch := &child{stdin: inW, stdout: outR, tmp: tmp, stderr: &stderrLog{s: s}, exited: make(chan struct{})}
+	ch := &child{stdin: inW, stdout: outR, tmp: tmp, stderr: &stderrLog{s: s}, cache: cache, exited: make(chan struct{})}
 	cmd := exec.CommandContext(s.life, path, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -243,7 +297,9 @@ func (c *child) kill() { c.proc.Kill() }
 // temporary folder. A process that never finished the handshake and
 // whose time to start is up (it did not answer initialize, or the
 // service stops) is killed at once: it has nothing to save, and a
-// program waiting for a download may not read its stdin at all.
+// program waiting for a download may not read its stdin at all. Killed
+// so, it may have been installing into its package cache: the cache's
+// start is left open, for the next start to clear (pkgcache.Begin).
 func (c *child) stop() {
 	c.once.Do(func() {
 		c.stdin.Close()
@@ -260,6 +316,9 @@ func (c *child) stop() {
 			<-c.exited
 		}
 		t.Stop()
+		if c.cache != nil && (c.ready.Load() || !c.killed.Load()) {
+			c.cache.Done()
+		}
 		c.stdout.Close()
 		os.RemoveAll(c.tmp)
 	})
@@ -286,6 +345,20 @@ func (s *Server) env() []string {
 		out = append(out, k+"="+s.res.env[k])
 	}
 	return out
+}
+
+// withCacheEnv adds the variables that point the package managers at the
+// cache dir (pkgcache.Env) to env, each unless env sets it already: the
+// entry's env and TOOLSVC_EXEC_ENV_ALLOW's variables are the operator's
+// choice and win.
+func withCacheEnv(env []string, dir string) []string {
+	for _, kv := range pkgcache.Env(dir) {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func envValue(env []string, name string) string {
