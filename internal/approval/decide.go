@@ -76,10 +76,8 @@ func (s *Service) Decide(ctx context.Context, by, id, decision, reason string) (
 	if err != nil {
 		return Approval{}, err
 	}
-	if a.Key == by {
-		if _, self := s.o.Rules(by); !self {
-			return Approval{}, ErrOwnCall
-		}
+	if a.Key == by && !s.selfApprove(by) {
+		return Approval{}, ErrOwnCall
 	}
 	a, err = s.o.Store.Decide(ctx, id, status, by, s.o.Redact(reason), s.o.Now().UTC())
 	if err != nil {
@@ -196,4 +194,13 @@ func (s *Service) run(ctx context.Context, every, keep time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// selfApprove reports whether the key named key may decide its own calls.
+func (s *Service) selfApprove(key string) bool {
+	if s.o.Rules == nil {
+		return false
+	}
+	_, self := s.o.Rules(key)
+	return self
 }

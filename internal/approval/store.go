@@ -136,8 +136,12 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	return s, nil
 }
 
-// save writes a to its file, whole or not at all. Called with mu held.
-func (s *FileStore) save(a Approval) error {
+// save writes a to its file, whole or not at all (a rename), and with
+// durable waits until the disk has it. Called with mu held. Only a use
+// needs the wait: a creation or a decision lost in a crash is asked or
+// decided again, but a use lost would let the approval run its call once
+// more after a restart.
+func (s *FileStore) save(a Approval, durable bool) error {
 	data, err := json.Marshal(a)
 	if err != nil {
 		return err
@@ -147,7 +151,7 @@ func (s *FileStore) save(a Approval) error {
 		return err
 	}
 	_, err = tmp.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -166,7 +170,7 @@ func (s *FileStore) save(a Approval) error {
 func (s *FileStore) Create(_ context.Context, a Approval) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.save(a); err != nil {
+	if err := s.save(a, false); err != nil {
 		return err
 	}
 	s.m[a.ID] = a
@@ -215,8 +219,8 @@ func (s *FileStore) Pending(context.Context) ([]Approval, error) {
 }
 
 // change applies fn to the approval id under the lock and saves what it
-// returns.
-func (s *FileStore) change(id string, fn func(a *Approval) error) (Approval, error) {
+// returns (durable: see save).
+func (s *FileStore) change(id string, durable bool, fn func(a *Approval) error) (Approval, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.m[id]
@@ -226,7 +230,7 @@ func (s *FileStore) change(id string, fn func(a *Approval) error) (Approval, err
 	if err := fn(&a); err != nil {
 		return a, err
 	}
-	if err := s.save(a); err != nil {
+	if err := s.save(a, durable); err != nil {
 		return Approval{}, err
 	}
 	s.m[id] = a
@@ -234,11 +238,11 @@ func (s *FileStore) change(id string, fn func(a *Approval) error) (Approval, err
 }
 
 func (s *FileStore) Decide(_ context.Context, id, status, by, reason string, at time.Time) (Approval, error) {
-	return s.change(id, func(a *Approval) error { return Decided(a, status, by, reason, at) })
+	return s.change(id, false, func(a *Approval) error { return Decided(a, status, by, reason, at) })
 }
 
 func (s *FileStore) Use(_ context.Context, id, callID string, at time.Time) (Approval, error) {
-	return s.change(id, func(a *Approval) error { return Used(a, callID, at) })
+	return s.change(id, true, func(a *Approval) error { return Used(a, callID, at) })
 }
 
 func (s *FileStore) Expire(_ context.Context, now time.Time) ([]Approval, error) {
@@ -250,7 +254,7 @@ func (s *FileStore) Expire(_ context.Context, now time.Time) ([]Approval, error)
 			continue
 		}
 		a.Status = StatusExpired
-		if err := s.save(a); err != nil {
+		if err := s.save(a, false); err != nil {
 			return out, err
 		}
 		s.m[id] = a
