@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/customtools"
 	"github.com/countbot/toolsvc/internal/egress"
+	"github.com/countbot/toolsvc/internal/homedir"
 	"github.com/countbot/toolsvc/internal/mcpmount"
 	"github.com/countbot/toolsvc/internal/netguard"
+	"github.com/countbot/toolsvc/internal/pkgcache"
 	"github.com/countbot/toolsvc/internal/redact"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
@@ -53,16 +56,24 @@ func loadToolsFile(path string, getenv func(string) (string, bool)) (*customtool
 
 // modelWritable are the folders the model can write into: the workspace
 // (write_file, edit_file, exec) and the folders exec's sandbox lets
-// commands and MCP servers write besides it (TOOLSVC_EXEC_HOME; their
-// temporary folders are fresh for each and gone after). The data folder
-// is hidden from them.
-func modelWritable(ws string, c config.Exec) []customtools.Area {
+// commands and MCP servers write besides it (TOOLSVC_EXEC_HOME, and each
+// stdio server its package cache below the data folder; their temporary
+// folders are fresh for each and gone after). The rest of the data
+// folder is hidden from them.
+func modelWritable(ws, dataDir string, c config.Exec) []customtools.Area {
 	areas := []customtools.Area{{Dir: ws, What: "the workspace", Setting: "TOOLSVC_WORKSPACE"}}
 	if c.ExecHome != "" {
 		areas = append(areas, customtools.Area{Dir: c.ExecHome, What: "exec's HOME", Setting: "TOOLSVC_EXEC_HOME"})
 	}
+	if dataDir != "" {
+		areas = append(areas, customtools.Area{Dir: mcpCacheRoot(dataDir), What: "the MCP servers' package caches", Setting: "TOOLSVC_DATA_DIR"})
+	}
 	return areas
 }
+
+// mcpCacheRoot is the folder below the data folder that holds the
+// package cache of each stdio MCP server (see pkgcache).
+func mcpCacheRoot(dataDir string) string { return filepath.Join(dataDir, "mcp-cache") }
 
 // warnUnconfined says when the model can write beyond the folders
 // modelWritable lists, which the tools file's checks cannot cover: then
@@ -122,7 +133,7 @@ func newCustom(d Deps, reg *registry.Registry, red *redact.Redactor, built *Tool
 	sw := d.Config.Switches
 	getenv = customtools.HideServiceVars(getenv)
 	ws := d.Workspace.Dir()
-	areas := modelWritable(ws, d.Config.Exec)
+	areas := modelWritable(ws, d.DataDir, d.Config.Exec)
 	// The file was read before the workspace was opened: where it lies is
 	// checked now, before any of its tools is built.
 	if err := customtools.CheckPlace(sw.ToolsFile, areas); err != nil {
@@ -255,10 +266,12 @@ func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *e
 		sb.Mode = runner.sandbox.Mode()
 		o.Sandbox = &sb
 		user = sb.User
+		o.Deps.Caches = mcpCaches(d, user)
 	}
 	if ex.ExecHome != "" {
 		// Stdio servers keep TOOLSVC_EXEC_HOME between starts, as exec's
-		// commands keep it between calls (npx's cache lives there);
+		// commands keep it between calls (their dotfiles; the package
+		// managers' caches are each server's own, see mcpCaches);
 		// otherwise each start gets a fresh HOME of its own. A per_key
 		// server's instance for a key's folder keeps the folder's own HOME
 		// below it, the one exec's commands for that folder get.
@@ -269,6 +282,33 @@ func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *e
 		o.Deps.Home = home
 	}
 	return mcpmount.NewMount(o), nil
+}
+
+// mcpCaches gives each stdio server a package cache of its own below the
+// data folder, kept between its starts and the service's restarts, so
+// that a restart runs what npx or uvx downloaded before, in every case,
+// TOOLSVC_EXEC_HOME or not: a HOME is shared by every server and
+// command, a cache must not be (one server could plant a package that
+// another runs). The data folder is a private path of exec's sandbox:
+// each server's sandbox shows its own cache and nothing else of it.
+// Where the servers' account (TOOLSVC_EXEC_USER) cannot pass through the
+// data folder to reach a cache, the servers run without one, as before
+// (the package managers keep their caches in HOME), and the log says how
+// to open the way.
+func mcpCaches(d Deps, user *sandbox.User) *pkgcache.Caches {
+	if d.DataDir == "" {
+		return nil
+	}
+	var owner *homedir.User
+	if user != nil {
+		owner = &homedir.User{Uid: user.Uid, Gid: user.Gid}
+	}
+	caches, err := pkgcache.New(mcpCacheRoot(d.DataDir), owner)
+	if err != nil {
+		d.Log.Warn().Err(err).Msg("MCP servers: no package cache of their own; npx, uvx and the like download again at each start of a stdio server, unless TOOLSVC_EXEC_HOME keeps their caches")
+		return nil
+	}
+	return caches
 }
 
 func hasShell() bool {
