@@ -53,7 +53,7 @@ func TestMigrationsOnceAcrossReplicas(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&rows, &version); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 2 || version != 2 { // 0001_agents, 0002_rate_buckets
+	if rows != 3 || version != 3 { // 0001_agents, 0002_rate_buckets, 0003_approvals
 		t.Errorf("schema_migrations: %d rows, version %d", rows, version)
 	}
 }
