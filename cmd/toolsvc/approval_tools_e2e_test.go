@@ -73,3 +73,21 @@ tools:
 	}
 	assertContains(t, "start-up error", err.Error(), "tools file "+bad, `tool "purge"`, `"sometimes" is no approval rule`)
 }
+
+// TestApprovalSummaries: the person deciding reads the built-in tools'
+// own words, through GET /approvals as well as in the held result.
+func TestApprovalSummaries(t *testing.T) {
+	t.Parallel()
+	s := startApprovals(t, nil)
+	alice, bob := s.asKey(policyAliceKey), s.asKey(policyBobKey)
+	h := held(t, alice.invoke(t, "exec", map[string]any{"command": "git push origin main", "working_dir": "repo", "timeout": 60}))
+	if want := `run the command: "git push origin main" (in the folder repo, timeout 60 s)`; h.Summary != want {
+		t.Errorf("exec's summary = %q, want %q", h.Summary, want)
+	}
+	w := held(t, alice.invoke(t, "write_file", map[string]any{"path": "./notes/../deploy/prod.yaml", "content": "replicas: 3\n"}))
+	if want := "write 12 bytes to deploy/prod.yaml (given as ./notes/../deploy/prod.yaml), replacing the file if it exists"; w.Summary != want {
+		t.Errorf("write_file's summary = %q, want %q", w.Summary, want)
+	}
+	_, body := bob.do(t, "GET", "/approvals", nil, nil)
+	assertContains(t, "GET /approvals", string(body), `"summary":"run the command: \"git push origin main\"`, `"summary":"write 12 bytes to deploy/prod.yaml`)
+}
