@@ -21,12 +21,12 @@ import (
 // maxDecisionBytes bounds the body of POST /approvals/{id}.
 const maxDecisionBytes = 16 << 10
 
-// approvalRoutes adds the approvals' doors: GET /approvals (the pending
-// ones, for approvers; a page for a browser), GET /approvals/{id} (one,
-// for the key whose call it holds or an approver) and POST
-// /approvals/{id} (a decision).
+// approvalRoutes adds the approvals' doors behind the keys: GET
+// /approvals/{id} (one, for the key whose call it holds or an approver)
+// and POST /approvals/{id} (a decision). GET /approvals (the pending
+// ones, for approvers; a page for a browser) is added outside the keys
+// by approvalPageRoutes, which checks the key itself for the list.
 func (s *server) approvalRoutes(r chi.Router) {
-	r.Get("/approvals", s.listApprovals)
 	r.Get("/approvals/{id}", s.getApproval)
 	r.Post("/approvals/{id}", s.decideApproval)
 }
@@ -36,6 +36,8 @@ type approvalList struct {
 	Approvals []approval.Approval `json:"approvals"`
 }
 
+// listApprovals answers GET /approvals as JSON, behind the keys; a
+// browser's request for the page never reaches it (approvalPageRoutes).
 func (s *server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	list, err := s.opts.Approvals.Pending(r.Context(), keyFrom(r.Context()))
 	if err != nil {

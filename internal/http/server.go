@@ -155,6 +155,9 @@ func NewHandler(opts Options) http.Handler {
 	var idx *index
 	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
 	s.docsRoutes(r, serveIndex)
+	if opts.Approvals != nil {
+		s.approvalPageRoutes(r)
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
 		r.Get("/", serveIndex)
