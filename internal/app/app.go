@@ -15,6 +15,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -333,6 +334,8 @@ func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loade
 		AllowedHosts:  cfg.AllowedHosts,
 		Media:         a.links,
 		Approvals:     a.approvals,
+		// Checked by the configuration: 32 bytes in base64, or empty.
+		ApprovalSealKey: func() []byte { k, _ := base64.StdEncoding.DecodeString(string(cfg.ApprovalSealKey)); return k }(),
 
 		BodyTimeout:        calls.BodyTimeout,
 		StreamWriteTimeout: calls.StreamWriteTimeout,

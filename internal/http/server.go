@@ -79,6 +79,10 @@ type Options struct {
 	// /approvals, and the wait of a held call streamed with
 	// Accept: text/event-stream.
 	Approvals *approval.Service
+	// ApprovalSealKey seals what an MCP client carries while its user
+	// decides a held call (approval.SealKeyBytes bytes; empty: a random
+	// key of this process).
+	ApprovalSealKey []byte
 }
 
 type server struct {
@@ -125,7 +129,7 @@ func NewHandler(opts Options) http.Handler {
 	s.rendered = newRenderings(opts.Registry, opts.Version)
 	mcpHandler := mcp.NewHandler(mcp.Options{
 		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
-		Key: keyFrom, Denied: s.mcpDenied,
+		Key: keyFrom, Denied: s.mcpDenied, Approvals: opts.Approvals, SealKey: opts.ApprovalSealKey,
 	})
 
 	r := chi.NewRouter()
@@ -307,7 +311,11 @@ func (s *server) mcpInvoke(ctx context.Context, t registry.Target, args []byte) 
 	// A refusal of the key policy is a result: a tool the key may not
 	// call cannot come here (the MCP handler offers the key none), and a
 	// rate_limited result becomes the handler's JSON-RPC error.
-	a, refused, ok := s.opts.Registry.Admit(t, *p.facts)
+	facts := *p.facts
+	if id := mcp.PresentedApproval(ctx); id != "" {
+		facts.Approval = id // the client's answer to the question about this call
+	}
+	a, refused, ok := s.opts.Registry.Admit(t, facts)
 	if !ok {
 		return refused, ""
 	}

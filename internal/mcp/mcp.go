@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
@@ -43,6 +44,15 @@ type Options struct {
 	// call, before it is answered as an unknown tool, so that the refusal
 	// is recorded.
 	Denied func(ctx context.Context, t registry.Target)
+	// Approvals, when set, lets a client of protocol 2026-07-28 or later
+	// put a held call to its user and decide it with the answer (see
+	// approval.go). Nil: held calls are answered as over REST.
+	Approvals *approval.Service
+	// SealKey seals the requestState of such a question
+	// (approval.SealKeyBytes bytes); empty: a random key of this process.
+	SealKey []byte
+
+	holds *holds // built by NewHandler
 }
 
 const instructions = "These are toolsvc's tools. Arguments are checked against each tool's input schema; " +
@@ -76,6 +86,7 @@ type Handler struct {
 // again when the registry's generation changes (tools from a file
 // reloaded), and kept while it does not.
 func NewHandler(opts Options) *Handler {
+	opts.holds = newHolds(opts)
 	h := &Handler{opts: opts}
 	h.current("") // built now, so that the first request does not wait
 	h.sdk = fixErrors(sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return h.current(h.key(r.Context())) },
@@ -199,6 +210,13 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, t registry.Target
 		_, _ = w.Write(b)
 		return
 	}
+	if res.Status == registry.StatusApprovalRequired && refused == "" {
+		// Rare: encoded as the SDK encodes it, not by hand.
+		b, _ := marshal(heldResponse{JSONRPC: "2.0", ID: c.id, Result: heldResult(res, "")}) // plain values: cannot fail
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	writeResponse(w, &h.respBufs, c.id, result(res, refused))
 }
@@ -223,7 +241,7 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 				IdempotentHint:  a.Idempotent,
 				OpenWorldHint:   &a.OpenWorld,
 			},
-		}, handler(opts.Registry, opts.Invoke))
+		}, handler(opts.Registry, opts.holds))
 	}
 	srv.AddReceivingMiddleware(pendingCalls(opts))
 	return srv
@@ -254,6 +272,9 @@ func pendingCalls(opts Options) sdk.Middleware {
 			if e := rateLimited(res, refused); e != nil {
 				return nil, e
 			}
+			if res.Status == registry.StatusApprovalRequired && refused == "" {
+				return heldResult(res, ""), nil
+			}
 			return result(res, refused).sdk(), nil
 		}
 	}
@@ -264,19 +285,16 @@ func pendingCalls(opts Options) sdk.Middleware {
 type targetKey struct{}
 
 // handler is the SDK's tool handler: the same result as the fast path
-// (see result). The SDK has found the tool in its own list; the registry
+// (see result), and for a held call the question or the wait (see
+// holds.call). The SDK has found the tool in its own list; the registry
 // was asked once, by pendingCalls, for the Target the call runs on.
-func handler(reg *registry.Registry, invoke Invoker) sdk.ToolHandler {
+func handler(reg *registry.Registry, ho *holds) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		t, ok := ctx.Value(targetKey{}).(registry.Target)
 		if !ok || t.Name() != req.Params.Name {
 			t = reg.Find(req.Params.Name)
 		}
-		res, refused := invoke(ctx, t, req.Params.Arguments)
-		if e := rateLimited(res, refused); e != nil {
-			return nil, e
-		}
-		return result(res, refused).sdk(), nil
+		return ho.call(ctx, req, t)
 	}
 }
 
