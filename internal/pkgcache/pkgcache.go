@@ -18,6 +18,12 @@
 //
 // Server and key names are written with every byte outside [A-Za-z0-9_-]
 // as %XX, so that no name can climb out ("..") or reach a sibling.
+//
+// A folder stays when its server leaves the tools file, so that an entry
+// of the same name later finds what it downloaded; a server renamed
+// starts with an empty one. Nothing bounds their size: deleting a
+// server's folder reclaims it, and the folder is made again, empty, at
+// the server's next start.
 package pkgcache
 
 import (
@@ -144,7 +150,7 @@ const npxInstalls = "npm/_npx"
 func (f *Folder) Begin() error {
 	if _, err := os.Lstat(f.marker); err == nil {
 		if err := removeIn(f.Dir, npxInstalls); err != nil {
-			return fmt.Errorf("package cache %s: removing an install cut short: %w", f.Dir, err)
+			return fmt.Errorf("package cache %s: removing an install cut short: %w. Next: delete the folder; it is made again, empty, at the next start", f.Dir, err)
 		}
 	}
 	if err := os.WriteFile(f.marker, nil, 0o600); err != nil {
