@@ -14,6 +14,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,12 @@ const (
 
 // Record is one call as the audit log keeps it.
 type Record struct {
+	// Seq is the record's place in its replica's chain, 1, 2, ... in the
+	// order records were finished; Prev is the SHA-256, in hex, of the
+	// bytes of the chain's record before it (chain.go). The log sets both
+	// when it writes a final record; journal lines have neither.
+	Seq      uint64 `json:"seq,omitempty"`
+	Prev     string `json:"prev,omitempty"`
 	CallID   string `json:"call_id"`
 	ToolName string `json:"tool_name"`
 	// Arguments is the model's arguments: a json.RawMessage when they were
@@ -116,8 +123,15 @@ type Options struct {
 	// retention (RunRetention) now and then every interval, in the
 	// background, until Close.
 	RetentionInterval time.Duration
-	Now               func() time.Time
-	Log               zerolog.Logger
+	// SigningKeyFile names the Ed25519 private key (PKCS#8 PEM) the
+	// chain's digests are signed with; empty: they are written unsigned.
+	SigningKeyFile string
+	// DigestInterval is how often a digest of the chain is written, when
+	// records were added since the last (default a minute); negative:
+	// only after retention deletes and at Close.
+	DigestInterval time.Duration
+	Now            func() time.Time
+	Log            zerolog.Logger
 }
 
 // Stats counts the faults of a Log since it was made.
@@ -156,6 +170,11 @@ type Log struct {
 	// retention waits for the last one.
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
+
+	chain       *chain             // this replica's chain
+	key         ed25519.PrivateKey // signs digests; nil: unsigned
+	stopDigests context.CancelFunc
+	digests     sync.WaitGroup
 }
 
 // Started is what Start hands back for Finish: the journal segment that
@@ -192,15 +211,21 @@ func New(opts Options) (*Log, error) {
 	if err := os.MkdirAll(l.journal, 0o750); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	if err := l.openOwnChain(); err != nil {
+		l.files.close()
+		return nil, err
+	}
 	// A journal that cannot be reconciled now (a full disk, say) stays for
 	// the next round; it must not keep the service from starting.
 	if _, err := l.Reconcile(); err != nil {
 		opts.Log.Error().Err(err).Msg("audit reconciliation")
 	}
 	if _, err := l.next(dayOf(opts.Now()), nil); err != nil {
+		l.chain.close()
 		l.files.close()
 		return nil, fmt.Errorf("audit: journal: %w", err)
 	}
+	l.startDigests()
 	if opts.RetentionInterval > 0 {
 		ctx, stop := context.WithCancel(context.Background())
 		l.stopRetention = stop
@@ -266,26 +291,31 @@ func (l *Log) Finish(st Started, rec Record) error {
 	if bp == nil {
 		bp = new([]byte)
 	}
-	data, err := appendRecord((*bp)[:0], &rec)
+	// The record is encoded after room for its seq and prev, which the
+	// chain writes in front of it once it has its place.
+	buf, err := appendRecord(append((*bp)[:0], make([]byte, sealRoom)...), &rec)
+	var data []byte
 	if err == nil {
-		*bp = data[:0]
-		if err = l.fault("record"); err == nil {
-			if day, name, ok := recordName(&rec, &l.days); ok {
-				err = l.files.placeIn(day, name, data, false)
-			} else {
-				err = l.files.place(FileName(rec), data, false)
-			}
+		*bp = buf[:0]
+		day, name, ok := recordName(&rec, &l.days)
+		if !ok {
+			rel := FileName(rec)
+			day, name = filepath.Dir(rel), filepath.Base(rel)
+		}
+		if data, err = l.seal(buf, day, name); err != nil {
+			// Kept in the journal without a place in the chain, which it
+			// gets when the next start writes it.
+			data = buf[sealRoom:]
 		}
 	}
 	seg := st.seg
 	if err == nil {
-		l.toStdout(data)
 		if seg != nil {
 			seg.release()
 		}
 		// Nothing holds the record now: its buffer serves the next one,
 		// unless a huge result made it large.
-		if cap(data) <= 64<<10 {
+		if cap(buf) <= 64<<10 {
 			l.bufs.Put(bp)
 		}
 		return nil
@@ -524,17 +554,25 @@ func (l *Log) Prune() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("audit: prune: %w", err)
 	}
-	names := make([]string, 0, len(entries))
+	var old []string
 	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	n := 0
-	for _, name := range names {
-		day, err := time.Parse("2006-01-02", name)
-		if err != nil || !day.Before(cutoff) {
-			continue
+		day, err := time.Parse("2006-01-02", e.Name())
+		if err == nil && day.Before(cutoff) {
+			old = append(old, e.Name())
 		}
+	}
+	if len(old) == 0 {
+		return 0, nil
+	}
+	sort.Strings(old)
+	// The cut goes into a digest before anything is deleted: a folder
+	// gone without one is tampering, and one whose deletion failed after
+	// the digest is still whole.
+	if err := l.recordCut(old); err != nil {
+		return 0, fmt.Errorf("audit: prune: %w", err)
+	}
+	n := 0
+	for _, name := range old {
 		l.files.forget(name)
 		if err := os.RemoveAll(filepath.Join(l.opts.Dir, name)); err != nil {
 			return n, fmt.Errorf("audit: prune: %w", err)
@@ -582,8 +620,15 @@ func (l *Log) Close() error {
 		l.stopRetention()
 	}
 	l.retention.Wait()
+	if l.stopDigests != nil {
+		l.stopDigests()
+	}
+	l.digests.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.closed {
+		l.finalDigest()
+	}
 	l.closed = true
 	l.cur.Store(nil)
 	l.segs.Range(func(k, _ any) bool {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,10 +19,17 @@ import (
 	"github.com/countbot/toolsvc/internal/callinfo"
 )
 
+var testReplicas atomic.Int64
+
 func newLog(t *testing.T, opts Options) *Log {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = filepath.Join(t.TempDir(), "audit_logs")
+	}
+	// Each log stands for a process of its own, and two live processes
+	// never share a replica's name (its chain).
+	if opts.Replica == "" {
+		opts.Replica = fmt.Sprintf("test-%d", testReplicas.Add(1))
 	}
 	l, err := New(opts)
 	if err != nil {
@@ -93,6 +101,8 @@ func abandon(l *Log) {
 		return true
 	})
 	l.files.close()
+	// Its chain's lock goes with the process.
+	l.chain.close()
 }
 
 func TestStartThenFinish(t *testing.T) {
@@ -543,7 +553,7 @@ func TestPrune(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)
-	if strings.Join(names, ",") != ".journal,2026-11-02,2026-12-02,not-a-day" {
+	if strings.Join(names, ",") != ".journal,2026-11-02,2026-12-02,chain,not-a-day" {
 		t.Errorf("left %v", names)
 	}
 	keep := newLog(t, Options{RetentionDays: 0, Now: func() time.Time { return now }})

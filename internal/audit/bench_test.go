@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +26,7 @@ func BenchmarkCall(b *testing.B) {
 		pause bool
 	}{
 		{"start+finish", true, false, true, false},
+		{"start+finish without the chain", true, false, true, false},
 		{"start+finish after a pause", true, false, true, true},
 		{"record file only", false, false, true, false},
 		{"journal line only", true, false, false, false},
@@ -41,6 +43,10 @@ func BenchmarkCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
+			if strings.HasSuffix(c.name, "without the chain") {
+				l.chain.close()
+				l.chain = nil
+			}
 			rec := Record{Timestamp: time.Now(), ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}
 			for i := 0; b.Loop(); i++ {
 				rec.CallID = fmt.Sprint(i)

@@ -26,7 +26,17 @@ type encodedArgs []byte
 // appendRecordArgs is appendRecord, which also returns the encoded
 // arguments (a part of the returned slice).
 func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
-	b = append(b, `{"call_id":`...)
+	if rec.Seq > 0 {
+		b = append(b, `{"seq":`...)
+		b = strconv.AppendUint(b, rec.Seq, 10)
+		if rec.Prev != "" {
+			b = append(b, `,"prev":`...)
+			b = jsonx.AppendString(b, rec.Prev)
+		}
+		b = append(b, `,"call_id":`...)
+	} else {
+		b = append(b, `{"call_id":`...)
+	}
 	b = jsonx.AppendString(b, rec.CallID)
 	b = append(b, `,"tool_name":`...)
 	b = jsonx.AppendString(b, rec.ToolName)

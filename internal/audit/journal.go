@@ -266,10 +266,30 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The records go to the chain of the replica that ran the calls,
+	// whose end this process also seals with a digest when that replica
+	// is another (it died). One that is alive again reconciles its own.
+	var c *chain
+	if len(starts) > 0 {
+		replica := starts[0].Replica
+		if replica == "" {
+			replica = l.opts.Replica
+		}
+		var release bool
+		c, release, err = l.chainFor(replica)
+		if errors.Is(err, errChainBusy) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if release {
+			defer l.finishDeadChain(c)
+		}
+	}
 	interrupted := 0
 	for _, start := range starts {
-		name := FileName(start)
-		if l.files.exists(name) {
+		if l.files.exists(FileName(start)) {
 			continue
 		}
 		rec, ok := finals[start.CallID]
@@ -279,15 +299,9 @@ func (l *Log) reconcileSegment(path string) (int, error) {
 			rec.Result = "Error: the service stopped before this call finished (it crashed or was killed), so its outcome is unknown. Next: check whether the call's effects happened before repeating it."
 			interrupted++
 		}
-		rec = l.prepare(rec, nil)
-		data, err := appendRecord(nil, &rec)
-		if err != nil {
+		if err := l.sealReconciled(c, rec); err != nil {
 			return interrupted, err
 		}
-		if err := l.files.place(name, data, true); err != nil {
-			return interrupted, err
-		}
-		l.toStdout(data)
 	}
 	if interrupted > 0 {
 		l.opts.Log.Warn().Str("journal", filepath.Base(path)).Int("interrupted", interrupted).
