@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestApprovalToolsFileRules: a tools file's tool carries its own
@@ -90,4 +93,32 @@ func TestApprovalSummaries(t *testing.T) {
 	}
 	_, body := bob.do(t, "GET", "/approvals", nil, nil)
 	assertContains(t, "GET /approvals", string(body), `"summary":"run the command: \"git push origin main\"`, `"summary":"write 12 bytes to deploy/prod.yaml`)
+}
+
+// TestPythonApprovalExample runs examples/python/test_toolsvc_approval.py
+// against the real service: the standard-library module that an agent
+// framework's approval flow sits on (held, approved with an approver key
+// and sent again once, rejected, other arguments refused, no approver
+// key, the agent's key refused as an approver).
+func TestPythonApprovalExample(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the example: ", err)
+	}
+	s := startApprovals(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "test_toolsvc_approval.py")
+	cmd.Dir = "../../examples/python"
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1", "REQUIRE_TOOLSVC=1",
+		"TOOLS_URL=" + s.URL, "AGENT_KEY=" + policyAliceKey, "APPROVER_KEY=" + policyBobKey, "APPROVER_NAME=bob"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest test_toolsvc_approval.py: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "skipped") {
+		t.Fatalf("the example's tests were skipped:\n%s", out)
+	}
+	t.Logf("%s", out)
 }
