@@ -173,7 +173,8 @@ func logLines(t *testing.T, s *testServer) []map[string]any {
 // TestMCPServersPastedFromReadmes pastes the README entries of four MCP
 // servers from npm (readmeServers) into the tools file, unchanged, and
 // runs the service in each sandbox mode, with a TOOLSVC_EXEC_HOME of its
-// own where npx keeps its cache. Each entry is a package runner without
+// own (npx keeps its downloads in each server's own cache, below the data
+// folder, all the same). Each entry is a package runner without
 // "network", so each server's only network is its registry: the start-up
 // lines say "only registry.npmjs.org:443" for each, no refusal names the
 // registry, and yet every server downloads, starts and lists its tools
