@@ -13,6 +13,14 @@ const (
 	EventTurn     = "turn"      // the model replied (Turn is its number)
 	EventToolCall = "tool_call" // a tool call ended (Call)
 	EventEnd      = "end"       // the task ended (Status, Answer, Error)
+	// EventWaitingApproval: a tool call was held for a person's approval
+	// and the task waits for the decision (Approval: its ID, tool,
+	// summary and expiry).
+	EventWaitingApproval = "waiting_approval"
+	// EventResumed: the wait ended and the task runs again (Approval:
+	// approved, rejected or expired, by whom and why); the call's
+	// tool_call event follows.
+	EventResumed = "resumed"
 )
 
 // maxEventChars bounds the answer an end event carries; the whole answer
@@ -33,6 +41,8 @@ type Event struct {
 	Status string      `json:"status,omitempty"`
 	Answer string      `json:"answer,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// Approval is the approval of a waiting_approval or resumed event.
+	Approval *ApprovalWait `json:"approval,omitempty"`
 }
 
 // Text is the event in one line, for progress streams read by people and
@@ -47,6 +57,11 @@ func (e Event) Text() string {
 			s += " (" + e.Call.ErrorCode + ")"
 		}
 		return s
+	case EventWaitingApproval, EventResumed:
+		if e.Approval == nil {
+			break
+		}
+		return approvalText(e)
 	case EventEnd:
 		s := fmt.Sprintf("%s: %s after %d turns", e.Agent, e.Status, e.Turn)
 		if e.Error != "" {
@@ -55,6 +70,27 @@ func (e Event) Text() string {
 		return s
 	}
 	return e.Agent + ": " + e.Type
+}
+
+// approvalText is a waiting_approval or resumed event in one line.
+func approvalText(e Event) string {
+	a := e.Approval
+	if e.Type == EventWaitingApproval {
+		return fmt.Sprintf("%s: waits for a person's approval %s of %s: %s", e.Agent, a.ID, a.Tool, a.Summary)
+	}
+	s := fmt.Sprintf("%s: approval %s of %s ", e.Agent, a.ID, a.Tool)
+	switch {
+	case a.Status == "":
+		s += "not known (" + a.Error + ")"
+	case a.DecidedBy != "":
+		s += a.Status + " by " + a.DecidedBy
+	default:
+		s += a.Status
+	}
+	if a.Reason != "" {
+		s += ": " + a.Reason
+	}
+	return s + "; running again"
 }
 
 // Subscription follows one task's events.
@@ -96,7 +132,7 @@ func (m *Manager) Subscribe(ctx context.Context, id string) (*Subscription, bool
 	}
 	done := make(chan struct{})
 	s = &Subscription{ch: make(chan Event, subQueue), done: done}
-	if t.Status != StatusRunning {
+	if !Active(t.Status) {
 		close(done)
 		s.stop = func() {}
 		return s, true, nil

@@ -64,7 +64,7 @@ func (s *FileTaskStore) Load(ctx context.Context) ([]Task, error) {
 		all = all[:maxKeptTasks]
 	}
 	for i := range all {
-		if all[i].Status == StatusRunning {
+		if Active(all[i].Status) {
 			markInterrupted(&all[i], s.now().UTC(), "the service stopped while the task was running; its work so far is in the tool calls. Next: spawn it again if it is still needed.")
 			if err := s.Save(ctx, all[i], nil); err != nil {
 				return nil, err
@@ -77,6 +77,7 @@ func (s *FileTaskStore) Load(ctx context.Context) ([]Task, error) {
 // markInterrupted ends t as interrupted at now.
 func markInterrupted(t *Task, now time.Time, why string) {
 	t.Status, t.FinishedAt, t.UpdatedAt = StatusInterrupted, &now, now
+	t.Approval = nil
 	t.Error = &Failure{Code: FailInterrupted, Message: why}
 }
 

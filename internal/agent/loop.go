@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
@@ -77,6 +79,29 @@ type Observer interface {
 	Called(name, args string, res registry.Result)
 }
 
+// ApprovalWaiter waits for a person's decision on a held call
+// (approval.Service): Wait returns once the approval id is decided or
+// has expired, or ctx ends (with ctx's error).
+type ApprovalWaiter interface {
+	Wait(ctx context.Context, id string) (approval.Approval, error)
+}
+
+// ApprovalObserver is an Observer that also hears when the loop stops
+// for a held call and when it goes on: a task's manager shows the task
+// as waiting_approval in between and stops its clock.
+type ApprovalObserver interface {
+	Observer
+	// Waiting: the call of name with args was held (res is the held
+	// result, with its approval's ID, summary and expiry).
+	Waiting(name, args string, res registry.Result)
+	// Resumed: the wait has ended and the call is sent again, with the
+	// approval as it then was (decided or expired; its ID and tool only
+	// when err, the wait's error, is set: the store of approvals could
+	// not be read until past the approval's expiry). It is not called
+	// when the task is ending (its context is done).
+	Resumed(a approval.Approval, err error)
+}
+
 // Loop runs one sub-agent: model reply, tool calls, results back, until
 // the model replies without tool calls or a bound is reached.
 type Loop struct {
@@ -97,6 +122,13 @@ type Loop struct {
 	// Key is the name of the API key the work belongs to: its tool calls
 	// carry it, into the audit log and into any work they start.
 	Key string
+	// Approvals, when set, makes a call held for a person's approval wait
+	// for the decision and then be sent again with the approval: the
+	// model gets what became of it (its result, the rejection with its
+	// reason, or the expiry) as the call's result, not the hold. Without
+	// it the model gets the hold itself (send_message's conversations,
+	// which cannot wait for a person).
+	Approvals ApprovalWaiter
 }
 
 // Run works on task under ctx (which carries the task's deadline). id is
@@ -155,7 +187,11 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 			case key == prevKey:
 				res = registry.Failed(name, toolerr.DuplicateCall, fmt.Sprintf("You just called %s with exactly these arguments; its result is the previous tool message. Next: use that result, or do something different.", name))
 			default:
-				res = l.Tools.Invoke(ctx, name, []byte(args), registry.Meta{SessionID: id, Source: source, Key: l.Key})
+				meta := registry.Meta{SessionID: id, Source: source, Key: l.Key}
+				res = l.Tools.Invoke(ctx, name, []byte(args), meta)
+				if res.Status == registry.StatusApprovalRequired && l.Approvals != nil {
+					res = l.awaitApproval(ctx, name, args, meta, res, obs)
+				}
 			}
 			obs.Called(name, args, res)
 			prevKey = key
@@ -168,6 +204,82 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 	}
 	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,
 		Message: fmt.Sprintf("stopped after %d model replies (%s) without a final answer", l.MaxTurns, limit)}}
+}
+
+// Bounds of the wait for a held call's decision.
+const (
+	// approvalGrace is how long past its expiry a wait goes on: the
+	// approval service says an approval has expired by its own clock,
+	// and a fake or a store that never answers must not hold a task for
+	// ever.
+	approvalGrace = time.Minute
+	// approvalRetry is the first pause after a wait that failed (the
+	// store of approvals could not be read); it doubles up to a minute.
+	approvalRetry = time.Second
+)
+
+// awaitApproval waits for the decision on the held call res (of name
+// with args, made with meta), bounded by the approval's expiry and ctx,
+// then sends the call again presenting the approval and returns that
+// result: the call's own when it was approved, a refusal saying it was
+// rejected (with the reason) or expired. The wait is one step of the
+// turn the call belongs to: it counts against no bound of turns. When
+// ctx ends first, the held result is returned and the loop ends.
+func (l *Loop) awaitApproval(ctx context.Context, name, args string, meta registry.Meta, res registry.Result, obs Observer) registry.Result {
+	ao, _ := obs.(ApprovalObserver)
+	if ao != nil {
+		ao.Waiting(name, args, res)
+	}
+	a, err := l.waitDecision(ctx, res)
+	if ctx.Err() != nil {
+		// The task is ending: its end says so, not a resumption.
+		return res
+	}
+	if ao != nil {
+		ao.Resumed(a, err)
+	}
+	// Sent again even when the wait failed or ran out: the approval
+	// service then says what is true of the approval (expired, or that
+	// it cannot keep approvals now), which is what the model should
+	// hear. It never holds a call that presents an approval anew.
+	meta.Approval = res.ApprovalID
+	out := l.Tools.Invoke(ctx, name, []byte(args), meta)
+	if out.ApprovalID == "" {
+		// For the task's record: the approval the call ran, or was
+		// refused, under.
+		out.ApprovalID = res.ApprovalID
+	}
+	return out
+}
+
+// waitDecision waits for the approval of the held result res until it is
+// decided or expired, retrying after a failed read of the store, until
+// the approval's expiry (with approvalGrace) or ctx ends.
+func (l *Loop) waitDecision(ctx context.Context, res registry.Result) (approval.Approval, error) {
+	wctx := ctx
+	if res.ExpiresAt != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, res.ExpiresAt.Add(approvalGrace))
+		defer cancel()
+	}
+	pause := approvalRetry
+	for {
+		a, err := l.Approvals.Wait(wctx, res.ApprovalID)
+		if err == nil || wctx.Err() != nil {
+			if a.ID == "" {
+				a.ID, a.Tool = res.ApprovalID, res.Tool
+			}
+			return a, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return approval.Approval{ID: res.ApprovalID, Tool: res.Tool}, wctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Minute)
+	}
 }
 
 func compact(s string) string {

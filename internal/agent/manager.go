@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 )
@@ -24,7 +25,33 @@ const (
 	StatusFailed      = "failed"
 	StatusCanceled    = "canceled"
 	StatusInterrupted = "interrupted"
+	// StatusWaitingApproval is a running task stopped at a tool call held
+	// for a person's approval (Task.Approval names it): it goes on, as
+	// running, once the approval is decided or has expired.
+	StatusWaitingApproval = "waiting_approval"
 )
+
+// Active reports whether a task of status has not ended: running, or
+// waiting for an approval.
+func Active(status string) bool {
+	return status == StatusRunning || status == StatusWaitingApproval
+}
+
+// ApprovalWait is the approval a task waits for (Task.Approval, and the
+// waiting_approval event), and what became of it (the resumed event).
+type ApprovalWait struct {
+	ID        string     `json:"approval_id"`
+	Tool      string     `json:"tool"`
+	Summary   string     `json:"summary,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Status, DecidedBy and Reason: the decision, in a resumed event
+	// (approved, rejected or expired; empty when the approvals could
+	// not be read, Error then says why).
+	Status    string `json:"status,omitempty"`
+	DecidedBy string `json:"decided_by,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
 
 // CallRecord is one tool call a sub-agent made, for GET /agents/{id}.
 type CallRecord struct {
@@ -33,6 +60,9 @@ type CallRecord struct {
 	Status    string `json:"status"`
 	ErrorCode string `json:"error_code,omitempty"`
 	CallID    string `json:"call_id,omitempty"` // the audit record's call ID
+	// ApprovalID names the approval the call waited for, when it was
+	// held for a person: it ran, or was refused, under it.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Task is one sub-agent's task, as kept in DATA_DIR/agents/<id>.json.
@@ -54,6 +84,9 @@ type Task struct {
 	// the key); empty for a task started without keys, and in files of
 	// before keys had names.
 	Owner string `json:"owner,omitempty"`
+	// Approval is the approval the task waits for while its status is
+	// waiting_approval.
+	Approval *ApprovalWait `json:"approval,omitempty"`
 }
 
 // Summary is a task without its calls and answer, for GET /agents.
@@ -66,6 +99,8 @@ type Summary struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Turns      int        `json:"turns"`
 	Owner      string     `json:"owner,omitempty"`
+	// Approval: as in Task, while the task waits for it.
+	Approval *ApprovalWait `json:"approval,omitempty"`
 }
 
 const (
@@ -131,6 +166,14 @@ type ManagerOptions struct {
 	// asked as each task starts, so that a reload of the policy bounds the
 	// tasks started after it; MaxConcurrent and MaxTurns still hold.
 	KeyLimits func(key string) (maxRunning, maxTurns int)
+	// Approvals, when set, is where a task whose tool call is held for a
+	// person's approval waits for the decision (approval.Service): the
+	// task shows waiting_approval meanwhile, its Timeout stands still
+	// (the person's time is not the task's), its lease is renewed as a
+	// running task's, and the call is sent again with the approval once
+	// it is decided or has expired. Nil: the model gets the hold as the
+	// call's result.
+	Approvals ApprovalWaiter
 }
 
 // Manager starts sub-agents, keeps their tasks in its store and answers
@@ -170,6 +213,11 @@ type entry struct {
 	// own listener); subs are the followers (GET /agents/{id}/events).
 	hook func(Event)
 	subs map[*Subscription]struct{}
+
+	// clock is the task's deadline, paused while it waits for an
+	// approval; set by run before the loop starts, used by its observer
+	// (the same goroutine).
+	clock *taskDeadline
 
 	// stored: the store has the task, so its lease may be renewed. A
 	// task is in tasks before its first save ends; renewing it then would
@@ -406,9 +454,11 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	defer m.wg.Done()
 	defer close(e.done)
 	defer m.release(e.t.Owner)
-	tctx, cancelTimeout := context.WithTimeout(ctx, m.opts.Timeout)
+	tctx, cancelTimeout := withTaskDeadline(ctx, m.opts.Timeout)
 	defer cancelTimeout()
-	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: e.maxTurns, Limit: e.limit, Key: e.t.Owner}
+	e.clock = tctx
+	loop := &Loop{Model: m.opts.Model, Tools: m.opts.Tools, Allowed: m.allowed(), MaxTurns: e.maxTurns, Limit: e.limit, Key: e.t.Owner,
+		Approvals: m.opts.Approvals}
 	var out Outcome
 	func() {
 		defer func() {
@@ -426,6 +476,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	t.Turns = max(t.Turns, out.Turns)
 	t.Status = StatusCompleted
 	t.Error = out.Failure
+	t.Approval = nil
 	switch {
 	case errors.Is(context.Cause(ctx), errCanceledByRequest):
 		t.Status, t.Error = StatusCanceled, &Failure{Code: FailCanceled, Message: "canceled by request (DELETE /agents/" + t.ID + ")"}
@@ -436,7 +487,7 @@ func (m *Manager) run(ctx context.Context, e *entry, task string) {
 	case ctx.Err() != nil:
 		t.Status, t.Error = StatusInterrupted, &Failure{Code: FailInterrupted, Message: "the service was shutting down; its work so far is in the tool calls"}
 	case tctx.Err() != nil:
-		t.Status, t.Error = StatusFailed, &Failure{Code: FailTimeout, Message: fmt.Sprintf("stopped after %s (TOOLSVC_AGENT_TIMEOUT) without a final answer", m.opts.Timeout)}
+		t.Status, t.Error = StatusFailed, &Failure{Code: FailTimeout, Message: fmt.Sprintf("stopped after %s (TOOLSVC_AGENT_TIMEOUT, not counting time spent waiting for approvals) without a final answer", m.opts.Timeout)}
 	case out.Failure != nil:
 		t.Status = StatusFailed
 	}
@@ -486,7 +537,7 @@ func (o observer) Turn(n int) {
 }
 
 func (o observer) Called(name, args string, res registry.Result) {
-	rec := CallRecord{Name: name, Arguments: runes.Shorten(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID}
+	rec := CallRecord{Name: name, Arguments: runes.Shorten(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID, ApprovalID: res.ApprovalID}
 	if res.Error != nil {
 		rec.ErrorCode = res.Error.Code
 	}
@@ -504,6 +555,44 @@ func (o observer) Called(name, args string, res registry.Result) {
 		if err := o.m.save(o.e); err != nil {
 			o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
 		}
+	}
+}
+
+// Waiting shows the task as waiting for the approval of the held call
+// res, tells its followers, and stops its clock while a person decides.
+func (o observer) Waiting(name, _ string, res registry.Result) {
+	w := &ApprovalWait{ID: res.ApprovalID, Tool: name, Summary: o.m.opts.Redact(res.Summary), ExpiresAt: res.ExpiresAt}
+	o.m.mu.Lock()
+	now := o.m.opts.Now().UTC()
+	o.e.t.Status, o.e.t.Approval, o.e.t.UpdatedAt = StatusWaitingApproval, w, now
+	o.m.publishLocked(o.e, Event{Type: EventWaitingApproval, Agent: o.e.t.ID, Time: now, Turn: o.e.t.Turns, Approval: w})
+	o.m.mu.Unlock()
+	o.e.clock.pause()
+	if err := o.m.save(o.e); err != nil {
+		o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
+	}
+	o.m.opts.Log.Info().Str("agent", o.e.t.ID).Str("key", o.e.t.Owner).Str("tool", name).Str("approval_id", res.ApprovalID).
+		Msg("sub-agent waits for a person's approval")
+}
+
+// Resumed shows the task as running again, with what became of the
+// approval, and starts its clock again.
+func (o observer) Resumed(a approval.Approval, err error) {
+	o.e.clock.resume()
+	w := &ApprovalWait{ID: a.ID, Tool: a.Tool, Status: a.Status, DecidedBy: a.DecidedBy, Reason: o.m.opts.Redact(a.Reason)}
+	if err != nil {
+		w.Status, w.Error = "", "the approval could not be read: "+o.m.opts.Redact(err.Error())
+	}
+	o.m.mu.Lock()
+	now := o.m.opts.Now().UTC()
+	if o.e.t.Approval != nil {
+		w.Tool, w.Summary = o.e.t.Approval.Tool, o.e.t.Approval.Summary
+	}
+	o.e.t.Status, o.e.t.Approval, o.e.t.UpdatedAt = StatusRunning, nil, now
+	o.m.publishLocked(o.e, Event{Type: EventResumed, Agent: o.e.t.ID, Time: now, Turn: o.e.t.Turns, Approval: w})
+	o.m.mu.Unlock()
+	if err := o.m.save(o.e); err != nil {
+		o.m.opts.Log.Error().Err(err).Str("agent", o.e.t.ID).Msg("agents: saving a task")
 	}
 }
 
@@ -553,7 +642,8 @@ func (m *Manager) List(ctx context.Context) ([]Summary, error) {
 	local := make(map[string]Summary, len(m.tasks))
 	for _, e := range m.tasks {
 		t := e.t
-		local[t.ID] = Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns, Owner: t.Owner}
+		local[t.ID] = Summary{ID: t.ID, Label: t.Label, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, FinishedAt: t.FinishedAt, Turns: t.Turns, Owner: t.Owner,
+			Approval: copyWait(t.Approval)}
 	}
 	m.mu.Unlock()
 	for i, s := range out {
@@ -663,7 +753,16 @@ func (m *Manager) snapshotLocked(e *entry) Task {
 		f := *e.t.Error
 		t.Error = &f
 	}
+	t.Approval = copyWait(e.t.Approval)
 	return t
+}
+
+func copyWait(w *ApprovalWait) *ApprovalWait {
+	if w == nil {
+		return nil
+	}
+	c := *w
+	return &c
 }
 
 // save hands the task as it is now to the store, with the events the

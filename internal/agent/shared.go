@@ -115,7 +115,7 @@ func (m *Manager) waitRemote(ctx context.Context, id string) (Task, bool) {
 			return last, seen
 		case err == nil:
 			last, seen = t, true
-			if t.Status != StatusRunning {
+			if !Active(t.Status) {
 				return t, true
 			}
 		}
@@ -153,7 +153,7 @@ func (m *Manager) followRemote(ctx context.Context, id string, s *Subscription, 
 			// A task ended without an end event (it was removed): every
 			// few rounds, its state says whether to go on.
 			if len(evs) == 0 && rounds%10 == 9 {
-				if t, ok, err := m.Find(ctx, id); err == nil && (!ok || t.Status != StatusRunning) {
+				if t, ok, err := m.Find(ctx, id); err == nil && (!ok || !Active(t.Status)) {
 					return
 				}
 			}

@@ -217,7 +217,7 @@ func (m *Manager) RunAgent(ctx context.Context, label, task string, onEvent func
 		return AgentResult{Status: StatusSkipped, Error: why}
 	}
 	done, _ := m.Wait(ctx, t.ID)
-	if done.Status == StatusRunning {
+	if Active(done.Status) {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		m.mu.Lock()
 		if e := m.tasks[t.ID]; e != nil && e.cancel != nil {

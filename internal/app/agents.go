@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/countbot/toolsvc/internal/agent"
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/registry"
 )
@@ -18,8 +19,10 @@ import (
 // stop when stopping is done; wait waits for them to record it, at most
 // shutdownTimeout.
 // moreAllowed names the tools from the file sub-agents may use;
-// keyLimits, when set, gives each key's own bounds (the policy's).
-func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string, keyLimits func(string) (int, int)) (m *agent.Manager, wait func(), err error) {
+// keyLimits, when set, gives each key's own bounds (the policy's);
+// approvals, when set, is where a task whose call is held for a person
+// waits for the decision.
+func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string, keyLimits func(string) (int, int), approvals *approval.Service) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -29,6 +32,10 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		Model:   cfg.LLMModel,
 		Timeout: cfg.LLMTimeout,
 	})
+	var waiter agent.ApprovalWaiter
+	if approvals != nil { // a nil *Service in the interface would not be nil
+		waiter = approvals
+	}
 	m, err = agent.NewManager(agent.ManagerOptions{
 		Base:          stopping,
 		Store:         st.tasks,
@@ -46,6 +53,7 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		Allowed:       SubagentTools(),
 		MoreAllowed:   moreAllowed,
 		KeyLimits:     keyLimits,
+		Approvals:     waiter,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -120,6 +120,10 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	sk := skills.New(a.ws.Root(), cfg.Memory.SkillsDisabled) // read_file's gate and GET /skills
+	// Before the sub-agents, which wait on it for the calls it holds.
+	if a.approvals, err = a.newApprovals(cfg.Access, enf, red); err != nil {
+		return a, err
+	}
 
 	agents, conv, closeAgents, err := a.newAgents(cfg.Agents, cfg.Server.ShutdownTimeout, sel, red, enf)
 	if err != nil {
@@ -137,9 +141,6 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		if err := a.policy.Load(); err != nil {
 			return a, err
 		}
-	}
-	if a.approvals, err = a.newApprovals(cfg.Access, enf, red); err != nil {
-		return a, err
 	}
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, a.folderRoot(enf), agents, opts.Version)
@@ -289,7 +290,7 @@ func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Se
 	if enf != nil {
 		keyLimits = enf.Subagents
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() }, keyLimits)
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() }, keyLimits, a.approvals)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -194,10 +194,20 @@ func (s *Store) Load(context.Context) ([]agent.Task, error) { return nil, nil }
 // running it may replace it, and only while it is running: once another
 // replica marked it interrupted, Save returns agent.ErrLost and adds
 // nothing.
+//
+// The status column says whether a replica holds the task, which is what
+// the leases, cancellations and pruning ask: a task waiting for an
+// approval is held as a running one is (its replica renews its lease and
+// resumes it), so the column says running; its data says
+// waiting_approval, as GET /agents shows.
 func (s *Store) Save(ctx context.Context, t agent.Task, evs []agent.NumberedEvent) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
+	}
+	status := t.Status
+	if agent.Active(status) {
+		status = agent.StatusRunning
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -208,7 +218,7 @@ func (s *Store) Save(ctx context.Context, t agent.Task, evs []agent.NumberedEven
 		VALUES ($1, $2, $3, $4, $5, now(), $6)
 		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, data = EXCLUDED.data, heartbeat = now()
 		WHERE agent_tasks.replica = EXCLUDED.replica AND agent_tasks.status = 'running'`,
-		t.ID, t.Owner, t.Status, s.replica, t.CreatedAt, data)
+		t.ID, t.Owner, status, s.replica, t.CreatedAt, data)
 	if err != nil {
 		return err
 	}
@@ -335,12 +345,13 @@ func (s *Store) Renew(ctx context.Context, ids []string) (lost, cancel []string,
 // interruptedMessage is the error of a task whose replica stopped.
 const interruptedMessage = "the replica running the task stopped renewing it (it died, or lost the database) for longer than TOOLSVC_AGENT_LEASE; its work so far is in the tool calls. Next: spawn it again if it is still needed."
 
-// Expire marks interrupted every running task whose lease ran out, with
-// its end event, in one statement: when replicas race, the row lock lets
+// Expire marks interrupted every running task whose lease ran out (one
+// that waited for an approval no longer names it), with its end event,
+// in one statement: when replicas race, the row lock lets
 // one of them mark each task, and the others find it no longer running.
 func (s *Store) Expire(ctx context.Context, lease time.Duration) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `WITH x AS (
-			UPDATE agent_tasks SET status = 'interrupted', data = data || jsonb_build_object(
+			UPDATE agent_tasks SET status = 'interrupted', data = (data - 'approval') || jsonb_build_object(
 				'status', 'interrupted', 'updated_at', now(), 'finished_at', now(),
 				'error', jsonb_build_object('code', 'interrupted', 'message', $2::text))
 			WHERE status = 'running' AND heartbeat < now() - make_interval(secs => $1)
