@@ -206,6 +206,15 @@ func verifyEntries(entries []*entry, views map[string]*chainView, rep *Report) {
 			continue
 		}
 		place(e, byHash, rep)
+		if _, known := views[e.chain]; !known && (e.damage != "" || e.pos == 1) {
+			// No head file nor digest names its chain: a damaged record
+			// whose place is unknown, or one whose replica was changed.
+			if e.damage == "" {
+				e.damage = KindEdited
+			}
+			orphans = append(orphans, e)
+			continue
+		}
 		byChain[e.chain] = append(byChain[e.chain], e)
 	}
 	names := make([]string, 0, len(byChain)+len(views))
@@ -249,6 +258,10 @@ func place(e *entry, byHash map[[32]byte]*entry, rep *Report) {
 		return
 	}
 	e.pos = p.seq + 1
+	if e.damage != "" {
+		e.chain = p.chain // what is left of it may not name its chain
+		return
+	}
 	if p.chain != e.chain {
 		rep.Problems = append(rep.Problems, Problem{Kind: KindEdited, Chain: p.chain, Seq: e.pos, File: e.file,
 			Detail: fmt.Sprintf("its replica says %q, but it follows seq %d of chain %q", e.chain, p.seq, p.chain)})

@@ -123,11 +123,17 @@ func (c *chainCheck) gap(pos, last uint64) uint64 {
 func (c *chainCheck) missing(s, t, last uint64) {
 	if s == t && len(*c.orphans) > 0 {
 		// A file too damaged to say its place stands in for the one
-		// record missing.
-		e := (*c.orphans)[0]
-		*c.orphans = (*c.orphans)[1:]
+		// record missing: the one whose seq is still readable first.
+		i := 0
+		for j, o := range *c.orphans {
+			if o.seq == s {
+				i = j
+			}
+		}
+		e := (*c.orphans)[i]
+		*c.orphans = append((*c.orphans)[:i], (*c.orphans)[i+1:]...)
 		e.chain = c.v.name
-		c.problem(e, s, e.damage, "%s (it held seq %d)", damageDetail(e.damage), s)
+		c.problem(e, s, e.damage, "%s (it held seq %d)", orphanDetail(e), s)
 		return
 	}
 	what := fmt.Sprintf("seq %d", s)
@@ -184,6 +190,10 @@ func (c *chainCheck) blame(pos uint64, e *entry) {
 		c.problem(e, pos, KindEdited, "its prev is not the hash of the record before it")
 		return
 	}
+	if cl, ok := c.v.claims[pos]; ok && cl.hash != e.hash {
+		c.problem(e, pos, KindEdited, "its prev is not the hash of seq %d, and its bytes differ from what the digest of %s sealed", pos-1, cl.when.Format("2006-01-02 15:04:05Z"))
+		return
+	}
 	if cl, ok := c.v.claims[pos-1]; ok && cl.hash == p.hash {
 		c.problem(e, pos, KindEdited, "its prev is not the hash of seq %d, which a digest sealed as it is", pos-1)
 		return
@@ -224,4 +234,11 @@ func (c *chainCheck) tail() {
 	if c.v.head > c.end && c.cutAt(c.v.head) == nil {
 		c.problem(nil, c.end+1, KindTruncated, "the chain ends at seq %d, but its head file names seq %d: records deleted from its end (after the last digest)", c.end, c.v.head)
 	}
+}
+
+func orphanDetail(e *entry) string {
+	if e.damage == KindEdited && e.callID != "" {
+		return "its replica names no chain of this log"
+	}
+	return damageDetail(e.damage)
 }
