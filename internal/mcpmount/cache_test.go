@@ -9,15 +9,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/homedir"
 	"github.com/countbot/toolsvc/internal/mcpmount/mcptest"
 	"github.com/countbot/toolsvc/internal/pkgcache"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/workspace"
 )
 
 // TestCacheEnv: a stdio server with a package cache gets the variables
@@ -188,6 +191,76 @@ func TestStdioServerCache(t *testing.T) {
 			out = probe(t, toolByName(t, second, "second__probe"), ctx, `{"write":"`+planted+`"}`)
 			if _, err := os.Stat(planted); err == nil {
 				t.Errorf("the second server wrote into the first's cache: %s", out)
+			}
+		})
+	}
+}
+
+// TestStdioServerCacheAsAnotherUser: for a root service whose servers run
+// as another account (TOOLSVC_EXEC_USER), each cache belongs to that
+// account, the service's folders above it let it through, and in each
+// sandbox mode the server writes its own cache and not another's.
+func TestStdioServerCacheAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("NOT TESTED: TOOLSVC_EXEC_USER needs a root service")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The account cannot reach the test's own temporary folders: the
+	// server is installed under /opt, as an operator would.
+	prog := filepath.Join(mcptest.SystemDir(t), "fake-mcp-server")
+	if out, err := exec.Command("cp", exe, prog).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	nobody := &sandbox.User{Name: "nobody", Uid: 65534, Gid: 65534}
+	for _, mode := range sandboxModes(t)[1:] {
+		t.Run(string(mode), func(t *testing.T) {
+			base := t.TempDir()
+			for _, d := range []string{filepath.Dir(base), base} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ws, data, tmp := filepath.Join(base, "ws"), filepath.Join(base, "data"), filepath.Join(base, "tmp")
+			for d, mode := range map[string]os.FileMode{ws: 0o755, data: 0o711, tmp: 0o1777} {
+				if err := os.Mkdir(d, mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(d, mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := newEnv(t, mode)
+			w, err := workspace.Open(ws, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Close() })
+			sbs := NewSandboxes(sandbox.Options{Mode: mode, Workspace: ws, Private: []string{data}, User: nobody, MaxProcs: 256, MaxMemory: 2 << 30})
+			t.Cleanup(sbs.Close)
+			caches, err := pkgcache.New(filepath.Join(data, "mcp-cache"), &homedir.User{Uid: nobody.Uid, Gid: nobody.Gid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.deps.Workspace, e.deps.Sandbox, e.deps.Caches, e.deps.Owner, e.deps.TempDir, e.deps.Home = w, sbs.For, caches, nobody, tmp, ""
+			cfg := Config{Type: TypeStdio, Command: prog, Env: map[string]string{fakeVar: "raw"}}
+			first, second := e.start(t, "first", cfg), e.start(t, "second", cfg)
+			cache := filepath.Join(data, "mcp-cache", "first", "server")
+			kept := filepath.Join(cache, "npm", "kept")
+			if out := probe(t, toolByName(t, first, "first__probe"), context.Background(), `{"write":"`+kept+`"}`); probed(out, "write") != "ok" {
+				t.Fatalf("the server cannot write its own cache as %s: %s", nobody.Name, out)
+			}
+			if fi, err := os.Stat(kept); err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody.Uid {
+				t.Errorf("%s: %v, %v; want a file of uid %d", kept, fi, err, nobody.Uid)
+			}
+			out := probe(t, toolByName(t, second, "second__probe"), context.Background(), `{"read":"`+kept+`","write":"`+filepath.Join(cache, "planted")+`"}`)
+			if strings.Contains(out, "WRITTEN") {
+				t.Errorf("the second server read the first's cache: %s", out)
+			}
+			if _, err := os.Stat(filepath.Join(cache, "planted")); err == nil {
+				t.Error("the second server wrote into the first's cache")
 			}
 		})
 	}
