@@ -92,10 +92,14 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 			name, task.ID, task.ID, task.ID, t.timeout), nil
 	}
 	done, _ := t.agents.Wait(ctx, task.ID)
-	switch done.Status {
-	case agent.StatusRunning:
+	switch {
+	case done.Status == agent.StatusWaitingApproval:
+		// Still alive: a call of it waits for a person, which may take
+		// longer than this call may wait.
+		return "", toolerr.Errorf(toolerr.Canceled, "stopped waiting for sub-agent %s, which is still running: one of its calls waits for a person's approval (GET /approvals). Next: GET /agents/%s for its answer later.", name, task.ID)
+	case agent.Active(done.Status):
 		return "", toolerr.Errorf(toolerr.Canceled, "stopped waiting for sub-agent %s, which is still running. Next: GET /agents/%s for its answer later.", name, task.ID)
-	case agent.StatusCompleted:
+	case done.Status == agent.StatusCompleted:
 		answer := done.Answer
 		if strings.TrimSpace(answer) == "" {
 			answer = "(the sub-agent ended without writing an answer)"
