@@ -142,6 +142,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 			return a, err
 		}
 	}
+	if err := a.checkApprovers(cfg.Access, enf); err != nil {
+		return a, err
+	}
 	a.metrics.SetSandboxMode(a.tools.SandboxMode)
 	a.handler = a.newHandler(cfg.Access, cfg.Calls, sk, a.folderRoot(enf), agents, opts.Version)
 	return a, nil
@@ -256,6 +259,7 @@ func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Reda
 			MaxResultChars:    cfg.AuditMaxResultChars,
 			RetentionDays:     cfg.AuditRetentionDays,
 			RetentionInterval: time.Hour,
+			SigningKeyFile:    cfg.AuditSigningKeyFile,
 			Replica:           a.replica,
 			Log:               a.log,
 		}

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,4 +67,30 @@ func (a *App) newApprovals(cfg config.Access, enf *policy.Enforcer, red *redact.
 	svc.Start(a.stopping, approvalSweep, approvalKeep)
 	a.reg.SetHolder(svc)
 	return svc, nil
+}
+
+// checkApprovers refuses to start a service whose approval rules (the
+// policy file's, or a tool's own in the tools file) hold calls that no
+// key may decide: they would wait until they expire, every one. The
+// deciders are the keys APPROVER_KEYS names and the admin keys.
+func (a *App) checkApprovers(cfg config.Access, enf *policy.Enforcer) error {
+	if len(cfg.ApproverKeys) > 0 || len(cfg.AdminKeys) > 0 {
+		return nil
+	}
+	var holding []string
+	if enf != nil && enf.HoldsAny() {
+		holding = append(holding, "the policy file's approval rules")
+	}
+	for _, name := range a.reg.Names() {
+		t, _ := a.reg.Tool(name)
+		if r, ok := t.(approval.Ruled); ok {
+			if rule, given := r.ApprovalRule(); given && rule.Kind != approval.Never {
+				holding = append(holding, "the tool "+name+"'s approval rule in the tools file")
+			}
+		}
+	}
+	if len(holding) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s hold calls for a person, and no key may decide them: set TOOLSVC_APPROVER_KEYS to names of keys in TOOLSVC_API_KEYS (or set TOOLSVC_ADMIN_KEYS); without keys, nobody can approve", strings.Join(holding, " and "))
 }

@@ -195,3 +195,13 @@ func (r Rules) For(tool string) (Rule, bool) {
 
 // Empty reports whether no rule is given.
 func (r Rules) Empty() bool { return len(r.entries) == 0 }
+
+// Holds reports whether any entry's rule can hold a call (is not never).
+func (r Rules) Holds() bool {
+	for _, e := range r.entries {
+		if e.Rule.Kind != Never {
+			return true
+		}
+	}
+	return false
+}

@@ -100,3 +100,22 @@ func plain(v any) any {
 	}
 	return v
 }
+
+// HoldsAny reports whether the policy in force holds any call for a
+// person: some key's rules (or the default's) name a tool with a rule
+// other than never.
+func (e *Enforcer) HoldsAny() bool {
+	p := e.cur.Load()
+	if p == nil {
+		return false
+	}
+	if p.def.approval.Holds() {
+		return true
+	}
+	for _, r := range p.keys {
+		if r.approval.Holds() {
+			return true
+		}
+	}
+	return false
+}
