@@ -35,6 +35,7 @@ var doors = []door{
 	{"openapi", "/openapi.json", http.MethodGet, "/openapi.json"},
 	{"docs", "/docs", http.MethodGet, "/docs"},
 	{"agents", "/agents", http.MethodGet, "/agents"},
+	{"approvals", "/approvals", http.MethodGet, "/approvals"},
 	{"skills", "/skills", http.MethodGet, "/skills"},
 	{"metrics", "/metrics", http.MethodGet, "/metrics"},
 	{"health", "/healthz", http.MethodGet, "/healthz"},
