@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/countbot/toolsvc/internal/app"
+	"github.com/countbot/toolsvc/internal/auditcli"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/gctune"
 	"github.com/countbot/toolsvc/internal/initproc"
@@ -49,10 +50,22 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
+		// "toolsvc audit" has exit statuses of its own, for scripts, and
+		// has said what went wrong.
+		var st exitStatus
+		if errors.As(err, &st) {
+			os.Exit(int(st))
+		}
 		fmt.Fprintln(os.Stderr, "toolsvc:", err)
 		os.Exit(1)
 	}
 }
+
+// exitStatus is a subcommand's exit status other than 0, which it has
+// explained on stderr already.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // reloadSignal delivers SIGHUP: each one asks for the tools file to be
 // read again. Signals that come while a reload is pending are merged.
@@ -87,6 +100,14 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	getenv := lookupIn(environ)
 	if len(args) > 0 && args[0] == "health" {
 		return health(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
+	}
+	// "toolsvc audit" reads a data folder offline: no service settings
+	// are parsed, so it works where the service's would not load.
+	if len(args) > 0 && args[0] == "audit" {
+		if code := auditcli.Run(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr); code != auditcli.ExitOK {
+			return exitStatus(code)
+		}
+		return nil
 	}
 	if len(args) > 0 && args[0] == "drain" {
 		return drain(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)

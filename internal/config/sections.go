@@ -155,11 +155,12 @@ type Switches struct {
 
 // Audit is the audit log's settings.
 type Audit struct {
-	AuditEnabled        bool `env:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
-	AuditRetentionDays  int  `env:"AUDIT_RETENTION_DAYS" default:"30" desc:"delete audit day folders older than this (0 keeps all)"`
-	AuditMaxResultChars int  `env:"AUDIT_MAX_RESULT_CHARS" default:"2000" desc:"results are cut to this many characters in the audit log"`
-	AuditStdout         bool `env:"AUDIT_STDOUT" default:"false" desc:"also write each final audit record as one JSON line to standard output beside the service's own log lines (an audit line has call_id and tool_name, a log line level and message), for log shippers that collect a container's output"`
-	AuditRequired       bool `env:"AUDIT_REQUIRED" default:"true" desc:"refuse a call whose start the audit log cannot record (disk full, read-only) and report a call whose final record it cannot write as an audit_failed error carrying the result; false runs and answers them anyway and only logs the fault"`
+	AuditEnabled        bool   `env:"AUDIT_ENABLED" default:"true" desc:"write one JSON file per call under DATA_DIR/audit_logs/"`
+	AuditRetentionDays  int    `env:"AUDIT_RETENTION_DAYS" default:"30" desc:"delete audit day folders older than this (0 keeps all)"`
+	AuditMaxResultChars int    `env:"AUDIT_MAX_RESULT_CHARS" default:"2000" desc:"results are cut to this many characters in the audit log"`
+	AuditStdout         bool   `env:"AUDIT_STDOUT" default:"false" desc:"also write each final audit record as one JSON line to standard output beside the service's own log lines (an audit line has seq, prev, call_id and tool_name, a log line level and message; seq and prev let a log store check the chain as toolsvc audit verify does), for log shippers that collect a container's output"`
+	AuditRequired       bool   `env:"AUDIT_REQUIRED" default:"true" desc:"refuse a call whose start the audit log cannot record (disk full, read-only) and report a call whose final record it cannot write as an audit_failed error carrying the result; false runs and answers them anyway and only logs the fault"`
+	AuditSigningKeyFile string `env:"AUDIT_SIGNING_KEY_FILE" desc:"an Ed25519 private key, PKCS#8 PEM as openssl genpkey -algorithm ed25519 -out FILE writes it, that signs the audit chain's digests (written every minute and at shutdown; toolsvc audit verify -pubkey checks them); start-up fails when it cannot be read. Empty: the digests are written unsigned, which shows records edited or deleted by someone who does not also rewrite the digests. The key is never logged; keep the file out of DATA_DIR and readable by the service alone"`
 }
 
 func (s Audit) validate(bad report) {

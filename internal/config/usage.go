@@ -15,13 +15,16 @@ const usageHeader = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 Usage: toolsvc [-h] [-version]
        toolsvc health [-timeout 5s]
        toolsvc drain [-settle 5s] [-timeout 50s]
+       toolsvc audit verify|tail|show|grep [flags] [DATA_DIR]
 
 -h prints this text; -version prints the version. "toolsvc health" asks the
 service at TOOLSVC_ADDR for GET /healthz and exits 0 when it answers ok, 1
 otherwise (a container's health check). "toolsvc drain" waits -settle, then
 until that service runs no tool call (GET /readyz's in_flight), and exits 0,
 or 1 after -timeout (a pre-stop hook: the SIGTERM that follows cancels the
-calls still running).
+calls still running). "toolsvc audit" reads DATA_DIR/audit_logs offline:
+verify checks its hash chain and signed digests, tail [-f], show CALL_ID and
+grep print records (toolsvc audit -h, docs/audit.md).
 
 It is configured through the environment only. A TOOLSVC_* variable that is
 not listed here stops start-up, with the nearest name (TOOLSVC_TEST_* is
