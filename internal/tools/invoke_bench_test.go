@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/workspace"
@@ -24,9 +25,12 @@ import (
 //	go test -run '^$' -bench InvokeReadFile -benchmem ./internal/tools/
 func BenchmarkInvokeReadFile(b *testing.B) {
 	for _, c := range []struct {
-		name            string
-		auditOn, folder bool
-	}{{"audit=off", false, false}, {"audit=on", true, false}, {"audit=off,folder", false, true}} {
+		name                    string
+		auditOn, folder, holder bool
+	}{{"audit=off", false, false, false}, {"audit=on", true, false, false}, {"audit=off,folder", false, true, false},
+		// Approval rules in force that do not name read_file: what every
+		// call that needs no approval pays for the hold point.
+		{"audit=off,approvals", false, false, true}} {
 		auditOn := c.auditOn
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -53,6 +57,14 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 				opts.Audit = al
 			}
 			reg := registry.New(opts)
+			if c.holder {
+				store, err := approval.OpenFileStore(filepath.Join(dir, "approvals"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				rules := approval.NewRules(approval.Entry{Name: "exec", Match: func(t string) bool { return t == "exec" }, Rule: approval.Rule{Kind: approval.Always}})
+				reg.SetHolder(approval.New(approval.Options{Store: store, Rules: func(string) (approval.Rules, bool) { return rules, false }}))
+			}
 			if err := reg.Register(NewReadFile(ws, 50000, nil)); err != nil {
 				b.Fatal(err)
 			}
