@@ -158,8 +158,9 @@ var snapshotFile = regexp.MustCompile(`\[Snapshot\]\(([^)]+\.yml)\)`)
 //     list of hosts), and the call's error says so, as the page does; the
 //     page's "network": true entry loads the page.
 //
-// The modes share one TOOLSVC_EXEC_HOME, as an operator's service keeps
-// it between starts: npx downloads @playwright/mcp once. It does not run
+// The modes share one data folder, as an operator's service keeps it
+// between starts: the server's package cache is there, so npx downloads
+// @playwright/mcp once. It does not run
 // in parallel with other tests: Chromium and npx take the CPUs of a small
 // machine for seconds, which would slow the tests that time what they
 // check.
@@ -197,6 +198,7 @@ func TestMCPPlaywright(t *testing.T) {
 	listedFile := entryFile(t, "playwright", withSite)
 	unlistedFile := entryFile(t, "playwright", unlisted)
 	home := filepath.Join(t.TempDir(), "home")
+	data := filepath.Join(t.TempDir(), "data")
 	guard := map[string]string{"NET_ALLOW_HOSTS": "localhost"}
 	if opened := registryGuardEnv(t)["NET_ALLOW_HOSTS"]; opened != "" {
 		guard["NET_ALLOW_HOSTS"] += "," + opened
@@ -204,7 +206,7 @@ func TestMCPPlaywright(t *testing.T) {
 
 	start := func(t *testing.T, mode, file string, guard map[string]string) *testServer {
 		t.Helper()
-		env := map[string]string{"TOOLS_FILE": file, "EXEC_SANDBOX": mode, "EXEC_HOME": home}
+		env := map[string]string{"TOOLS_FILE": file, "EXEC_SANDBOX": mode, "EXEC_HOME": home, "DATA_DIR": data}
 		for k, v := range guard {
 			env[k] = v
 		}
