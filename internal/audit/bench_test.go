@@ -4,7 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,4 +82,115 @@ func BenchmarkCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkChainCost measures what the chain adds to a call (Start and
+// Finish): its seq and prev, the SHA-256 of the record, the head file's
+// pwrite and the mutex that orders them. Two logs, one with its chain and
+// one without, take turns call by call, in the same folder, so that the
+// machine's moods hit both alike; the medians of their calls are
+// reported, with their difference and ratio. "8 goroutines" finishes
+// calls from eight goroutines at once, where the chain's mutex is
+// contended.
+//
+//	AUDIT_BENCH_DIR=/dev/shm go test -run '^$' -bench ChainCost -benchtime 20000x ./internal/audit/
+func BenchmarkChainCost(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("%d goroutines", workers), func(b *testing.B) {
+			root, err := os.MkdirTemp(os.Getenv("AUDIT_BENCH_DIR"), "auditbench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(root)
+			logs := [2]*Log{}
+			for i := range logs {
+				if logs[i], err = New(Options{Dir: filepath.Join(root, fmt.Sprint(i)), Replica: fmt.Sprint("bench-", i), DigestInterval: -1}); err != nil {
+					b.Fatal(err)
+				}
+				defer logs[i].Close()
+			}
+			logs[1].chain.close()
+			logs[1].chain = nil
+			var mu sync.Mutex
+			took := [2][]time.Duration{}
+			var next atomic.Int64
+			b.SetParallelism(workers)
+			b.RunParallel(func(pb *testing.PB) {
+				var mine [2][]time.Duration
+				for pb.Next() {
+					i := next.Add(1)
+					// Which log goes first alternates.
+					for k := range 2 {
+						which := (int(i) + k) % 2
+						mine[which] = append(mine[which], benchCall(b, logs[which], i))
+					}
+				}
+				mu.Lock()
+				took[0], took[1] = append(took[0], mine[0]...), append(took[1], mine[1]...)
+				mu.Unlock()
+			})
+			with, without := median(took[0]), median(took[1])
+			b.ReportMetric(float64(with.Nanoseconds()), "chained-ns/call")
+			b.ReportMetric(float64(without.Nanoseconds()), "unchained-ns/call")
+			b.ReportMetric(float64((with - without).Nanoseconds()), "added-ns/call")
+			b.ReportMetric(float64(with)/float64(without), "ratio")
+		})
+	}
+}
+
+func benchCall(b *testing.B, l *Log, i int64) time.Duration {
+	rec := Record{CallID: strconv.FormatInt(i, 10), ToolName: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`), Timestamp: time.Now()}
+	began := time.Now()
+	st, err := l.Start(rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec.Status, rec.Result = "success", "hello"
+	if err := l.Finish(st, rec); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(began)
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// BenchmarkVerify measures Verify (toolsvc audit verify) over a log of
+// AUDIT_VERIFY_RECORDS records (default 100,000) written by the real Log
+// from four goroutines, signed, in AUDIT_BENCH_DIR; the records spread
+// over days as a service's do. Writing them is not timed.
+//
+//	AUDIT_BENCH_DIR=/dev/shm AUDIT_VERIFY_RECORDS=1000000 go test -run '^$' -bench Verify -benchtime 3x -timeout 30m ./internal/audit/
+func BenchmarkVerify(b *testing.B) {
+	n := 100000
+	if s := os.Getenv("AUDIT_VERIFY_RECORDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dir, err := os.MkdirTemp(os.Getenv("AUDIT_BENCH_DIR"), "auditverify")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	keyFile, pub := testKey(b)
+	l, err := New(Options{Dir: dir, Replica: "bench", SigningKeyFile: keyFile, DigestInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeCalls(b, l, n, 4, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	l.Close()
+	for b.Loop() {
+		rep, err := Verify(dir, VerifyOptions{PublicKey: pub})
+		if err != nil || len(rep.Problems) > 0 || rep.Records != n {
+			b.Fatalf("verify: %v %+v", err, rep)
+		}
+	}
+	b.ReportMetric(float64(n)/(b.Elapsed().Seconds()/float64(b.N)), "records/s")
 }

@@ -26,17 +26,7 @@ type encodedArgs []byte
 // appendRecordArgs is appendRecord, which also returns the encoded
 // arguments (a part of the returned slice).
 func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
-	if rec.Seq > 0 {
-		b = append(b, `{"seq":`...)
-		b = strconv.AppendUint(b, rec.Seq, 10)
-		if rec.Prev != "" {
-			b = append(b, `,"prev":`...)
-			b = jsonx.AppendString(b, rec.Prev)
-		}
-		b = append(b, `,"call_id":`...)
-	} else {
-		b = append(b, `{"call_id":`...)
-	}
+	b = appendPlace(b, rec)
 	b = jsonx.AppendString(b, rec.CallID)
 	b = append(b, `,"tool_name":`...)
 	b = jsonx.AppendString(b, rec.ToolName)
@@ -107,6 +97,22 @@ func appendRecordArgs(b []byte, rec *Record) ([]byte, encodedArgs, error) {
 		b = append(b, ap...)
 	}
 	return append(b, '}', '\n'), args, nil
+}
+
+// appendPlace opens a record: its place in the chain when it has one,
+// then the name of its call ID. (Final records are sealed by the chain,
+// which writes their place itself; this serves json.Marshal's form.)
+func appendPlace(b []byte, rec *Record) []byte {
+	if rec.Seq == 0 {
+		return append(b, `{"call_id":`...)
+	}
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, rec.Seq, 10)
+	if rec.Prev != "" {
+		b = append(b, `,"prev":`...)
+		b = jsonx.AppendString(b, rec.Prev)
+	}
+	return append(b, `,"call_id":`...)
 }
 
 // appendRFC3339Nano is t.AppendFormat(b, time.RFC3339Nano), written out for

@@ -61,13 +61,8 @@ func (f *files) maker() {
 	}
 }
 
-// place makes rel (DAY/NAME) appear with data. With ifAbsent, an existing
-// file of that name is kept and place succeeds.
-func (f *files) place(rel string, data []byte, ifAbsent bool) error {
-	return f.placeIn(filepath.Dir(rel), filepath.Base(rel), data, ifAbsent)
-}
-
-// placeIn is place of the file name in the day folder.
+// placeIn makes the file name appear in the day folder with data. With
+// ifAbsent, an existing file of that name is kept and placeIn succeeds.
 func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
 	f.use.RLock()
 	defer f.use.RUnlock()
