@@ -56,7 +56,7 @@ type printer struct {
 	header bool
 }
 
-const rowFormat = "%-30s %7s %-18s %-11s %8s %-12s %s\n"
+const rowFormat = "%-24s %6s %-16s %-20s %6s %-10s %s\n"
 
 func (p *printer) print(data []byte) error {
 	if p.json {
