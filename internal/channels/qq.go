@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +110,8 @@ func (q *QQ) fetchToken(ctx context.Context) (string, time.Duration, error) {
 var qqHints = map[int]string{
 	40034102: "QQ takes only replies to a user's message. Next: pass X-Reply-To with the ID of the user's QQ message",
 	40054005: "QQ took it for a repeat of an earlier reply (msg_seq). Next: send the file again",
-	22009:    "QQ says too many messages: it takes at most 5 replies to one user message, within 60 minutes of it (5 in a group). Next: send the rest after the user's next message",
+	22009:    "QQ says too many messages: it takes at most 5 replies to one user message, within 5 minutes of it in a group and 60 in a direct chat. Next: send the rest after the user's next message",
+	40054010: "QQ refuses a message holding a URL that is not registered for the bot at q.qq.com (开发设置, 消息URL配置). Next: call again with the message reworded without the address",
 	304082:   "QQ could not fetch the file from its link. Next: tell the user the file could not be sent; the operator should check that TOOLSVC_PUBLIC_URL reaches this service from the internet",
 	304083:   "QQ could not fetch the file from its link. Next: tell the user the file could not be sent; the operator should check that TOOLSVC_PUBLIC_URL reaches this service from the internet",
 }
@@ -145,10 +147,7 @@ func (q *QQ) call(ctx context.Context, build func(ctx context.Context) (*http.Re
 			if !decoded {
 				e.Message = runes.Shorten(strings.TrimSpace(string(r.Body)), 200)
 			}
-			if h, ok := qqHints[e.Code]; ok {
-				return q.api.errorf(r.Status, "code %d: %s. %s", e.Code, e.Message, h)
-			}
-			return q.api.errorf(r.Status, "code %d: %s", e.Code, e.Message)
+			return q.refusal(r.Status, e.Code, e.Message)
 		}
 		if out != nil && json.Unmarshal(r.Body, out) != nil {
 			return q.api.errorf(r.Status, "unreadable answer: %s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
@@ -157,18 +156,40 @@ func (q *QQ) call(ctx context.Context, build func(ctx context.Context) (*http.Re
 	}
 }
 
-// path is /v2/groups/{id} or /v2/users/{id}: a chat ID "user:ID" or
-// "c2c:ID" is a one-to-one chat, any other (also "group:ID") a group.
-func (q *QQ) path(chat string) string {
+// refusal is QQ's refusal with what to do next where the code (or, for
+// an expired message, which has no documented code, the text) says.
+func (q *QQ) refusal(status, code int, msg string) error {
+	if h, ok := qqHints[code]; ok {
+		return q.api.errorf(status, "code %d: %s. %s", code, msg, h)
+	}
+	if strings.Contains(msg, "过期") {
+		return q.api.errorf(status, "code %d: %s. QQ says the message replied to has expired: it takes replies within 5 minutes of a group message and 60 of a direct one. "+
+			"Next: tell the user which files were not sent, or send them after the user's next message, with its ID in X-Reply-To", code, msg)
+	}
+	return q.api.errorf(status, "code %d: %s", code, msg)
+}
+
+// qqChat reads a chat ID: "user:ID" or "c2c:ID" is a one-to-one chat,
+// any other (also "group:ID") a group.
+func qqChat(chat string) (group bool, id string) {
 	for _, p := range []string{"user:", "c2c:", "user/", "c2c/"} {
 		if id, ok := strings.CutPrefix(chat, p); ok {
-			return q.acct.BaseURL + "/v2/users/" + url.PathEscape(id)
+			return false, id
 		}
 	}
 	for _, p := range []string{"group:", "group/"} {
 		chat = strings.TrimPrefix(chat, p)
 	}
-	return q.acct.BaseURL + "/v2/groups/" + url.PathEscape(chat)
+	return true, chat
+}
+
+// path is /v2/groups/{id} or /v2/users/{id}.
+func (q *QQ) path(chat string) string {
+	group, id := qqChat(chat)
+	if !group {
+		return q.acct.BaseURL + "/v2/users/" + url.PathEscape(id)
+	}
+	return q.acct.BaseURL + "/v2/groups/" + url.PathEscape(id)
 }
 
 // uploadRequest streams {"file_type":N,"srv_send_msg":false,"file_data":"<base64>"}
@@ -244,20 +265,23 @@ func (q *QQ) upload(ctx context.Context, chat string, f *File) (string, error) {
 }
 
 // reply sends one message in reply to ref, taking one of its reply slots
-// and a msg_seq of its own.
+// and a msg_seq of its own. QQ de-duplicates replies to an event by
+// event_id + msg_seq as it does replies to a message by msg_id + msg_seq
+// (msg_seq 1 when none is given), so both carry one.
 func (q *QQ) reply(ctx context.Context, chat string, ref qqRef, body map[string]any) error {
-	seq, ok := q.replies.reserve(ref.id)
-	if !ok {
-		return errRepliesUsed
+	group, _ := qqChat(chat)
+	seq, err := q.replies.reserve(ref.id, group)
+	if err != nil {
+		return err
 	}
 	if ref.event {
 		body["event_id"] = ref.id
 	} else {
 		body["msg_id"] = ref.id
-		body["msg_seq"] = seq
 	}
+	body["msg_seq"] = seq
 	b, _ := json.Marshal(body)
-	err := q.call(ctx, func(ctx context.Context) (*http.Request, error) {
+	err = q.call(ctx, func(ctx context.Context) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, q.path(chat)+"/messages", b)
 	}, nil)
 	if err != nil {
@@ -270,6 +294,31 @@ func (q *QQ) reply(ctx context.Context, chat string, ref qqRef, body map[string]
 // used up, before anything is uploaded.
 var errRepliesUsed = fmt.Errorf("not sent: QQ takes at most %d replies to one user message, and this one's are used up (by this call or an earlier one). "+
 	"Next: tell the user which files were not sent, or send them after the user's next message, with its ID in X-Reply-To", qqMaxReplies)
+
+// errWindowClosed fails what is left of a message whose reply window is
+// over: QQ would refuse the reply, so nothing is uploaded for it.
+func errWindowClosed(group bool) error {
+	where, window := "a direct chat's message", qqWindowDirect
+	if group {
+		where, window = "a group message", qqWindowGroup
+	}
+	return fmt.Errorf("not sent: QQ takes replies to %s only within %d minutes of it, and this one's are over. "+
+		"Next: tell the user which files were not sent, or send them after the user's next message, with its ID in X-Reply-To", where, int(window.Minutes()))
+}
+
+// qqURL finds what QQ's content check takes for a URL: a scheme, "www.",
+// or a domain name ending in a common top-level domain (QQ catches bare
+// domains too). Words such as "report.pdf" or "v1.2" are not addresses.
+var qqURL = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://\S*|\bwww\.\S+|\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|cn|net|org|io|ai|app|dev|xyz|top|cc|tv|info|site|online|tech|vip|club|shop|link|ltd|wang|gov|edu)\b\S*`)
+
+// errCaptionURL fails every part of a message whose caption holds a URL:
+// QQ refuses it (40054010) unless the URL is registered for the bot, which
+// this service cannot see, and the caption goes with the first file.
+func errCaptionURL(found string) error {
+	return fmt.Errorf("not sent: the message holds a URL (%s), and QQ refuses messages with URLs that are not registered for the bot at q.qq.com "+
+		"(开发设置, 消息URL配置; error 40054010), bare domains included. Next: call again with the message reworded without the address "+
+		"(such as \"example dot com\"), or without a message", runes.Shorten(found, 80))
+}
 
 // errNoReplyTo fails every part of a message that names no user message.
 var errNoReplyTo = errors.New("not sent: QQ bots can only reply to a user's message (proactive messages were withdrawn on 2025-04-21), and this call names none. " +
@@ -298,19 +347,27 @@ func (q *QQ) Send(ctx context.Context, m *Message) Outcome {
 	out := Outcome{Files: make([]error, len(m.Files))}
 	caption := strings.TrimSpace(m.Caption) != ""
 	ref, ok := qqReplyRef(m.ReplyTo)
-	if !ok {
+	var refused error
+	switch {
+	case !ok:
+		refused = errNoReplyTo
+	case caption && qqURL.MatchString(m.Caption):
+		refused = errCaptionURL(qqURL.FindString(m.Caption))
+	}
+	if refused != nil {
 		for i := range out.Files {
-			out.Files[i] = errNoReplyTo
+			out.Files[i] = refused
 		}
 		if caption {
-			out.Caption = errNoReplyTo
+			out.Caption = refused
 		}
 		return out
 	}
 	chat := m.Target.ChatID
+	group, _ := qqChat(chat)
 	for i, f := range m.Files {
-		if q.replies.left(ref.id) == 0 {
-			out.Files[i] = errRepliesUsed
+		if err := q.replies.check(ref.id, group); err != nil {
+			out.Files[i] = err
 			continue
 		}
 		info, err := q.upload(ctx, chat, f)
@@ -339,9 +396,17 @@ func (q *QQ) Send(ctx context.Context, m *Message) Outcome {
 // service counts its own, across calls.
 const qqMaxReplies = 5
 
-// qqReplyWindow is how long QQ takes replies to a message: 60 minutes in a
-// one-to-one chat, 5 in a group. A message's count is kept that long.
-const qqReplyWindow = time.Hour
+// QQ takes replies to a message within 5 minutes of it in a group and 60
+// in a one-to-one chat. The service cannot see when the user's message
+// came, so a message's window is measured from its first reply here,
+// which is no earlier: once that is over, QQ would refuse the reply too.
+// A message's count is kept for twice the longer window, so that a call
+// after its window is told so before anything is uploaded.
+const (
+	qqWindowGroup  = 5 * time.Minute
+	qqWindowDirect = 60 * time.Minute
+	qqKeepBooked   = 2 * qqWindowDirect
+)
 
 // qqMaxBooked bounds the messages whose replies are counted; beyond it the
 // oldest is forgotten.
@@ -360,17 +425,19 @@ type replyBook struct {
 }
 
 type booked struct {
-	sent    int   // replies sent or on their way
-	lastSeq int64 // the last msg_seq handed out
-	until   time.Time
+	sent    int       // replies sent or on their way
+	lastSeq int64     // the last msg_seq handed out
+	closes  time.Time // QQ's reply window is over by then
+	until   time.Time // the count is forgotten then
 }
 
 // randomSeq is a message's first msg_seq: in [1000, 1000000), the range
 // other QQ bots use and QQ takes.
 func randomSeq() int64 { return 1000 + rand.Int64N(999000) }
 
-// entry returns id's count, made when missing; b.mu is held.
-func (b *replyBook) entry(id string) *booked {
+// entry returns id's count, made when missing (a group message's with
+// the group's window); b.mu is held.
+func (b *replyBook) entry(id string, group bool) *booked {
 	now := b.now()
 	if e, ok := b.m[id]; ok && now.Before(e.until) {
 		return e
@@ -388,30 +455,46 @@ func (b *replyBook) entry(id string) *booked {
 			delete(b.m, oldest)
 		}
 	}
-	e := &booked{lastSeq: b.firstSeq() - 1, until: now.Add(qqReplyWindow)}
+	window := qqWindowDirect
+	if group {
+		window = qqWindowGroup
+	}
+	e := &booked{lastSeq: b.firstSeq() - 1, closes: now.Add(window), until: now.Add(qqKeepBooked)}
 	b.m[id] = e
 	return e
 }
 
-// left returns how many replies id has left.
-func (b *replyBook) left(id string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return qqMaxReplies - b.entry(id).sent
+// usable returns why e takes no more replies, or nil; b.mu is held.
+func (b *replyBook) usable(e *booked, group bool) error {
+	switch {
+	case !b.now().Before(e.closes):
+		return errWindowClosed(group)
+	case e.sent >= qqMaxReplies:
+		return errRepliesUsed
+	}
+	return nil
 }
 
-// reserve takes one of id's replies and a fresh msg_seq for it; ok is
-// false when none is left.
-func (b *replyBook) reserve(id string) (seq int64, ok bool) {
+// check returns why id takes no more replies (its window is over, or its
+// replies are used up), or nil.
+func (b *replyBook) check(id string, group bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.entry(id)
-	if e.sent >= qqMaxReplies {
-		return 0, false
+	return b.usable(b.entry(id, group), group)
+}
+
+// reserve takes one of id's replies and a fresh msg_seq for it, or says
+// why none can go.
+func (b *replyBook) reserve(id string, group bool) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(id, group)
+	if err := b.usable(e, group); err != nil {
+		return 0, err
 	}
 	e.sent++
 	e.lastSeq++
-	return e.lastSeq, true
+	return e.lastSeq, nil
 }
 
 // release gives back a reply QQ refused; its msg_seq is not used again.

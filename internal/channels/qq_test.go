@@ -39,7 +39,16 @@ import (
 //     40034102 "主动消息失败, 无权限" (the code public reports show); a
 //     msg_id + msg_seq sent before is refused (msg_seq defaults to 1) with
 //     40054005, the code public reports show; each message takes at most
-//     5 replies, the sixth is refused with 22009 "msg limit exceed".
+//     5 replies, the sixth is refused with 22009 "msg limit exceed". A
+//     reply by event_id is counted and de-duplicated the same way, by
+//     event_id + msg_seq (public reports of 40054005 on event replies).
+//     Replies are taken within 60 minutes of the user's message in a
+//     one-to-one chat and 5 minutes in a group ("被动消息（回复类）有效时间为
+//     60 分钟" / "5 分钟"); a later one is refused (the doc names no code;
+//     public reports show "回复消息msg_id已过期", answered here as HTTP 400
+//     with code 400). Content with a URL not registered at q.qq.com
+//     ("发动的消息内容包含 URL 的说明") fails: 40054010 "消息发送失败，不允许发送url",
+//     the code public reports show; QQ's check catches bare domains too.
 //   - rich media (https://bot.q.qq.com/wiki/develop/api-v2/server-inter/message/send-receive/rich-media.html):
 //     POST /v2/users/{openid}/files and /v2/groups/{group_openid}/files with
 //     file_type (1 image png/jpg, 2 video mp4, 3 voice; 4 file is not open),
@@ -53,12 +62,14 @@ import (
 // Every request is written to wire, normalized, for the golden tests.
 type qqFake struct {
 	t        *testing.T
+	now      func() time.Time
 	mu       sync.Mutex
 	tokens   int
 	valid    []string
 	limitNxt int
 	replies  map[string]int             // msg_id or event_id: replies taken
-	seqs     map[string]map[float64]int // msg_id: msg_seq used
+	seqs     map[string]map[float64]int // msg_id or event_id: msg_seq used
+	received map[string]time.Time       // msg_id or event_id: when the user's message came (else the first reply)
 	infos    map[string]string          // file_info: "users" or "groups"
 	fetched  []string                   // what each upload's url served
 	messages []map[string]any
@@ -68,7 +79,7 @@ type qqFake struct {
 }
 
 func newQQFake(t *testing.T) *qqFake {
-	return &qqFake{t: t, replies: map[string]int{}, seqs: map[string]map[float64]int{}, infos: map[string]string{}}
+	return &qqFake{t: t, now: time.Now, replies: map[string]int{}, seqs: map[string]map[float64]int{}, infos: map[string]string{}, received: map[string]time.Time{}}
 }
 
 var qqPath = regexp.MustCompile(`^/v2/(users|groups)/([^/]+)/(files|messages)$`)
@@ -228,23 +239,30 @@ func (f *qqFake) message(w http.ResponseWriter, scene string, b map[string]any) 
 			return
 		}
 	}
+	if qqFakeURL.MatchString(content) {
+		refuse(w, 400, 40054010, "消息发送失败，不允许发送url")
+		return
+	}
 	ref := msgID
 	if ref == "" {
 		ref = "event:" + eventID
-	} else {
-		seq := 1.0
-		if s, ok := b["msg_seq"].(float64); ok {
-			seq = s
-		}
-		if f.seqs[msgID] == nil {
-			f.seqs[msgID] = map[float64]int{}
-		}
-		if f.seqs[msgID][seq] > 0 {
-			refuse(w, 400, 40054005, "消息被去重，请检查请求msgseq")
-			return
-		}
-		f.seqs[msgID][seq]++
 	}
+	if !f.inWindow(ref, scene) {
+		refuse(w, 400, 400, "回复消息msg_id已过期")
+		return
+	}
+	seq := 1.0
+	if s, ok := b["msg_seq"].(float64); ok {
+		seq = s
+	}
+	if f.seqs[ref] == nil {
+		f.seqs[ref] = map[float64]int{}
+	}
+	if f.seqs[ref][seq] > 0 {
+		refuse(w, 400, 40054005, "消息被去重，请检查请求msgseq")
+		return
+	}
+	f.seqs[ref][seq]++
 	if f.replies[ref] >= 5 {
 		refuse(w, 400, 22009, "msg limit exceed")
 		return
@@ -253,6 +271,26 @@ func (f *qqFake) message(w http.ResponseWriter, scene string, b map[string]any) 
 	delete(b, "msg_seq")
 	f.messages = append(f.messages, b)
 	writeJSON(w, 200, map[string]any{"id": fmt.Sprintf("out-%d", len(f.messages)), "timestamp": 1767322800})
+}
+
+// qqFakeURL is what QQ's content check catches: a scheme, www., or a
+// bare domain.
+var qqFakeURL = regexp.MustCompile(`(?i)[a-z]+://|www\.|[a-z0-9-]+\.(com|cn|net|org)\b`)
+
+// inWindow reports whether a reply to ref is within QQ's reply window:
+// 5 minutes of the user's message in a group, 60 in a one-to-one chat.
+// A message the test did not date is taken as received at its first reply.
+func (f *qqFake) inWindow(ref, scene string) bool {
+	at, ok := f.received[ref]
+	if !ok {
+		at = f.now()
+		f.received[ref] = at
+	}
+	window := 60 * time.Minute
+	if scene == "groups" {
+		window = 5 * time.Minute
+	}
+	return f.now().Sub(at) < window
 }
 
 var linkToken = regexp.MustCompile(`/media/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
@@ -301,6 +339,7 @@ type qqSetup struct {
 func newQQSetup(t *testing.T, withLinks bool) *qqSetup {
 	t.Helper()
 	s := &qqSetup{fake: newQQFake(t), clk: newClock(), dir: t.TempDir()}
+	s.fake.now = s.clk.Now
 	srv := fake(t, s.fake.handler)
 	o := testOptions(s.clk)
 	if withLinks {
@@ -551,37 +590,49 @@ func TestQQFakeEnforcesTheDoc(t *testing.T) {
 	}
 }
 
-// TestReplyBook: counts hold across calls, expire with QQ's reply window,
-// a refused reply gives its slot back but not its msg_seq, and the book
-// stays bounded.
+// TestReplyBook: counts hold across calls, a group message's window
+// closes after 5 minutes and a direct one's after 60, the count is
+// forgotten after qqKeepBooked, a refused reply gives its slot back
+// but not its msg_seq, and the book stays bounded.
 func TestReplyBook(t *testing.T) {
 	clk := newClock()
 	b := &replyBook{now: clk.Now, firstSeq: func() int64 { return 1000 }, m: map[string]*booked{}}
 	var seqs []int64
 	for range qqMaxReplies {
-		s, ok := b.reserve("m")
-		if !ok {
-			t.Fatal("a reply within the limit was refused")
+		s, err := b.reserve("m", false)
+		if err != nil {
+			t.Fatalf("a reply within the limit was refused: %v", err)
 		}
 		seqs = append(seqs, s)
 	}
-	if _, ok := b.reserve("m"); ok {
-		t.Error("a sixth reply was allowed")
+	if _, err := b.reserve("m", false); err != errRepliesUsed {
+		t.Errorf("a sixth reply: %v, want errRepliesUsed", err)
 	}
 	b.release("m")
-	if s, ok := b.reserve("m"); !ok || s != 1005 {
-		t.Errorf("after a release: %d %v, want a fresh msg_seq 1005", s, ok)
+	if s, err := b.reserve("m", false); err != nil || s != 1005 {
+		t.Errorf("after a release: %d %v, want a fresh msg_seq 1005", s, err)
 	}
 	if !slices.Equal(seqs, []int64{1000, 1001, 1002, 1003, 1004}) {
 		t.Errorf("msg_seq %v", seqs)
 	}
-	clk.Advance(qqReplyWindow)
-	if b.left("m") != qqMaxReplies {
-		t.Error("the count outlived QQ's reply window")
+	if _, err := b.reserve("g", true); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(qqWindowGroup)
+	if err := b.check("g", true); err == nil || !strings.Contains(err.Error(), "5 minutes") {
+		t.Errorf("a group message after 5 minutes: %v", err)
+	}
+	clk.Advance(qqWindowDirect - qqWindowGroup)
+	if err := b.check("m", false); err == nil || !strings.Contains(err.Error(), "60 minutes") {
+		t.Errorf("a direct message after 60 minutes: %v", err)
+	}
+	clk.Advance(qqKeepBooked - qqWindowDirect)
+	if b.check("m", false) != nil || b.m["m"].sent != 0 {
+		t.Error("the count was kept beyond qqKeepBooked")
 	}
 	for i := range qqMaxBooked + 10 {
 		clk.Advance(time.Millisecond)
-		b.reserve(fmt.Sprint("id-", i))
+		_, _ = b.reserve(fmt.Sprint("id-", i), false)
 	}
 	if len(b.m) > qqMaxBooked {
 		t.Errorf("%d messages booked, more than %d", len(b.m), qqMaxBooked)
@@ -589,4 +640,95 @@ func TestReplyBook(t *testing.T) {
 	if _, ok := b.m["id-0"]; ok {
 		t.Error("the oldest message was kept over the bound")
 	}
+}
+
+// TestQQEventReplySeq: every reply to an event carries a msg_seq of its
+// own, so QQ does not take the second file for one event as a repeat of
+// the first (it de-duplicates by event_id + msg_seq, msg_seq 1 when none
+// is given).
+// Doc: https://bot.q.qq.com/wiki/develop/api-v2/server-inter/message/send-receive/send.html
+func TestQQEventReplySeq(t *testing.T) {
+	s := newQQSetup(t, true)
+	ctx := context.Background()
+	a, b := s.file(t, "a.png", "png-a"), s.file(t, "b.png", "png-b")
+	out := s.qq.Send(ctx, &Message{Target: Target{ChatID: "user:USEROPENID"}, ReplyTo: "event:FRIEND_ADD:ev-1", Caption: "two", Files: []*File{a, b}})
+	mustSend(t, out)
+	// A second call for the same event goes on with fresh numbers.
+	mustSend(t, s.qq.Send(ctx, &Message{Target: Target{ChatID: "user:USEROPENID"}, ReplyTo: "event:FRIEND_ADD:ev-1", Files: []*File{a}}))
+	s.fake.mu.Lock()
+	defer s.fake.mu.Unlock()
+	if n := s.fake.replies["event:FRIEND_ADD:ev-1"]; n != 3 {
+		t.Errorf("QQ took %d replies to the event, want 3", n)
+	}
+	if seqs := s.fake.seqs["event:FRIEND_ADD:ev-1"]; len(seqs) != 3 || seqs[1] != 0 {
+		t.Errorf("msg_seq used %v, want 3 distinct ones clear of the default 1", seqs)
+	}
+}
+
+// TestQQReplyWindow: QQ takes replies within 5 minutes of a group message
+// and 60 minutes of a one-to-one one. A call after the window closed (as
+// measured from this service's first reply to the message, which is no
+// earlier than the message itself) is refused before anything is
+// uploaded, saying so and what to do.
+// Doc: https://bot.q.qq.com/wiki/develop/api-v2/server-inter/message/send-receive/send.html
+func TestQQReplyWindow(t *testing.T) {
+	s := newQQSetup(t, true)
+	ctx := context.Background()
+	png := s.file(t, "a.png", "png-bytes")
+	send := func(chat, ref string) Outcome {
+		return s.qq.Send(ctx, &Message{Target: Target{ChatID: chat}, ReplyTo: ref, Caption: "here", Files: []*File{png}})
+	}
+	mustSend(t, send("GROUPOPENID", "g-1"))
+	mustSend(t, send("user:USEROPENID", "u-1"))
+	s.wire()
+
+	s.clk.Advance(4 * time.Minute)
+	mustSend(t, send("GROUPOPENID", "g-1"))
+	s.clk.Advance(2 * time.Minute) // 6 minutes after the group message
+	s.wire()
+	out := send("GROUPOPENID", "g-1")
+	for i, err := range append([]error{out.Caption}, out.Files...) {
+		if err == nil || !strings.Contains(err.Error(), "5 minutes") || !strings.Contains(err.Error(), "Next:") {
+			t.Errorf("part %d, 6 minutes after a group message: %v, want the 5-minute window and what to do", i, err)
+		}
+	}
+	if w := s.wire(); w != "" {
+		t.Errorf("requests after the window closed:\n%s", w)
+	}
+
+	mustSend(t, send("user:USEROPENID", "u-1")) // 6 minutes: a direct chat's window is open
+	s.clk.Advance(55 * time.Minute)             // 61 minutes
+	s.wire()
+	out = send("user:USEROPENID", "u-1")
+	if err := out.Files[0]; err == nil || !strings.Contains(err.Error(), "60 minutes") || !strings.Contains(err.Error(), "Next:") {
+		t.Errorf("61 minutes after a direct message: %v, want the 60-minute window and what to do", err)
+	}
+	if w := s.wire(); w != "" {
+		t.Errorf("requests after the window closed:\n%s", w)
+	}
+}
+
+// TestQQCaptionWithURL: QQ refuses a message whose text holds a URL that
+// is not registered at q.qq.com (40054010), bare domains included. Such a
+// caption is refused before any upload, with QQ's rule and what to do, so
+// no reply slot is spent on a message that cannot go.
+// Doc: https://bot.q.qq.com/wiki/develop/api-v2/server-inter/message/send-receive/send.html
+func TestQQCaptionWithURL(t *testing.T) {
+	s := newQQSetup(t, true)
+	ctx := context.Background()
+	png := s.file(t, "a.png", "png-bytes")
+	for i, caption := range []string{"see https://example.com/q3", "mirror: www.example.org", "on github.com/countbot/toolsvc"} {
+		ref := fmt.Sprint("m-url-", i)
+		out := s.qq.Send(ctx, &Message{Target: Target{ChatID: "GROUPOPENID"}, ReplyTo: ref, Caption: caption, Files: []*File{png}})
+		for j, err := range append([]error{out.Caption}, out.Files...) {
+			if err == nil || !strings.Contains(err.Error(), "URL") || !strings.Contains(err.Error(), "q.qq.com") || !strings.Contains(err.Error(), "Next:") {
+				t.Errorf("%q, part %d: %v, want QQ's URL rule and what to do", caption, j, err)
+			}
+		}
+		if w := s.wire(); w != "" {
+			t.Errorf("%q: requests made:\n%s", caption, w)
+		}
+	}
+	// Words with dots that are no address still go.
+	mustSend(t, s.qq.Send(ctx, &Message{Target: Target{ChatID: "GROUPOPENID"}, ReplyTo: "m-ok", Caption: "report.pdf v1.2.3 main.go", Files: []*File{png}}))
 }
