@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -54,8 +55,18 @@ func NewDingTalk(acct DingTalkAccount, o Options) *DingTalk {
 // (https://open.dingtalk.com/document/development/robot-message-type).
 const dingtalkMax = 20 << 20
 
-// dingtalkFiles are the types DingTalk takes as files, in its doc's order.
-var dingtalkFiles = []string{"doc", "docx", "xls", "xlsx", "ppt", "pptx", "zip", "pdf", "rar"}
+// dingtalkFiles are the types the robot's file message (sampleFile) takes,
+// in its doc's order: fewer than media/upload takes (no xls, ppt or pptx).
+// Those others are refused rather than sent as a link: the only links
+// this service makes (TOOLSVC_PUBLIC_URL) expire within minutes, made for
+// platforms that fetch a file at once, not for people who open a chat
+// later.
+var dingtalkFiles = []string{"xlsx", "pdf", "zip", "rar", "doc", "docx"}
+
+// dingtalkNotFile is why a document of another type cannot go.
+var dingtalkNotFile = "dingtalk's robot sends files only of type " + strings.Join(dingtalkFiles, ", ") +
+	" (its file message, sampleFile, takes no other), beside images (png, jpg, gif, bmp) and mp4 videos. " +
+	"Next: convert it (xls to xlsx, ppt or pptx to pdf) or put it in a zip archive, and send that"
 
 // dingtalkKind is the media/upload type of f ("image", "video", "file"),
 // or "" when DingTalk takes no file of f's type.
@@ -79,8 +90,7 @@ func (d *DingTalk) Check(f *File) string {
 	}
 	switch dingtalkKind(f) {
 	case "":
-		return "dingtalk sends only images (png, jpg, gif, bmp), mp4 videos and files of type " + strings.Join(dingtalkFiles, ", ") +
-			". Next: put it in a zip archive (or convert it to pdf) and send that"
+		return dingtalkNotFile
 	case "video":
 		if _, err := mp4Duration(f.Content, f.Size); err != nil {
 			return "dingtalk's video message needs the video's duration, which cannot be read from it (" + err.Error() + "). Next: check that it is a complete mp4, or put it in a zip archive"
@@ -223,6 +233,9 @@ func (d *DingTalk) upload(ctx context.Context, f *File, typ string) (string, err
 
 func (d *DingTalk) file(ctx context.Context, chat string, f *File) error {
 	typ := dingtalkKind(f)
+	if typ == "" {
+		return errors.New("not sent: " + dingtalkNotFile)
+	}
 	id, err := d.upload(ctx, f, typ)
 	if err != nil {
 		return err

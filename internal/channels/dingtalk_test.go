@@ -23,6 +23,9 @@ import (
 // content, sampleImageMsg photoURL, sampleFile mediaId, fileName and
 // fileType, sampleVideo duration, videoMediaId, videoType and picMediaId
 // (https://open.dingtalk.com/document/development/robot-message-type).
+// sampleFile's fileType is one of those the message doc lists ("文件类型，
+// 支持xlsx、pdf、zip、rar、doc、docx格式"), though media/upload takes more;
+// the doc names no code for another, answered here as param.invalid.
 // Its rate limits answer in the four documented forms
 // (https://open.dingtalk.com/document/development/how-to-process-api-throttling-on-the-dingtalk-server).
 type dingtalkFake struct {
@@ -132,6 +135,10 @@ func (f *dingtalkFake) handler(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 400, map[string]any{"code": "param.invalid", "message": fmt.Sprintf("msgKey %v needs %v", b["msgKey"], need)})
 			return
 		}
+		if b["msgKey"] == "sampleFile" && !slices.Contains([]string{"xlsx", "pdf", "zip", "rar", "doc", "docx"}, param["fileType"]) {
+			writeJSON(w, 400, map[string]any{"code": "param.invalid", "message": "fileType " + param["fileType"] + " is not supported"})
+			return
+		}
 		if b["robotCode"] != "ding-app" {
 			t.Errorf("robotCode %v", b["robotCode"])
 		}
@@ -233,11 +240,11 @@ func TestDingTalk(t *testing.T) {
 		}
 		for _, name := range []string{"notes.txt", "data.csv", "a.7z", "song.mp3", "m.mov", "p.webp", "x.json"} {
 			r := dt.Check(memFile(t, name, []byte("some data")))
-			if !strings.Contains(r, "doc, docx, xls, xlsx, ppt, pptx, zip, pdf, rar") || !strings.Contains(r, "Next: put it in a zip") {
+			if !strings.Contains(r, "xlsx, pdf, zip, rar, doc, docx") || !strings.Contains(r, "zip archive") || !strings.Contains(r, "Next:") {
 				t.Errorf("%s: %q", name, r)
 			}
 		}
-		for _, name := range []string{"a.pdf", "b.rar", "c.pptx", "d.bmp", "e.gif"} {
+		for _, name := range []string{"a.pdf", "b.rar", "c.docx", "d.bmp", "e.gif"} {
 			if r := dt.Check(memFile(t, name, []byte("some data"))); r != "" {
 				t.Errorf("%s: %q", name, r)
 			}
@@ -246,4 +253,40 @@ func TestDingTalk(t *testing.T) {
 			t.Errorf("broken mp4: %q", r)
 		}
 	})
+}
+
+// TestDingTalkSampleFileTypes: the robot's file message (sampleFile) takes
+// only the types its doc lists, xlsx, pdf, zip, rar, doc and docx, though
+// media/upload takes xls, ppt and pptx too. Those are refused before
+// anything is uploaded, with the reason and what to do instead.
+// Doc: https://open.dingtalk.com/document/development/robot-message-type
+func TestDingTalkSampleFileTypes(t *testing.T) {
+	df := &dingtalkFake{t: t, uploads: map[string]string{}}
+	srv := fake(t, df.handler)
+	clk := newClock()
+	dt := NewDingTalk(DingTalkAccount{ClientID: "ding-app", ClientSecret: "ding-secret-123", APIURL: srv.URL, OAPIURL: srv.URL}, testOptions(clk))
+	ctx := context.Background()
+	for _, name := range []string{"a.xlsx", "b.pdf", "c.zip", "d.rar", "e.doc", "f.docx"} {
+		f := memFile(t, name, []byte("some data"))
+		if r := dt.Check(f); r != "" {
+			t.Errorf("%s: refused: %q", name, r)
+			continue
+		}
+		mustSend(t, dt.Send(ctx, &Message{Target: Target{ChatID: "cidGROUP=="}, Files: []*File{f}}))
+	}
+	for _, name := range []string{"old.xls", "deck.ppt", "deck.pptx"} {
+		f := memFile(t, name, []byte("some data"))
+		if r := dt.Check(f); !strings.Contains(r, "xlsx, pdf, zip, rar, doc, docx") || !strings.Contains(r, "Next:") {
+			t.Errorf("%s: Check %q, want the types sampleFile takes and what to do", name, r)
+		}
+		// Send on its own refuses it too, before any request.
+		n := len(df.uploads)
+		out := dt.Send(ctx, &Message{Target: Target{ChatID: "cidGROUP=="}, Files: []*File{f}})
+		if err := out.Files[0]; err == nil || !strings.Contains(err.Error(), "xlsx, pdf, zip, rar, doc, docx") {
+			t.Errorf("%s: Send %v, want the types sampleFile takes", name, err)
+		}
+		if len(df.uploads) != n {
+			t.Errorf("%s: uploaded although it cannot be sent", name)
+		}
+	}
 }
