@@ -144,6 +144,11 @@ type Message struct {
 type Outcome struct {
 	Caption error   // nil also when there was no caption to send
 	Files   []error // one per Message.Files
+	// Notes are what the platform said of parts that were delivered but
+	// not wholly: one line each, naming the part ("message", or the
+	// file's name), who did not get it and what to do. Such a part
+	// counts as sent.
+	Notes []string
 }
 
 // Sender delivers messages to one account of one channel.

@@ -47,7 +47,7 @@ func NewWeCom(acct WeComAccount, o Options) *WeCom {
 	return w
 }
 
-// WeCom's limits: media at least 5 bytes; images (jpg, png) and videos
+// WeCom's limits: media of more than 5 bytes; images (jpg, png) and videos
 // (mp4) up to 10 MB, files up to 20 MB; a robot's inline image up to 2 MB
 // (https://developer.work.weixin.qq.com/document/path/90253 and 91770).
 // Larger images and videos go as files. A text message holds at most 2048
@@ -55,7 +55,7 @@ func NewWeCom(acct WeComAccount, o Options) *WeCom {
 // 91770); a robot sends at most 20 messages a minute (91770), beyond which
 // it answers 45009.
 const (
-	wecomMin            = 5
+	wecomMin            = 6
 	wecomMediaMax       = 10 << 20
 	wecomFileMax        = 20 << 20
 	wecomInline         = 2 << 20
@@ -68,27 +68,61 @@ func (w *WeCom) robot() bool { return w.acct.WebhookURL != "" }
 // Check applies WeCom's limits.
 func (w *WeCom) Check(f *File) string {
 	if f.Size < wecomMin {
-		return "wecom refuses files under 5 bytes"
+		return "wecom takes files of more than 5 bytes only. Next: leave it out, or send what it holds as the message"
 	}
 	return limitFor("wecom", f, wecomFileMax, "files")
 }
 
-// WeCom codes: token invalid, expired or missing; over a frequency limit.
+// WeCom codes: token invalid, expired or missing; over a frequency limit;
+// none of a message's recipients reachable.
 const (
 	wecomTokenInvalid = 40014
 	wecomTokenExpired = 42001
 	wecomTokenMissing = 41001
 	wecomRateLimited  = 45009
 	wecomRateMinute   = 45033
+	wecomNoRecipient  = 81013
 )
 
+// wecomHints are what to do next after the refusals a model can act on.
+var wecomHints = map[int]string{
+	wecomNoRecipient: "none of the users, departments or tags named can get the app's messages (no such ID, or not in the app's visible range). " +
+		"Next: check the chat ID (user IDs, party:<id>, tag:<id>); the WeCom admin must add them to the app's visible range",
+}
+
+// wecomReply holds the fields of WeCom's answers. message/send answers
+// errcode 0 when some recipients could not get the message and names them
+// ("a|b") in the invalid fields: the others did get it
+// (https://developer.work.weixin.qq.com/document/path/90236).
 type wecomReply struct {
-	ErrCode     int    `json:"errcode"`
-	ErrMsg      string `json:"errmsg"`
-	Token       string `json:"access_token"`
-	ExpiresIn   int64  `json:"expires_in"`
-	MediaID     string `json:"media_id"`
-	InvalidUser string `json:"invaliduser"`
+	ErrCode        int    `json:"errcode"`
+	ErrMsg         string `json:"errmsg"`
+	Token          string `json:"access_token"`
+	ExpiresIn      int64  `json:"expires_in"`
+	MediaID        string `json:"media_id"`
+	InvalidUser    string `json:"invaliduser"`
+	InvalidParty   string `json:"invalidparty"`
+	InvalidTag     string `json:"invalidtag"`
+	UnlicensedUser string `json:"unlicenseduser"`
+}
+
+// missed names the recipients a delivered message did not reach, or "".
+func (wr wecomReply) missed() string {
+	var out []string
+	for _, g := range []struct{ what, ids string }{
+		{"users", wr.InvalidUser}, {"departments", wr.InvalidParty}, {"tags", wr.InvalidTag}, {"users without a license", wr.UnlicensedUser},
+	} {
+		var ids []string
+		for _, id := range strings.Split(g.ids, "|") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			out = append(out, g.what+" "+strings.Join(ids, ", "))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func decodeWeCom(r *reply) (wecomReply, bool) {
@@ -150,10 +184,10 @@ func (w *WeCom) call(ctx context.Context, u string, build func(ctx context.Conte
 			continue
 		case r.Status != http.StatusOK || !ok:
 			return wr, w.api.errorf(r.Status, "%s", runes.Shorten(strings.TrimSpace(string(r.Body)), 200))
+		case wr.ErrCode != 0 && wecomHints[wr.ErrCode] != "":
+			return wr, w.api.errorf(r.Status, "errcode %d: %s. %s", wr.ErrCode, wr.ErrMsg, wecomHints[wr.ErrCode])
 		case wr.ErrCode != 0:
 			return wr, w.api.errorf(r.Status, "errcode %d: %s", wr.ErrCode, wr.ErrMsg)
-		case wr.InvalidUser != "":
-			return wr, w.api.errorf(r.Status, "no such user: %s", wr.InvalidUser)
 		}
 		return wr, nil
 	}
@@ -185,8 +219,9 @@ func (w *WeCom) upload(ctx context.Context, f *File, typ string) (string, error)
 	return wr.MediaID, nil
 }
 
-// send posts one message of msgtype with its body.
-func (w *WeCom) send(ctx context.Context, chat, msgtype string, content any) error {
+// send posts one message of msgtype with its body, and returns the
+// recipients it did not reach (see wecomReply.missed).
+func (w *WeCom) send(ctx context.Context, chat, msgtype string, content any) (string, error) {
 	body := map[string]any{"msgtype": msgtype, msgtype: content}
 	u := w.acct.WebhookURL
 	if !w.robot() {
@@ -198,7 +233,7 @@ func (w *WeCom) send(ctx context.Context, chat, msgtype string, content any) err
 		case strings.HasPrefix(chat, "tag:"):
 			body["totag"] = strings.TrimPrefix(chat, "tag:")
 		case chat == "":
-			return w.api.errorf(0, "no user to send to: the session names no chat")
+			return "", w.api.errorf(0, "no user to send to: the session names no chat")
 		default:
 			body["touser"] = strings.TrimPrefix(chat, "user:")
 		}
@@ -208,40 +243,50 @@ func (w *WeCom) send(ctx context.Context, chat, msgtype string, content any) err
 		// A robot's 20 messages a minute: wait for room rather than be
 		// refused.
 		if err := w.api.pace(ctx, &w.sent); err != nil {
-			return err
+			return "", err
 		}
 	}
-	_, err := w.call(ctx, u, func(ctx context.Context, u string) (*http.Request, error) {
+	wr, err := w.call(ctx, u, func(ctx context.Context, u string) (*http.Request, error) {
 		return jsonRequest(ctx, http.MethodPost, u, b)
 	})
-	if err == nil && w.robot() {
+	if err != nil {
+		return "", err
+	}
+	if w.robot() {
 		w.sent.record(w.api.o.Now())
 	}
-	return err
+	return wr.missed(), nil
 }
 
 // text sends s as text messages of at most 2048 bytes each, cut on rune
 // boundaries (at a line break where one is near), in order; a failed part
-// stops the rest and says how far it went.
-func (w *WeCom) text(ctx context.Context, chat, s string) error {
+// stops the rest and says how far it went. It returns the recipients the
+// first part that missed some did not reach: the parts go to the same
+// ones.
+func (w *WeCom) text(ctx context.Context, chat, s string) (string, error) {
 	parts := splitBytes(s, wecomTextMax)
+	missed := ""
 	for i, p := range parts {
-		if err := w.send(ctx, chat, "text", map[string]string{"content": p}); err != nil {
+		m, err := w.send(ctx, chat, "text", map[string]string{"content": p})
+		if err != nil {
 			if len(parts) > 1 {
-				return fmt.Errorf("part %d of %d (WeCom takes 2048 bytes a message, so the message went in parts): %w", i+1, len(parts), err)
+				return "", fmt.Errorf("part %d of %d (WeCom takes 2048 bytes a message, so the message went in parts): %w", i+1, len(parts), err)
 			}
-			return err
+			return "", err
+		}
+		if missed == "" {
+			missed = m
 		}
 	}
-	return nil
+	return missed, nil
 }
 
-func (w *WeCom) file(ctx context.Context, chat string, f *File) error {
+func (w *WeCom) file(ctx context.Context, chat string, f *File) (string, error) {
 	if w.robot() && f.Kind == Image && (f.Ext == "png" || f.Ext == "jpg" || f.Ext == "jpeg") && f.Size <= wecomInline {
 		// A robot sends images inline (base64 and MD5), at most 2 MB.
 		data, err := io.ReadAll(f.reader())
 		if err != nil {
-			return err
+			return "", err
 		}
 		sum := md5.Sum(data)
 		return w.send(ctx, chat, "image", map[string]string{"base64": base64.StdEncoding.EncodeToString(data), "md5": hex.EncodeToString(sum[:])})
@@ -257,17 +302,34 @@ func (w *WeCom) file(ctx context.Context, chat string, f *File) error {
 	}
 	id, err := w.upload(ctx, f, typ)
 	if err != nil {
-		return err
+		return "", err
 	}
 	return w.send(ctx, chat, typ, map[string]string{"media_id": id})
 }
 
 // Send posts the caption as text messages, then each file. WeCom has no
-// replies to name, so m.ReplyTo is not used.
+// replies to name, so m.ReplyTo is not used. A part that reached some of
+// its recipients but not all is sent, with a note naming the others.
 func (w *WeCom) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
-	return sendEach(ctx, m, func(ctx context.Context, s string) error { return w.text(ctx, chat, s) },
-		func(ctx context.Context, f *File) error { return w.file(ctx, chat, f) })
+	var notes []string
+	note := func(part, missed string) {
+		if missed != "" {
+			notes = append(notes, part+": delivered, but not to "+missed+
+				" (no such ID, or not in the app's visible range). Next: tell the user who did not get it; the WeCom admin can add them to the app's visible range")
+		}
+	}
+	out := sendEach(ctx, m, func(ctx context.Context, s string) error {
+		missed, err := w.text(ctx, chat, s)
+		note("message", missed)
+		return err
+	}, func(ctx context.Context, f *File) error {
+		missed, err := w.file(ctx, chat, f)
+		note(f.Name, missed)
+		return err
+	})
+	out.Notes = notes
+	return out
 }
 
 var _ Sender = (*WeCom)(nil)

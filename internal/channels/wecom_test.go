@@ -19,11 +19,15 @@ import (
 // corpsecret (https://developer.work.weixin.qq.com/document/path/91039),
 // access_token (app) or key (robot) in the query; media/upload and the
 // robot's webhook/upload_media with a "media" file part carrying filename
-// and filelength, at least 5 bytes, images (jpg, png) and videos (mp4) up
-// to 10 MB and files up to 20 MB, a robot uploading only file or voice
+// and filelength, more than 5 bytes ("所有文件size必须大于5个字节", answered
+// 40006 otherwise), images (jpg, png) and videos (mp4) up to 10 MB and
+// files up to 20 MB, a robot uploading only file or voice
 // (https://developer.work.weixin.qq.com/document/path/90253, 91770);
-// message/send (https://developer.work.weixin.qq.com/document/path/90236)
-// and webhook/send (91770) with msgtype text, image, file or video, text
+// message/send (https://developer.work.weixin.qq.com/document/path/90236),
+// where recipients the app cannot reach (here user IDs starting with
+// "ghost", party and tag 999) come back in invaliduser, invalidparty and
+// invalidtag with errcode 0 while the others get the message, and 81013
+// when none can; and webhook/send (91770) with msgtype text, image, file or video, text
 // content at most 2048 bytes (answered 40058 beyond), a robot's inline
 // image at most 2 MB before base64 with its MD5, and a robot's messages at
 // most 20 a minute (answered 45009 beyond), counted on the test's clock.
@@ -63,8 +67,8 @@ func wecomUploadOK(robot bool, typ string, size int) string {
 	switch {
 	case limit == 0 || (robot && typ != "file" && typ != "voice"):
 		return "invalid media type"
-	case size < 5:
-		return "media size too small"
+	case size <= 5:
+		return "invalid file size: must be more than 5 bytes"
 	case size > limit:
 		return "invalid file size"
 	}
@@ -109,7 +113,11 @@ func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 			t.Errorf("media part %q lacks filelength=%d", fd.Headers["media"], len(data))
 		}
 		if why := wecomUploadOK(robot, q.Get("type"), len(data)); why != "" {
-			writeJSON(w, 200, map[string]any{"errcode": 40004, "errmsg": why})
+			code := 40004
+			if strings.HasPrefix(why, "invalid file size") {
+				code = 40006
+			}
+			writeJSON(w, 200, map[string]any{"errcode": code, "errmsg": why})
 			return
 		}
 		id := fmt.Sprintf("%s-%d", q.Get("type"), len(f.uploads))
@@ -130,16 +138,53 @@ func (f *wecomFake) handler(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, map[string]any{"errcode": 45009, "errmsg": "api freq out of limit"})
 			return
 		}
-		f.sends = append(f.sends, fmt.Sprintf("%s to=%v%v %s %v", r.URL.Path, b["touser"], b["toparty"], mt, b[mt]))
-		if b["touser"] == "ghost" {
-			writeJSON(w, 200, map[string]any{"errcode": 0, "errmsg": "ok", "invaliduser": "ghost"})
-			return
+		if !robot {
+			if answer, ok := wecomRecipients(b); !ok {
+				writeJSON(w, 200, answer)
+				return
+			} else if len(answer) > 2 {
+				f.sends = append(f.sends, fmt.Sprintf("%s to=%v%v %s %v", r.URL.Path, b["touser"], b["toparty"], mt, b[mt]))
+				writeJSON(w, 200, answer)
+				return
+			}
 		}
+		f.sends = append(f.sends, fmt.Sprintf("%s to=%v%v %s %v", r.URL.Path, b["touser"], b["toparty"], mt, b[mt]))
 		writeJSON(w, 200, map[string]any{"errcode": 0, "errmsg": "ok"})
 	default:
 		t.Errorf("unexpected path %s", r.URL.Path)
 		w.WriteHeader(404)
 	}
+}
+
+// wecomRecipients sorts message/send's touser, toparty and totag ("|"
+// separated) into those the app reaches and those it does not (user IDs
+// starting with "ghost", party and tag 999). ok is false when it reaches
+// none (81013); the answer names the invalid ones, lower-cased as WeCom
+// returns user IDs.
+func wecomRecipients(b map[string]any) (answer map[string]any, ok bool) {
+	answer = map[string]any{"errcode": 0, "errmsg": "ok"}
+	valid := 0
+	for field, invalid := range map[string]string{"touser": "invaliduser", "toparty": "invalidparty", "totag": "invalidtag"} {
+		s, _ := b[field].(string)
+		var bad []string
+		for _, id := range strings.Split(s, "|") {
+			switch {
+			case id == "":
+			case strings.HasPrefix(strings.ToLower(id), "ghost") || id == "999":
+				bad = append(bad, strings.ToLower(id))
+			default:
+				valid++
+			}
+		}
+		if len(bad) > 0 {
+			answer[invalid] = strings.Join(bad, "|")
+		}
+	}
+	if valid == 0 {
+		answer["errcode"], answer["errmsg"] = 81013, "user & party & tag all invalid"
+		return answer, false
+	}
+	return answer, true
 }
 
 // wecomMessageOK applies the message rules; "" is fine.
@@ -200,9 +245,9 @@ func TestWeComApp(t *testing.T) {
 			t.Errorf("got %s", got)
 		}
 	})
-	t.Run("unknown user is a failure", func(t *testing.T) {
+	t.Run("no recipient reached is a failure", func(t *testing.T) {
 		out := wc.Send(ctx, &Message{Target: Target{ChatID: "ghost"}, Caption: "x"})
-		if out.Caption == nil || !strings.Contains(out.Caption.Error(), "ghost") {
+		if out.Caption == nil || !strings.Contains(out.Caption.Error(), "81013") || !strings.Contains(out.Caption.Error(), "Next:") {
 			t.Errorf("got %v", out.Caption)
 		}
 	})
@@ -352,4 +397,58 @@ func TestWeComRobotLimits(t *testing.T) {
 			t.Errorf("got %v", out.Files[0])
 		}
 	})
+}
+
+// TestWeComPartialDelivery: message/send answers errcode 0 with
+// invaliduser, invalidparty and invalidtag when some recipients cannot get
+// the message: the others did, so the part counts as sent, and the outcome
+// names who did not get it and what to do. 81013, no recipient at all, is
+// a failure that says what to check.
+// Doc: https://developer.work.weixin.qq.com/document/path/90236
+func TestWeComPartialDelivery(t *testing.T) {
+	clk := newClock()
+	wf := &wecomFake{t: t, now: clk.Now, uploads: map[string]string{}}
+	srv := fake(t, wf.handler)
+	wc := NewWeCom(WeComAccount{CorpID: "ww-corp", Secret: "wecom-secret-123", AgentID: 1000002, BaseURL: srv.URL}, testOptions(clk))
+	ctx := context.Background()
+	pdf := memFile(t, "c.pdf", []byte("pdf-file"))
+
+	out := wc.Send(ctx, &Message{Target: Target{ChatID: "zhangsan|GhostA|ghostB"}, Caption: "numbers", Files: []*File{pdf}})
+	mustSend(t, out)
+	if len(out.Notes) != 2 {
+		t.Fatalf("notes %q, want one for the message and one for c.pdf", out.Notes)
+	}
+	for i, part := range []string{"message", "c.pdf"} {
+		n := out.Notes[i]
+		if !strings.HasPrefix(n, part+":") || !strings.Contains(n, "ghosta, ghostb") || !strings.Contains(n, "Next:") {
+			t.Errorf("note %q, want %s: who did not get it and what to do", n, part)
+		}
+	}
+	out = wc.Send(ctx, &Message{Target: Target{ChatID: "party:999"}, Caption: "x"})
+	if out.Caption == nil || !strings.Contains(out.Caption.Error(), "81013") || !strings.Contains(out.Caption.Error(), "Next:") {
+		t.Errorf("no party reached: %v, want 81013 and what to do", out.Caption)
+	}
+	if len(out.Notes) != 0 {
+		t.Errorf("notes for a failed part: %q", out.Notes)
+	}
+}
+
+// TestWeComFileSize: WeCom takes media of more than 5 bytes only, so a
+// file of 5 bytes or fewer is refused before the upload, for apps and
+// robots alike.
+// Doc: https://developer.work.weixin.qq.com/document/path/90253
+func TestWeComFileSize(t *testing.T) {
+	clk := newClock()
+	app := NewWeCom(WeComAccount{CorpID: "ww-corp", Secret: "wecom-secret-123", AgentID: 1000002, BaseURL: "http://127.0.0.1:1"}, testOptions(clk))
+	robot := NewWeCom(WeComAccount{WebhookURL: "http://127.0.0.1:1/cgi-bin/webhook/send?key=robot-key-123"}, testOptions(clk))
+	for _, wc := range []*WeCom{app, robot} {
+		for _, data := range []string{"abc", "abcde"} {
+			if r := wc.Check(memFile(t, "t.txt", []byte(data))); !strings.Contains(r, "more than 5 bytes") {
+				t.Errorf("%d bytes: %q, want a refusal naming more than 5 bytes", len(data), r)
+			}
+		}
+		if r := wc.Check(memFile(t, "t.txt", []byte("abcdef"))); r != "" {
+			t.Errorf("6 bytes: %q", r)
+		}
+	}
 }
