@@ -127,6 +127,11 @@ func recordFiles(dir string) ([]string, error) {
 
 // readEntries reads the record files, a worker per processor.
 func readEntries(dir string, files []string, progress func(int, int)) ([]*entry, error) {
+	r, err := newFileReader(dir, files)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
 	entries := make([]*entry, len(files))
 	var next, done atomic.Int64
 	var firstErr error
@@ -134,12 +139,13 @@ func readEntries(dir string, files []string, progress func(int, int)) ([]*entry,
 	var wg sync.WaitGroup
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
+			buf := make([]byte, 16<<10)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(files) {
 					return
 				}
-				data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(files[i])))
+				data, err := r.read(files[i], &buf)
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
@@ -168,19 +174,85 @@ func readEntries(dir string, files []string, progress func(int, int)) ([]*entry,
 	return entries, firstErr
 }
 
+// pathError is an error of a file Verify reads.
+type pathError struct {
+	op, path string
+	err      error
+}
+
+func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// fastChained reads a record as the service writes it, without a JSON
+// decoder: its place first, then its call ID; the replica and the
+// timestamp are the last members of those names (the arguments before
+// them may hold such names, nothing after them can). It reports false
+// for anything else, which parseEntry then decodes. A record read this way
+// may still hold invalid JSON past these members; its hash tells.
+func fastChained(data []byte) (chained, bool) {
+	var f chained
+	rest, ok := bytes.CutPrefix(data, []byte(`{"seq":`))
+	i := bytes.IndexByte(rest, ',')
+	if !ok || i < 0 || !bytes.HasSuffix(data, []byte("}\n")) {
+		return f, false
+	}
+	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"prev":"`))
+	if err != nil || !ok || len(rest) < 64 {
+		return f, false
+	}
+	f.Seq, f.Prev = seq, string(rest[:64])
+	var ok1, ok2, ok3 bool
+	f.CallID, ok1 = plainString(rest[64:], `","call_id":"`)
+	f.Replica, ok2 = lastString(data, `,"replica":"`)
+	stamp, ok3 := lastString(data, `,"timestamp":"`)
+	if !ok1 || !ok3 || (!ok2 && bytes.Contains(data, []byte(`"replica"`))) {
+		return f, false
+	}
+	f.Timestamp, err = time.Parse(time.RFC3339Nano, stamp)
+	return f, err == nil && f.CallID != ""
+}
+
+// plainString reads the string after prefix at the start of b, if it has
+// no escapes.
+func plainString(b []byte, prefix string) (string, bool) {
+	b, ok := bytes.CutPrefix(b, []byte(prefix))
+	if !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(b, '"')
+	if end < 0 || bytes.IndexByte(b[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(b[:end]), true
+}
+
+// lastString reads the string after the last name.
+func lastString(data []byte, name string) (string, bool) {
+	i := bytes.LastIndex(data, []byte(name))
+	if i < 0 {
+		return "", false
+	}
+	return plainString(data[i:], name)
+}
+
 // parseEntry reads what the chain needs of a record file. A file that is
 // no JSON record is damaged: cut short, or edited; what its first bytes
 // still say of its place is kept.
 func parseEntry(file string, data []byte) *entry {
 	e := &entry{file: file, hash: sha256.Sum256(data)}
-	var f chained
-	err := json.Unmarshal(data, &f)
-	if err == nil && f.CallID != "" && bytes.HasSuffix(data, []byte("}\n")) {
+	f, ok := fastChained(data)
+	var err error
+	if !ok {
+		err = json.Unmarshal(data, &f)
+		ok = err == nil && f.CallID != "" && bytes.HasSuffix(data, []byte("}\n"))
+	}
+	if ok {
 		e.seq, e.chain, e.callID, e.when = f.Seq, f.Replica, f.CallID, f.Timestamp
 		if h, err := parseHash(f.Prev); err == nil {
 			e.prev, e.hasPrev = h, true
 		}
-		e.nameOK = FileName(Record{CallID: f.CallID, Timestamp: f.Timestamp}) == filepath.FromSlash(file)
+		e.nameOK = nameMatches(file, f.CallID, f.Timestamp)
 		return e
 	}
 	var syn *json.SyntaxError
@@ -194,6 +266,28 @@ func parseEntry(file string, data []byte) *entry {
 	}
 	e.seq, e.prev, e.hasPrev, e.chain = salvage(data)
 	return e
+}
+
+// nameMatches reports whether file (DAY/NAME, with slashes) is the name
+// FileName gives the record of call id started at t.
+func nameMatches(file, id string, t time.Time) bool {
+	t = t.UTC()
+	if t.Year() < 0 || t.Year() > 9999 {
+		return FileName(Record{CallID: id, Timestamp: t}) == filepath.FromSlash(file)
+	}
+	var buf [128]byte
+	year, month, day := t.Date()
+	b := appendDigits(buf[:0], year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, '/')
+	b = appendStamp(b, t)
+	b = append(b, '_')
+	b = append(b, id...)
+	b = append(b, ".json"...)
+	return string(b) == file
 }
 
 // salvage reads the seq, prev and replica a damaged record still shows.

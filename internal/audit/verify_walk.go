@@ -29,16 +29,22 @@ func (c *chainCheck) problem(e *entry, pos uint64, kind, format string, args ...
 
 func (c *chainCheck) check(entries []*entry) {
 	c.at = make(map[uint64]*entry, len(entries))
-	groups := map[uint64][]*entry{}
+	dups := map[uint64][]*entry{} // places more than one record claims
 	c.prevs = make(map[[32]byte]bool, len(entries))
 	for _, e := range entries {
 		if e.hasPrev {
 			c.prevs[e.prev] = true
 		}
-		groups[e.pos] = append(groups[e.pos], e)
+		if o := c.at[e.pos]; o != nil {
+			if len(dups[e.pos]) == 0 {
+				dups[e.pos] = []*entry{o}
+			}
+			dups[e.pos] = append(dups[e.pos], e)
+		}
+		c.at[e.pos] = e
 		c.end = max(c.end, e.pos)
 	}
-	for pos, g := range groups {
+	for pos, g := range dups {
 		c.at[pos] = c.genuine(pos, g)
 	}
 	last := c.end
