@@ -199,3 +199,34 @@ func TestRetentionCutVerifies(t *testing.T) {
 		t.Fatalf("a day deleted by hand: %+v", rep.Problems)
 	}
 }
+
+// TestFastChainedMatchesJSON: the fast reading of a record gives what
+// decoding it gives, or declines, for records whose arguments and result
+// hold the very member names it looks for.
+func TestFastChainedMatchesJSON(t *testing.T) {
+	ts := time.Date(2026, 12, 2, 10, 30, 0, 123456789, time.UTC)
+	dc := ts.Add(time.Minute)
+	recs := []Record{
+		{Seq: 3, Prev: genesisHash, CallID: "c1", ToolName: "read_file", Arguments: json.RawMessage(`{"a":1,"replica":"x","timestamp":"2000-01-01T00:00:00Z"}`), Replica: "r", Timestamp: ts, Status: "success", Result: `,"replica":"y" ,"timestamp":"z"`},
+		{Seq: 4, Prev: genesisHash, CallID: `c"2\`, ToolName: "exec", Timestamp: ts, Status: "error", ErrorCode: "e"},
+		{Seq: 5, Prev: genesisHash, CallID: "c3", ToolName: "exec", Timestamp: ts, Status: "success", Approval: &Approval{ID: "a", Outcome: "approved", DecidedAt: &dc}},
+		{Seq: 6, Prev: genesisHash, CallID: "c4", Arguments: `"replica":"q"`, Replica: `r"1`, Timestamp: ts},
+	}
+	for _, rec := range recs {
+		data, err := appendRecord(nil, &rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want chained
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := fastChained(data); ok && got != want {
+			t.Errorf("record %s: fast %+v, decoded %+v", rec.CallID, got, want)
+		}
+		e := parseEntry(filepath.ToSlash(FileName(rec)), data)
+		if e.seq != want.Seq || e.chain != want.Replica || e.callID != want.CallID || !e.when.Equal(want.Timestamp) || !e.nameOK || e.damage != "" {
+			t.Errorf("record %s: entry %+v", rec.CallID, e)
+		}
+	}
+}
