@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,9 +61,18 @@ func (d *Discord) limited(r *reply) (time.Duration, bool) {
 	return capWait(time.Duration(b.RetryAfter * float64(time.Second))), true
 }
 
-func (d *Discord) target(chat string) (string, error) {
+// target is where a message goes: the bot's channel, or the webhook's
+// URL, with thread_id when the message answers one: Execute Webhook takes
+// no message_reference, and posts into a thread of the webhook's channel
+// by that query parameter
+// (https://discord.com/developers/docs/resources/webhook#execute-webhook).
+func (d *Discord) target(chat, reply string) (string, error) {
 	if d.acct.WebhookURL != "" {
-		return addQuery(d.acct.WebhookURL, "wait", "true"), nil
+		u := addQuery(d.acct.WebhookURL, "wait", "true")
+		if reply != "" {
+			u = addQuery(u, "thread_id", reply)
+		}
+		return u, nil
 	}
 	if chat == "" {
 		return "", d.api.errorf(0, "no channel to send to: the session names none")
@@ -70,7 +80,11 @@ func (d *Discord) target(chat string) (string, error) {
 	return d.acct.BaseURL + "/channels/" + url.PathEscape(chat) + "/messages", nil
 }
 
-func (d *Discord) check(r *reply) error {
+// discordUnknownChannel is Discord's code for a channel (a thread
+// included) that does not exist or cannot be seen.
+const discordUnknownChannel = 10003
+
+func (d *Discord) check(r *reply, thread string) error {
 	if r.Status >= 200 && r.Status <= 299 {
 		return nil
 	}
@@ -81,17 +95,23 @@ func (d *Discord) check(r *reply) error {
 	if json.Unmarshal(r.Body, &e) != nil {
 		e.Message = runes.Shorten(strings.TrimSpace(string(r.Body)), 200)
 	}
+	if e.Code == discordUnknownChannel && thread != "" {
+		return d.api.errorf(r.Status, "%d %s: X-Reply-To (%s) names no thread of the webhook's channel, which a webhook can answer in only by the thread's ID. "+
+			"Next: call again without X-Reply-To to post in the webhook's channel", e.Code, e.Message, thread)
+	}
 	return d.api.errorf(r.Status, "%d %s", e.Code, e.Message)
 }
 
+// post sends one message of at most discordContentMax characters (Send
+// splits longer ones): a bot's answers replyTo by message_reference, a
+// webhook's goes into the thread replyTo names.
 func (d *Discord) post(ctx context.Context, chat, content, replyTo string, f *File) error {
-	u, err := d.target(chat)
+	u, err := d.target(chat, replyTo)
 	if err != nil {
 		return err
 	}
-	content = runes.Shorten(content, discordContentMax)
 	payload := map[string]any{"content": content, "allowed_mentions": map[string]any{"parse": []string{}}}
-	if replyTo != "" {
+	if replyTo != "" && d.acct.WebhookURL == "" {
 		// A reply (https://discord.com/developers/docs/resources/message#message-reference-structure);
 		// one whose message is gone is sent anyway.
 		payload["message_reference"] = map[string]any{"message_id": replyTo, "fail_if_not_exists": false}
@@ -109,20 +129,54 @@ func (d *Discord) post(ctx context.Context, chat, content, replyTo string, f *Fi
 			req.Header.Set("Authorization", "Bot "+d.acct.Token)
 		}
 		return req, err
-	}, d.check)
+	}, func(r *reply) error {
+		if d.acct.WebhookURL != "" {
+			return d.check(r, replyTo)
+		}
+		return d.check(r, "")
+	})
 	return err
 }
 
 // Send posts each file, the caption as the first one's content, each a
-// reply to m.ReplyTo when it names a message (a snowflake).
+// reply to m.ReplyTo when it names a message (a snowflake; for a webhook,
+// a thread). A caption over Discord's 2000 characters goes in parts, in
+// order, cut at line breaks where it can: all but the last as text
+// messages, the last with the first file.
 func (d *Discord) Send(ctx context.Context, m *Message) Outcome {
 	chat := m.Target.ChatID
 	reply := ""
 	if _, err := strconv.ParseUint(m.ReplyTo, 10, 64); err == nil {
 		reply = m.ReplyTo
 	}
-	return sendCaptioned(ctx, m, func(ctx context.Context, s string) error { return d.post(ctx, chat, s, reply, nil) },
-		func(ctx context.Context, f *File, c string) error { return d.post(ctx, chat, c, reply, f) })
+	text := func(ctx context.Context, s string) error { return d.post(ctx, chat, s, reply, nil) }
+	file := func(ctx context.Context, f *File, c string) error { return d.post(ctx, chat, c, reply, f) }
+	parts := []string{m.Caption}
+	if strings.TrimSpace(m.Caption) != "" {
+		parts = splitRunes(m.Caption, discordContentMax)
+	}
+	n := len(parts)
+	for i, p := range parts[:n-1] {
+		if err := text(ctx, p); err != nil {
+			rest := *m
+			rest.Caption = ""
+			out := sendCaptioned(ctx, &rest, text, file)
+			out.Caption = discordPartErr(i+1, n, err)
+			return out
+		}
+	}
+	last := *m
+	last.Caption = parts[n-1]
+	out := sendCaptioned(ctx, &last, text, file)
+	if out.Caption != nil && n > 1 {
+		out.Caption = discordPartErr(n, n, out.Caption)
+	}
+	return out
+}
+
+// discordPartErr says which part of a long caption failed.
+func discordPartErr(i, n int, err error) error {
+	return fmt.Errorf("part %d of %d (Discord takes at most 2000 characters a message, so the message went in parts; the parts before it were sent, the rest not): %w", i, n, err)
 }
 
 var _ Sender = (*Discord)(nil)

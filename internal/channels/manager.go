@@ -621,11 +621,42 @@ func NeedsChat(s Sender) bool {
 // boundaries, preferring the last line break (else space) in a piece's
 // second half so that lines stay whole where they can.
 func splitBytes(s string, n int) []string {
-	var out []string
-	for len(s) > n {
+	return split(s, func(s string) int {
+		if len(s) <= n {
+			return -1
+		}
 		cut := n
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
+		}
+		return cut
+	})
+}
+
+// splitRunes cuts s into pieces of at most n characters (code points),
+// preferring line breaks and spaces as splitBytes does.
+func splitRunes(s string, n int) []string {
+	return split(s, func(s string) int {
+		i := 0
+		for off := range s {
+			if i == n {
+				return off
+			}
+			i++
+		}
+		return -1
+	})
+}
+
+// split cuts s into pieces: limit returns the byte offset the next piece
+// must end by, or -1 when the rest fits; the cut moves back to the last
+// line break (else space) in the piece's second half.
+func split(s string, limit func(s string) int) []string {
+	var out []string
+	for {
+		cut := limit(s)
+		if cut < 0 {
+			break
 		}
 		if i := strings.LastIndexByte(s[:cut], '\n'); i >= cut/2 {
 			cut = i + 1
