@@ -131,6 +131,11 @@ func (t *SendMedia) Execute(ctx context.Context, raw json.RawMessage) (string, e
 		i++
 	}
 	text := report(target, lines, out.Caption, args.Message, sent == 0)
+	if len(out.Notes) > 0 {
+		// Sent, but not to everyone the call named (WeCom's partial
+		// delivery): the model is told who did not get it.
+		text += "\nPartly delivered:\n- " + strings.Join(out.Notes, "\n- ")
+	}
 	if sent == 0 {
 		return "", toolerr.Errorf(toolerr.ToolError, "%s", text)
 	}

@@ -26,6 +26,8 @@ type recordingSender struct {
 	fail  map[string]bool
 	got   []*channels.Message
 	data  map[string]string
+	// notes, when set, are the outcome's notes (a partial delivery).
+	notes []string
 }
 
 func (s *recordingSender) Check(f *channels.File) string {
@@ -47,6 +49,7 @@ func (s *recordingSender) Send(ctx context.Context, m *channels.Message) channel
 			out.Files = append(out.Files, nil)
 		}
 	}
+	out.Notes = s.notes
 	return out
 }
 
@@ -106,6 +109,15 @@ func invokeSendMedia(t *testing.T, tool *SendMedia, session string, args any) (s
 func TestSendMedia(t *testing.T) {
 	tool, rs, _ := newSendMediaTest(t)
 	const session = "feishu:default:oc_42:1712345678"
+
+	t.Run("a partial delivery names who did not get it", func(t *testing.T) {
+		rs.notes = []string{"report.pdf: not delivered to ghosta (WeCom: invaliduser). Next: check the user IDs."}
+		defer func() { rs.notes = nil }()
+		out, err := invokeSendMedia(t, tool, session, map[string]any{"file_paths": []string{"report.pdf"}})
+		if err != nil || !strings.Contains(out, "report.pdf: sent") || !strings.Contains(out, "Partly delivered:\n- report.pdf: not delivered to ghosta") {
+			t.Errorf("result %q, %v", out, err)
+		}
+	})
 
 	t.Run("valid files sent, invalid ones listed", func(t *testing.T) {
 		out, err := invokeSendMedia(t, tool, session, map[string]any{
