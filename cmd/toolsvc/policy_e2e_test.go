@@ -296,9 +296,20 @@ keys:
 	// second call surely comes while it runs, however slow the machine.
 	done := make(chan string, 1)
 	go func() {
-		_, body := carol.do(t, "POST", "/tools/exec/invoke", strings.NewReader(`{"command":"until [ -e release ]; do sleep 0.05; done","timeout":120}`), map[string]string{"Content-Type": "application/json"})
+		_, body := carol.do(t, "POST", "/tools/exec/invoke", strings.NewReader(`{"command":"touch started; until [ -e release ]; do sleep 0.05; done","timeout":120}`), map[string]string{"Content-Type": "application/json"})
 		done <- string(body)
 	}()
+	// Her second call comes once the command runs: one sent before would
+	// take the one place itself and leave the command refused.
+	waitFor(t, "carol's command to start", func() bool {
+		select {
+		case out := <-done:
+			t.Fatalf("carol's command ended before it started: %s", out)
+		default:
+		}
+		_, err := os.Stat(filepath.Join(s.Workspace, "started"))
+		return err == nil
+	})
 	deadline := time.Now().Add(waitGuard)
 	for refused := false; !refused; {
 		resp, body := carol.do(t, "POST", "/tools/list_dir/invoke", strings.NewReader(`{}`), map[string]string{"Content-Type": "application/json"})
