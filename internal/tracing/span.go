@@ -1,0 +1,93 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/countbot/toolsvc/internal/toolerr"
+)
+
+// Span is one span the service made, or nothing: the zero Span (tracing
+// off) ignores every call, so that code around it needs no check.
+type Span struct {
+	s trace.Span
+	t *Tracer
+}
+
+// start starts a span named name as a child of ctx's span (a root span
+// when ctx has none), and returns ctx carrying it.
+func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, Span) {
+	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return ctx, Span{s: s, t: t}
+}
+
+// Recording reports whether the span is recorded (tracing on, and the
+// sampler kept it): what is only worth building for a recorded span
+// (captured content) waits for this.
+func (s Span) Recording() bool { return s.s != nil && s.s.IsRecording() }
+
+// IDs returns the span's trace and span IDs in lower-case hex, for the
+// audit record, or empty strings for the zero Span.
+func (s Span) IDs() (traceID, spanID string) {
+	if s.s == nil {
+		return "", ""
+	}
+	sc := s.s.SpanContext()
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}
+
+// failed marks the span as failed with errType (error.type) and a short
+// description for its status.
+func (s Span) failed(errType, desc string) {
+	s.s.SetAttributes(attribute.String(AttrErrorType, errType))
+	s.s.SetStatus(codes.Error, desc)
+}
+
+// EndErr ends the span, failed when err is not nil (error.type from
+// ErrorType).
+func (s Span) EndErr(err error) {
+	if s.s == nil {
+		return
+	}
+	if err != nil {
+		s.failed(ErrorType(err), ErrorType(err))
+	}
+	s.s.End()
+}
+
+// ErrorType is the low-cardinality error.type of err: the code of a
+// *toolerr.Error in its chain (the codes a result's error carries, such
+// as timeout or unavailable), timeout and canceled for the context's
+// errors, and _OTHER (the conventions' fallback) for anything else, whose
+// text could be anything.
+func ErrorType(err error) string {
+	var te *toolerr.Error
+	switch {
+	case errors.As(err, &te):
+		return te.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return toolerr.Timeout
+	case errors.Is(err, context.Canceled):
+		return toolerr.Canceled
+	}
+	return ErrorTypeOther
+}
+
+// Follow returns ctx carrying the span context of from's span, when from
+// has one: work that outlives a call (a sub-agent's task, run on a
+// context of its own) makes its spans in the call's trace, as children of
+// the call's span. ctx keeps its own deadline and cancellation.
+func Follow(ctx, from context.Context) context.Context {
+	sc := trace.SpanContextFromContext(from)
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpanContext(ctx, sc)
+}
