@@ -44,6 +44,7 @@ type Config struct {
 	Exec       `section:"exec" doc:"Shell commands: the command guard judges every script, the sandbox confines what passes."`
 	Agents     `section:"Sub-agents" doc:"spawn, workflow_run and send_message, offered only when LLM_BASE_URL and LLM_MODEL are set."`
 	Replicas   `section:"Replicas" doc:"Several toolsvc processes behind one load balancer: the shared PostgreSQL database for sub-agent tasks and conversations, and how replicas name themselves and take over each other's dead tasks. See docs/replicas.md."`
+	Traces     `section:"Traces" doc:"OpenTelemetry traces of calls, sent over OTLP/HTTP. See docs/traces.md."`
 	Channels   `section:"Chat channels" doc:"send_media, offered when at least one channel is configured. Each account variable holds one value (the account \"default\") or name=value pairs separated by commas, one per account; the other variables of an account name it the same way."`
 }
 
