@@ -10,7 +10,7 @@ package callinfo
 import "github.com/countbot/toolsvc/internal/jsonx"
 
 // Facts are what a call carries besides its tool and arguments. Every
-// field but Key and Workspace is text the caller sent (a header), bounded
+// field but Key, Workspace and SpanID is text the caller sent (a header), bounded
 // and stripped of control characters by the gate and of secrets by the
 // registry. The json
 // tags are the audit record's field names, which readers of the audit log
@@ -48,6 +48,12 @@ type Facts struct {
 	// lower-case hex digits), when it had a valid one, so that a call can
 	// be found from the caller's trace.
 	TraceID string `json:"trace_id,omitempty"`
+	// SpanID is the span ID (16 lower-case hex digits) of the call's
+	// execute_tool span when the service sends traces
+	// (TOOLSVC_OTEL_ENDPOINT); TraceID is then that span's trace, the
+	// caller's when it sent a traceparent. Set by the registry, never by
+	// the caller.
+	SpanID string `json:"span_id,omitempty"`
 	// Approval is the ID of the approval the caller presents for the
 	// call (X-Approval, or an MCP client's answer to the question the
 	// service asked), when it resends a call that was held. The audit
@@ -56,7 +62,8 @@ type Facts struct {
 }
 
 // Clean returns f with fn applied to every field the caller wrote, that
-// is every field but Key and Workspace (names the operator configured). The registry
+// is every field but Key and Workspace (names the operator configured)
+// and SpanID (the service's own). The registry
 // passes its redaction, since these fields reach the audit log and the
 // tool. Empty fields are left as they are, without a call.
 func (f Facts) Clean(fn func(string) string) Facts {
@@ -83,7 +90,8 @@ func (f *Facts) AppendJSON(b []byte) []byte {
 	b = appendOmitEmpty(b, `,"chat_id":`, f.ChatID)
 	b = appendOmitEmpty(b, `,"reply_to":`, f.ReplyTo)
 	b = appendOmitEmpty(b, `,"request_id":`, f.RequestID)
-	return appendOmitEmpty(b, `,"trace_id":`, f.TraceID)
+	b = appendOmitEmpty(b, `,"trace_id":`, f.TraceID)
+	return appendOmitEmpty(b, `,"span_id":`, f.SpanID)
 }
 
 func appendOmitEmpty(b []byte, name, v string) []byte {

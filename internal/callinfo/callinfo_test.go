@@ -66,7 +66,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 }
 
 // TestCleanEveryCallerField: Clean passes every field but Key and
-// Workspace (the operator's names) through the
+// Workspace (the operator's names) and SpanID (the service's) through the
 // function, and leaves empty fields alone.
 func TestCleanEveryCallerField(t *testing.T) {
 	var all []string
@@ -81,7 +81,7 @@ func TestCleanEveryCallerField(t *testing.T) {
 	rv := reflect.ValueOf(got)
 	for _, n := range all {
 		v := rv.FieldByName(n).String()
-		if want := map[bool]string{true: "the-secret", false: "the-[R]"}[n == "Key" || n == "Workspace"]; v != want {
+		if want := map[bool]string{true: "the-secret", false: "the-[R]"}[n == "Key" || n == "Workspace" || n == "SpanID"]; v != want {
 			t.Errorf("%s = %q after Clean, want %q", n, v, want)
 		}
 	}

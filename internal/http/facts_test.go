@@ -57,8 +57,9 @@ func TestEveryFactFromTheGate(t *testing.T) {
 		"traceparent": {validTraceparent, "4bf92f3577b34da6a3ce929d0e0e4736"},
 	}
 	// Key is the caller's key's name, Workspace its policy's folder (the
-	// registry's): no header fills either.
-	filled := map[string]string{"Key": "the caller's key", "Workspace": "the key's policy"}
+	// registry's), SpanID the call's span (the registry's, when it
+	// traces): no header fills them.
+	filled := map[string]string{"Key": "the caller's key", "Workspace": "the key's policy", "SpanID": "the call's span"}
 	for _, h := range callHeaders() {
 		send, want := "v-"+h.name, "v-"+h.name
 		if s, ok := special[h.name]; ok {

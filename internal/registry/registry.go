@@ -25,6 +25,7 @@ import (
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // Tool is one capability offered to a model.
@@ -88,6 +89,10 @@ type Options struct {
 	// call and see, and when its calls may start. Nil: every key calls
 	// every tool, unlimited.
 	Policy Policy
+	// Tracer gives every call a span, execute_tool {tool}, the child of
+	// the door's span in the call's context, and the audit record its
+	// trace and span IDs. Nil: no spans, and nothing more per call.
+	Tracer *tracing.Tracer
 }
 
 // Observer watches calls from outside, so that metrics need no import
@@ -546,7 +551,46 @@ func (r *Registry) InvokeTarget(ctx context.Context, t Target, args []byte, meta
 
 // InvokeAdmitted runs the call Admit let through, and then ends its
 // admission. Every Admission Admit gives must come here.
-func (r *Registry) InvokeAdmitted(ctx context.Context, a Admission, args []byte) (res Result) {
+func (r *Registry) InvokeAdmitted(ctx context.Context, a Admission, args []byte) Result {
+	// The span ID is the call's own span's, never the caller's.
+	a.meta.SpanID = ""
+	if r.opts.Tracer == nil {
+		return r.invokeAdmitted(ctx, a, args)
+	}
+	return r.invokeTraced(ctx, a, args)
+}
+
+// invokeTraced runs the call in its span: the span is started before the
+// audit record, which names it (the facts' TraceID and SpanID), and ended
+// with the result, a failed call's with error.type tool_error.
+func (r *Registry) invokeTraced(ctx context.Context, a Admission, args []byte) Result {
+	name := a.t.name
+	if a.t.e == nil {
+		name = runes.Shorten(name, runes.Echo)
+	}
+	ctx, span := r.opts.Tracer.StartTool(ctx, name)
+	if traceID, spanID := span.IDs(); spanID != "" {
+		a.meta.TraceID, a.meta.SpanID = traceID, spanID
+	}
+	res := r.invokeAdmitted(ctx, a, args)
+	end := tracing.ToolEnd{CallID: res.CallID, Result: res.Result}
+	if res.Error != nil {
+		end.ErrorCode = res.Error.Code
+	}
+	if span.Recording() && r.opts.Tracer.CapturesContent() {
+		end.Arguments = func() string {
+			if len(args) == 0 {
+				return "{}"
+			}
+			return r.opts.Redact(string(args))
+		}
+	}
+	span.EndTool(end)
+	return res
+}
+
+// invokeAdmitted is InvokeAdmitted without a span.
+func (r *Registry) invokeAdmitted(ctx context.Context, a Admission, args []byte) (res Result) {
 	if a.held {
 		defer r.opts.Policy.Release(a.meta.Key)
 	}

@@ -312,7 +312,7 @@ func TestCallContext(t *testing.T) {
 // and both audit records as one value, every field of it, with a secret
 // pasted into any field the caller wrote redacted (the key's name is the
 // operator's, not the caller's), and the workspace folder the policy's
-// alone: a caller's is dropped.
+// alone and the span ID the call's span's alone: a caller's is dropped.
 func TestFactsAsTheyAre(t *testing.T) {
 	var got Call
 	tool := &fakeTool{name: "facts", schema: `{"type":"object"}`, run: func(ctx context.Context, _ json.RawMessage) (string, error) {
@@ -331,7 +331,7 @@ func TestFactsAsTheyAre(t *testing.T) {
 		mv.Field(i).SetString(name + " sk-secret")
 		wv.Field(i).SetString(name + " [REDACTED]")
 	}
-	want.Key, want.Workspace = meta.Key, ""
+	want.Key, want.Workspace, want.SpanID = meta.Key, "", ""
 	r.Invoke(context.Background(), "facts", nil, meta)
 	if got.Facts != want {
 		t.Errorf("the tool's facts:\n%+v\nwant\n%+v", got.Facts, want)
