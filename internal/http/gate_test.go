@@ -14,9 +14,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/countbot/toolsvc/internal/callinfo"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // callTool records the call context each run sees.
@@ -67,17 +70,30 @@ func (folderPolicy) Generation() uint64                   { return 1 }
 
 // TestGateSameFactsOnEveryDoor: REST invoke and /mcp hand the tool the
 // same facts (every header of callHeaders, the name of the caller's key
-// and its policy's folder), and the access log names the key, never
-// showing it.
+// and its policy's folder, and with tracing on the call's span in the
+// caller's trace), and the access log names the key, never showing it.
 func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	const secret = "alice-secret-key-0123456789"
 	var logs syncBuffer
 	tool := &callTool{}
-	reg := registry.New(registry.Options{Policy: folderPolicy{}})
+	spans := tracetest.NewInMemoryExporter()
+	tracer := tracing.NewWithProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)), tracing.Options{})
+	reg := registry.New(registry.Options{Policy: folderPolicy{}, Tracer: tracer})
 	if err := reg.Register(tool); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(Options{Registry: reg, Log: zerolog.New(&logs),
+	// The span ID of the call's own span, which each call has anew.
+	callSpan := func(got *registry.Call) {
+		t.Helper()
+		for _, s := range spans.GetSpans() {
+			if s.Name == "execute_tool whoami" && s.SpanContext.SpanID().String() == got.SpanID {
+				got.SpanID = "the call's span"
+				return
+			}
+		}
+		t.Errorf("the call's SpanID %q is no execute_tool span's", got.SpanID)
+	}
+	srv := httptest.NewServer(NewHandler(Options{Registry: reg, Log: zerolog.New(&logs), Tracer: tracer,
 		Keys: []Key{{Name: "alice", Secret: secret}, {Name: "root", Secret: "root-secret-key-0123456789", Admin: true}}}))
 	defer srv.Close()
 	headers := headerTransport{
@@ -87,7 +103,7 @@ func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	}
 	want := registry.Call{Tool: "whoami", Facts: callinfo.Facts{SessionID: "s-1", Source: "telegram", Channel: "telegram",
 		ChatID: "chat-42", ReplyTo: "msg-9", Key: "alice", Workspace: "tenants/alice", RequestID: "req-1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
-		Approval: "ap-1"}}
+		SpanID: "the call's span", Approval: "ap-1"}}
 	// Every fact is set, so that each is seen to come through both doors.
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[callinfo.Facts]()) {
 		if reflect.ValueOf(want.Facts).FieldByIndex(f.Index).IsZero() {
@@ -103,6 +119,7 @@ func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	resp.Body.Close()
 	got := tool.last()
 	got.ID = ""
+	callSpan(&got)
 	if got != want {
 		t.Errorf("REST call %+v, want %+v", got, want)
 	}
@@ -120,6 +137,7 @@ func TestGateSameFactsOnEveryDoor(t *testing.T) {
 	}
 	got = tool.last()
 	got.ID = ""
+	callSpan(&got)
 	if got != want {
 		t.Errorf("MCP call %+v, want %+v", got, want)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolfmt"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // Options configure the handler.
@@ -83,7 +84,16 @@ type Options struct {
 	// decides a held call (approval.SealKeyBytes bytes; empty: a random
 	// key of this process).
 	ApprovalSealKey []byte
+	// Tracer, when set, gives each request of POST /tools/{name}/invoke
+	// its HTTP server span and each MCP request on /mcp its MCP server
+	// span, each the child of the caller's traceparent (the header, or
+	// an MCP request's _meta). The registry holds the same Tracer for the
+	// calls' own spans. Nil: no spans.
+	Tracer *tracing.Tracer
 }
+
+// invokeRoute is the route of REST calls, the name of their server spans.
+const invokeRoute = "/tools/{name}/invoke"
 
 type server struct {
 	opts   Options
@@ -129,7 +139,7 @@ func NewHandler(opts Options) http.Handler {
 	s.rendered = newRenderings(opts.Registry, opts.Version)
 	mcpHandler := mcp.NewHandler(mcp.Options{
 		Registry: opts.Registry, Invoke: s.mcpInvoke, Version: opts.Version, MaxBodyBytes: opts.MaxBodyBytes,
-		Key: keyFrom, Denied: s.mcpDenied, Approvals: opts.Approvals, SealKey: opts.ApprovalSealKey,
+		Key: keyFrom, Denied: s.mcpDenied, Approvals: opts.Approvals, SealKey: opts.ApprovalSealKey, Tracer: opts.Tracer,
 	})
 
 	r := chi.NewRouter()
@@ -167,7 +177,7 @@ func NewHandler(opts Options) http.Handler {
 		r.Get("/", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
-		r.With(s.gate.door).Post("/tools/{name}/invoke", s.invoke)
+		r.With(s.gate.door).Post(invokeRoute, opts.Tracer.Middleware(invokeRoute, http.HandlerFunc(s.invoke)).ServeHTTP)
 		r.Get("/openapi.json", s.openAPI)
 		// MCP's Streamable HTTP transport, stateless: POST carries the
 		// JSON-RPC messages. GET and DELETE (a session's stream and its

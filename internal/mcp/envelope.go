@@ -9,16 +9,16 @@ import (
 // readEnvelope reads a tools/call message in one pass over body: it checks
 // that body is JSON (what json.Valid accepts) nested no deeper than the
 // SDK allows, that it is an object of the members jsonrpc, id, method and
-// params only, and params (when given) an object of name and arguments
-// only, and returns the raw values of those members, in that order (nil
-// for one absent). The arguments are thus read once here and once by the
+// params only, and params (when given) an object of name, arguments and
+// _meta only, and returns the raw values of those members, in that order
+// (nil for one absent). The arguments are thus read once here and once by the
 // registry. It refuses anything the SDK might read otherwise than these
 // exact names: a key written with escapes (the SDK matches names exactly,
 // encoding/json would fold case) or given twice.
-func readEnvelope(body []byte) (msg [4][]byte, params [2][]byte, ok bool) {
+func readEnvelope(body []byte) (msg [4][]byte, params [3][]byte, ok bool) {
 	v := validator{b: body}
 	msgKeys := [...]string{"jsonrpc", "id", "method", "params"}
-	paramsKeys := [...]string{"name", "arguments"}
+	paramsKeys := [...]string{"name", "arguments", "_meta"}
 	i := v.space(0)
 	if i >= len(body) || body[i] != '{' {
 		return msg, params, false

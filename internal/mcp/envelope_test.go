@@ -64,7 +64,7 @@ func TestReadEnvelope(t *testing.T) {
 		`{"jsonrpc":"2.0","jsonrpc":"2.0"}`,            // twice
 		`{"jsonrpc":"2.0","other":1}`,                  // another member
 		`{"jsonr\u0070c":"2.0"}`,                       // an escaped key
-		`{"params":{"name":"x","_meta":{}}}`,           // another parameter
+		`{"params":{"name":"x","task":{}}}`,            // another parameter
 		`{"params":[1]}`,                               // params not an object
 		`{"params":{"name":"x","arguments":{"a":1,}}}`, // arguments not JSON
 		`{"jsonrpc":"2.0"} x`,                          // something after it

@@ -23,6 +23,9 @@ type toolCall struct {
 	id   json.RawMessage // as it goes back: an integer, or a string re-encoded
 	name string
 	args json.RawMessage // nil when the request had none, as the SDK passes it
+	// traceparent and tracestate are the trace context the request's
+	// _meta carried, the one _meta a plain call may have.
+	traceparent, tracestate string
 }
 
 // legacyVersions are the protocol versions (the Mcp-Protocol-Version
@@ -37,8 +40,9 @@ const maxDepth = 1000
 
 // plainCall reports whether r is a plain tools/call that the SDK would run
 // and answer with its result alone, and decodes it. Anything else
-// (another method, a batch, a notification, _meta or other parameters,
-// headers the SDK checks or refuses) is not: the SDK answers it.
+// (another method, a batch, a notification, other parameters, a _meta
+// with more than a trace context, headers the SDK checks or refuses) is
+// not: the SDK answers it.
 func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 	h := r.Header
 	if !legacyVersions[h.Get("Mcp-Protocol-Version")] || len(h.Values("Last-Event-ID")) > 0 {
@@ -65,7 +69,13 @@ func plainCall(r *http.Request, body []byte) (toolCall, bool) {
 	if !ok {
 		return toolCall{}, false
 	}
-	return toolCall{id: id, name: string(params[0][1 : len(params[0])-1]), args: params[1]}, true
+	c := toolCall{id: id, name: string(params[0][1 : len(params[0])-1]), args: params[1]}
+	if params[2] != nil {
+		if c.traceparent, c.tracestate, ok = traceMeta(params[2]); !ok {
+			return toolCall{}, false
+		}
+	}
+	return c, true
 }
 
 // callID is a request's ID as the response repeats it: an integer as

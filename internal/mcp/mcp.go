@@ -19,6 +19,7 @@ import (
 	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // Invoker runs one call of the tool t (looked up once, by the handler)
@@ -51,6 +52,9 @@ type Options struct {
 	// SealKey seals the requestState of such a question
 	// (approval.SealKeyBytes bytes); empty: a random key of this process.
 	SealKey []byte
+	// Tracer, when set, gives every request its MCP server span (see
+	// trace.go), the child of the trace context in its _meta. Nil: none.
+	Tracer *tracing.Tracer
 
 	holds *holds // built by NewHandler
 }
@@ -156,6 +160,7 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 	} else {
 		h.deniedCall(r, body)
 	}
+	r = h.withSDKRequest(r, body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
@@ -200,7 +205,16 @@ func (h *Handler) denied(r *http.Request, t registry.Target) {
 // call runs a plain tools/call of t and writes its JSON-RPC response as
 // the SDK's handler would.
 func (h *Handler) call(w http.ResponseWriter, r *http.Request, t registry.Target, c toolCall) {
+	if h.opts.Tracer != nil {
+		h.tracedCall(w, r, t, c)
+		return
+	}
 	res, refused := h.opts.Invoke(r.Context(), t, c.args)
+	h.answer(w, c, res, refused)
+}
+
+// answer writes the JSON-RPC response to the plain call c.
+func (h *Handler) answer(w http.ResponseWriter, c toolCall, res registry.Result, refused string) {
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "application/json")
@@ -243,7 +257,7 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 			},
 		}, handler(opts.Registry, opts.holds))
 	}
-	srv.AddReceivingMiddleware(pendingCalls(opts))
+	srv.AddReceivingMiddleware(traced(opts), pendingCalls(opts))
 	return srv
 }
 
