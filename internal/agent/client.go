@@ -21,12 +21,23 @@ import (
 
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // Reply is one normalised model reply.
 type Reply struct {
 	Message      Message
 	FinishReason string // informative only: servers say "stop" with tool calls present
+	// ID and Model are the reply's id and model as the endpoint named
+	// them; Usage its token counts, when it gave them.
+	ID, Model string
+	Usage     *Usage
+}
+
+// Usage is what a reply says it cost.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
 }
 
 // ClientOptions configure a Client.
@@ -49,6 +60,9 @@ type ClientOptions struct {
 	// Sleep waits d or until ctx is done; default a timer. Tests record
 	// the waits instead of taking them.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Tracer, when set, gives each request to the endpoint (each retry
+	// too) a chat span with the reply's token usage. Nil: none.
+	Tracer *tracing.Tracer
 }
 
 // Client talks to one chat-completions endpoint.
@@ -149,9 +163,33 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 	}
 }
 
-// once makes one request. wait < 0: the error is final; otherwise it may
-// be retried after wait (0: the client's own backoff).
+// once makes one request, in its chat span. wait < 0: the error is final;
+// otherwise it may be retried after wait (0: the client's own backoff).
 func (c *Client) once(ctx context.Context, body []byte) (Reply, time.Duration, error) {
+	if c.opts.Tracer == nil {
+		return c.request(ctx, body)
+	}
+	// An OpenAI-compatible endpoint speaks OpenAI's API, whoever serves
+	// it: the conventions' provider for that API is openai.
+	ctx, span := c.opts.Tracer.StartChat(ctx, tracing.Chat{Provider: "openai", Model: c.opts.Model, BaseURL: c.opts.BaseURL})
+	reply, wait, err := c.request(ctx, body)
+	end := tracing.ChatEnd{ResponseID: reply.ID, ResponseModel: reply.Model, InputTokens: -1, OutputTokens: -1}
+	if reply.FinishReason != "" {
+		end.FinishReasons = []string{reply.FinishReason}
+	}
+	if reply.Usage != nil {
+		end.InputTokens, end.OutputTokens = reply.Usage.PromptTokens, reply.Usage.CompletionTokens
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		end.ErrorType = strconv.Itoa(se.Status)
+	}
+	span.EndChat(end, err)
+	return reply, wait, err
+}
+
+// request makes one request. wait is as for once.
+func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
@@ -261,6 +299,9 @@ type wireError struct {
 
 // wireReply is a chat-completions reply, loose where servers differ.
 type wireReply struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Usage   *Usage `json:"usage"`
 	Choices []struct {
 		Message      json.RawMessage `json:"message"`
 		FinishReason string          `json:"finish_reason"`
@@ -323,7 +364,7 @@ func parseReply(data []byte) (Reply, time.Duration, error) {
 			m.ToolCalls[i].ID = newCallID(i)
 		}
 	}
-	return Reply{Message: m, FinishReason: ch.FinishReason}, 0, nil
+	return Reply{Message: m, FinishReason: ch.FinishReason, ID: w.ID, Model: w.Model, Usage: w.Usage}, 0, nil
 }
 
 // bodyErrorWait is once's wait for an error in a 200 body: retried (with

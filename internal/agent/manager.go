@@ -16,6 +16,7 @@ import (
 	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // Task statuses.
@@ -348,6 +349,9 @@ func (m *Manager) StartWith(ctx context.Context, task string, o StartOptions) (T
 	}
 	now := m.opts.Now().UTC()
 	tctx, cancel := context.WithCancelCause(m.base)
+	// The task's model calls and tool calls continue the trace of the
+	// call that started it.
+	tctx = tracing.Follow(tctx, ctx)
 	e := &entry{
 		t: Task{ID: newTaskID(), Label: m.opts.Redact(o.Label), Task: m.opts.Redact(task), Model: m.opts.ModelName, Status: StatusRunning,
 			CreatedAt: now, UpdatedAt: now, ToolCalls: []CallRecord{}, Owner: owner},

@@ -11,6 +11,7 @@ import (
 	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/config"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // newAgents builds the sub-agent manager when a model endpoint is
@@ -21,8 +22,8 @@ import (
 // moreAllowed names the tools from the file sub-agents may use;
 // keyLimits, when set, gives each key's own bounds (the policy's);
 // approvals, when set, is where a task whose call is held for a person
-// waits for the decision.
-func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string, keyLimits func(string) (int, int), approvals *approval.Service) (m *agent.Manager, wait func(), err error) {
+// waits for the decision; tracer, when set, traces the model calls.
+func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownTimeout time.Duration, reg *registry.Registry, dataDir string, log zerolog.Logger, redact func(string) string, moreAllowed func() []string, keyLimits func(string) (int, int), approvals *approval.Service, tracer *tracing.Tracer) (m *agent.Manager, wait func(), err error) {
 	if !cfg.AgentsEnabled() {
 		return nil, func() {}, nil
 	}
@@ -31,6 +32,7 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		APIKey:  string(cfg.LLMAPIKey),
 		Model:   cfg.LLMModel,
 		Timeout: cfg.LLMTimeout,
+		Tracer:  tracer,
 	})
 	var waiter agent.ApprovalWaiter
 	if approvals != nil { // a nil *Service in the interface would not be nil

@@ -44,6 +44,7 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/sandbox"
 	"github.com/countbot/toolsvc/internal/skills"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -75,10 +76,13 @@ type App struct {
 	approvals *approval.Service
 	handler   http.Handler
 	links     *medialink.Links // signed media links; nil without TOOLSVC_PUBLIC_URL
-	stopping  context.Context
-	stop      context.CancelFunc
-	closers   []func() // run last first by Close
-	once      sync.Once
+	// tracer makes the spans of every door, call and tool; nil without
+	// TOOLSVC_OTEL_ENDPOINT.
+	tracer   *tracing.Tracer
+	stopping context.Context
+	stop     context.CancelFunc
+	closers  []func() // run last first by Close
+	once     sync.Once
 }
 
 // New builds the service from cfg, which Load or LoadFrom has validated.
@@ -102,6 +106,9 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 	// built.
 	toolsFile, sel, err := readSwitches(cfg.Switches)
 	if err != nil {
+		return a, err
+	}
+	if err := a.newTracer(cfg.Traces, red, opts.Version); err != nil {
 		return a, err
 	}
 	if err := a.openFolders(cfg.Server, cfg.Channels.PublicURL, cfg.Exec.ExecUser); err != nil {
@@ -130,7 +137,7 @@ func New(cfg config.Config, opts Options) (a *App, err error) {
 		return a, err
 	}
 	deps := Deps{Config: cfg, Workspace: a.ws, DataDir: a.dataDir, Log: a.log, Skills: sk,
-		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version}
+		Agents: agents, Conversations: conv, MediaLinks: a.links, Version: opts.Version, Tracer: a.tracer}
 	if err := a.registerTools(deps, sel, toolsFile, red); err != nil {
 		closeAgents()
 		return a, err
@@ -249,7 +256,7 @@ func (a *App) openFolders(cfg config.Server, publicURL, execUserSpec string) (er
 func (a *App) newRegistry(calls config.Calls, cfg config.Audit, red *redact.Redactor, enf *policy.Enforcer) error {
 	// Metrics watch every call, whichever door it came through.
 	a.metrics = metrics.New()
-	regOpts := registry.Options{Log: a.log, DefaultTimeout: calls.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics}
+	regOpts := registry.Options{Log: a.log, DefaultTimeout: calls.CallTimeout, Redact: red.String, RedactProgress: red.Progress, Observer: a.metrics, Tracer: a.tracer}
 	if enf != nil { // a nil *Enforcer in the interface would not be nil
 		regOpts.Policy = enf
 	}
@@ -294,7 +301,7 @@ func (a *App) newAgents(cfg config.Agents, shutdownTimeout time.Duration, sel Se
 	if enf != nil {
 		keyLimits = enf.Subagents
 	}
-	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() }, keyLimits, a.approvals)
+	agents, closeAgents, err = newAgents(a.stopping, agentsCfg, a.agentStores(red.String), shutdownTimeout, a.reg, a.dataDir, a.log, red.String, func() []string { return a.custom.SubagentTools() }, keyLimits, a.approvals, a.tracer)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -344,7 +351,29 @@ func (a *App) newHandler(cfg config.Access, calls config.Calls, sk *skills.Loade
 
 		BodyTimeout:        calls.BodyTimeout,
 		StreamWriteTimeout: calls.StreamWriteTimeout,
+		Tracer:             a.tracer,
 	})
+}
+
+// newTracer builds the tracer when TOOLSVC_OTEL_ENDPOINT is set. It is
+// shut down last (Close runs its closers last first), so that the spans
+// of the calls, tasks and servers stopped before it are sent.
+func (a *App) newTracer(cfg config.Traces, red *redact.Redactor, version string) (err error) {
+	a.tracer, err = tracing.New(context.Background(), tracing.Options{
+		Endpoint: cfg.OTelEndpoint, CaptureContent: cfg.OTelCaptureContent, Redact: red.String,
+		ServiceVersion: version, Log: a.log, Getenv: os.Getenv,
+	})
+	if err != nil || a.tracer == nil {
+		return err
+	}
+	a.closers = append(a.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.tracer.Shutdown(ctx); err != nil {
+			a.log.Warn().Err(err).Msg("traces: the spans still queued could not all be sent at shutdown")
+		}
+	})
+	return nil
 }
 
 // Handler serves the HTTP API.

@@ -30,6 +30,7 @@ import (
 	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/skills"
 	"github.com/countbot/toolsvc/internal/tools"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -59,6 +60,9 @@ type Deps struct {
 	// Version is the build's version, which the chat channels name in
 	// their User-Agent.
 	Version string
+	// Tracer gives exec, web_fetch, screenshot and the mounted MCP
+	// servers' calls their spans; nil without TOOLSVC_OTEL_ENDPOINT.
+	Tracer *tracing.Tracer
 }
 
 // Tools is what Register built: the tools on, the tools off with the
@@ -221,6 +225,7 @@ func (b *builder) webFetch() (registry.Tool, string, error) {
 		MaxRedirects:  c.FetchMaxRedirects,
 		MaxConcurrent: c.FetchMaxConcurrent,
 		MaxURLs:       c.FetchMaxURLs,
+		Tracer:        b.Tracer,
 	}), "", nil
 }
 
@@ -263,7 +268,7 @@ func (b *builder) screenshot() (registry.Tool, string, error) {
 		Log:      b.Log.With().Str("component", "browser").Logger(),
 	})
 	b.closers = append(b.closers, func() { _ = br.Close() })
-	return tools.NewScreenshot(b.Workspace, br, shots, tools.ScreenshotOptions{Timeout: c.ScreenshotTimeout}), note, nil
+	return tools.NewScreenshot(b.Workspace, br, shots, tools.ScreenshotOptions{Timeout: c.ScreenshotTimeout, Tracer: b.Tracer}), note, nil
 }
 
 // spawn: only with a model endpoint behind it.
@@ -337,7 +342,7 @@ func (b *builder) exec() (registry.Tool, string, error) {
 	if _, err := os.Stat(tools.Shell); err != nil {
 		return nil, fmt.Sprintf("exec runs commands with %s, which this system (%s) does not have", tools.Shell, runtime.GOOS), nil
 	}
-	ex, sb, sbOpts, err := newExecTool(b.Config.Exec, b.Guard, b.Workspace, b.DataDir, b.Log)
+	ex, sb, sbOpts, err := newExecTool(b.Config.Exec, b.Guard, b.Workspace, b.DataDir, b.Log, b.Tracer)
 	if errors.Is(err, sandbox.ErrNoSandbox) {
 		return nil, err.Error(), nil
 	}
@@ -353,8 +358,9 @@ func (b *builder) exec() (registry.Tool, string, error) {
 // newExecTool builds exec with its command guard and sandbox over ws,
 // with dataDir hidden from its commands, and returns the options the
 // sandbox was built with. With a network allowlist, the proxy that is
-// its commands' one way out dials through netGuard.
-func newExecTool(c config.Exec, netGuard *netguard.Guard, ws *workspace.Workspace, dataDir string, log zerolog.Logger) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
+// its commands' one way out dials through netGuard. tracer, when set,
+// traces each command.
+func newExecTool(c config.Exec, netGuard *netguard.Guard, ws *workspace.Workspace, dataDir string, log zerolog.Logger, tracer *tracing.Tracer) (*tools.Exec, *sandbox.Sandbox, sandbox.Options, error) {
 	guard, err := shellguard.New(shellguard.Options{Deny: []string(c.ExecDenyPatterns), Allow: []string(c.ExecAllowPatterns)})
 	if err != nil {
 		return nil, nil, sandbox.Options{}, fmt.Errorf("TOOLSVC_EXEC_DENY_PATTERNS / TOOLSVC_EXEC_ALLOW_PATTERNS: %w", err)
@@ -415,6 +421,7 @@ func newExecTool(c config.Exec, netGuard *netguard.Guard, ws *workspace.Workspac
 		Egress:         eg,
 		Home:           home,
 		Owner:          user,
+		Tracer:         tracer,
 	}), sb, sbOpts, nil
 }
 

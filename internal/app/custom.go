@@ -205,7 +205,7 @@ func customDeps(d Deps, execs *execRunner, closers *[]func()) (customtools.Deps,
 	case !hasShell():
 		deps.CommandOff = fmt.Sprintf("command tools run in exec's sandbox, which needs %s; this system (%s) does not have it", tools.Shell, runtime.GOOS)
 	default:
-		ex, sb, sbOpts, err := newExecTool(d.Config.Exec, d.Guard, d.Workspace, d.DataDir, d.Log)
+		ex, sb, sbOpts, err := newExecTool(d.Config.Exec, d.Guard, d.Workspace, d.DataDir, d.Log, d.Tracer)
 		switch {
 		case errors.Is(err, sandbox.ErrNoSandbox):
 			deps.CommandOff = "command tools run in exec's sandbox: " + err.Error()
@@ -256,6 +256,7 @@ func newMCPMount(d Deps, reg *registry.Registry, red *redact.Redactor, runner *e
 			// A server whose network is an allowlist (its entry's, or its
 			// package registry's) dials through the one guard.
 			Egress: egress.Options{Guard: d.Guard},
+			Tracer: d.Tracer,
 		},
 		NoSandbox:   noSandbox,
 		CallTimeout: d.Config.Calls.CallTimeout,

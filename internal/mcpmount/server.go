@@ -21,6 +21,7 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/sandbox"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -104,6 +105,10 @@ type Deps struct {
 	// Folder is the workspace folder that receives saved content, in a
 	// sub-folder per server; default "mcp".
 	Folder string
+	// Tracer, when set, gives each call a client span (tools/call
+	// {tool}) and passes its trace context on in the request's _meta, so
+	// that a server that traces joins the caller's trace. Nil: none.
+	Tracer *tracing.Tracer
 }
 
 func (d *Deps) defaults() {

@@ -18,6 +18,7 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // maxNameLen is the longest tool name every model format accepts.
@@ -330,6 +331,9 @@ func (s *Server) call(ctx context.Context, t *Tool, args json.RawMessage) (strin
 		s.progress.Store(token, ctx)
 		defer s.progress.Delete(token)
 	}
+	ctx, span := s.d.Tracer.StartMCPClient(ctx, tracing.MCPClientCall{Server: s.name, Tool: t.remote,
+		Transport: s.transport(), ServerURL: s.cfg.URL, Arguments: args})
+	params.Meta = s.d.Tracer.Inject(ctx, params.Meta)
 	res, err := s.callOn(ctx, c, params)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -337,10 +341,27 @@ func (s *Server) call(ctx context.Context, t *Tool, args json.RawMessage) (strin
 		} else if answered(err) {
 			c.timeouts.Store(0)
 		}
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			span.EndMCPClient(err, wire.Code, false, "")
+		} else {
+			span.EndMCPClient(err, 0, false, "")
+		}
 		return "", s.callError(ctx, c, err)
 	}
 	c.timeouts.Store(0)
-	return s.result(ctx, t, res)
+	out, err := s.result(ctx, t, res)
+	span.EndMCPClient(nil, 0, res.IsError, out)
+	return out, err
+}
+
+// transport is network.transport of the server's calls: pipe for a
+// server on stdio, tcp for one over HTTP.
+func (s *Server) transport() string {
+	if s.cfg.URL != "" {
+		return "tcp"
+	}
+	return "pipe"
 }
 
 // callOn sends the call over c and returns its answer, or ctx's end. The

@@ -20,6 +20,7 @@ import (
 	"github.com/countbot/toolsvc/internal/shellguard"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -60,6 +61,9 @@ type ExecOptions struct {
 	Owner *sandbox.User
 	// Environ returns the service's environment; default os.Environ.
 	Environ func() []string
+	// Tracer, when set, gives each command an exec span (the sandbox's
+	// mode, the exit status). Nil: none.
+	Tracer *tracing.Tracer
 }
 
 // Shell is the shell exec runs commands with.

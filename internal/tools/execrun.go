@@ -142,12 +142,33 @@ func (e *Exec) acquire(ctx context.Context, timeout time.Duration) (release func
 
 // runJob starts j in its sandbox with a fresh private temporary folder
 // and waits for it, for cctx (its timeout) or for ctx (the caller). An
-// error means it could not start.
+// error means it could not start. With a Tracer, the command has its exec
+// span: the sandbox's mode, and the exit status or why there is none.
 func (e *Exec) runJob(ctx, cctx context.Context, j job) (outcome, error) {
 	sb := j.sandbox
 	if sb == nil {
 		sb = e.opts.Sandbox
 	}
+	if e.opts.Tracer == nil {
+		return e.startAndWait(ctx, cctx, j, sb)
+	}
+	_, span := e.opts.Tracer.StartExec(ctx, string(sb.Mode()))
+	o, err := e.startAndWait(ctx, cctx, j, sb)
+	switch {
+	case err != nil:
+		span.EndExec(0, false, err)
+	case ctx.Err() != nil:
+		span.EndExec(0, false, ctx.Err())
+	case o.timedOut:
+		span.EndExec(0, false, context.DeadlineExceeded)
+	default:
+		span.EndExec(o.code, true, nil)
+	}
+	return o, err
+}
+
+// startAndWait is runJob in the sandbox sb.
+func (e *Exec) startAndWait(ctx, cctx context.Context, j job, sb *sandbox.Sandbox) (outcome, error) {
 	// A fresh folder per call, never reused: nothing one command leaves
 	// there can reach the next. Where the sandbox can, it mounts a fresh
 	// tmpfs for each command itself, with the HOME folder in it.

@@ -18,6 +18,7 @@ import (
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -38,6 +39,9 @@ type ScreenshotOptions struct {
 	Timeout time.Duration
 	// Now gives the time used in file names; nil is time.Now.
 	Now func() time.Time
+	// Tracer, when set, gives each capture a screenshot span (its type,
+	// the page's URL). Nil: none.
+	Tracer *tracing.Tracer
 }
 
 // Defaults of the tool's arguments.
@@ -122,12 +126,21 @@ func (t *Screenshot) Execute(ctx context.Context, raw json.RawMessage) (string, 
 	if err != nil {
 		return "", err
 	}
-	switch args.Type {
-	case "web":
-		return t.web(ctx, ws, args, out)
-	default:
-		return t.desktopShot(ctx, ws, args, out)
+	if t.opts.Tracer == nil {
+		return t.capture(ctx, ws, args, out)
 	}
+	ctx, span := t.opts.Tracer.StartScreenshot(ctx, args.Type, args.URL)
+	text, err := t.capture(ctx, ws, args, out)
+	span.EndErr(err)
+	return text, err
+}
+
+// capture takes the screenshot args ask for into out.
+func (t *Screenshot) capture(ctx context.Context, ws *workspace.Workspace, args screenshotArgs, out workspace.Path) (string, error) {
+	if args.Type == "web" {
+		return t.web(ctx, ws, args, out)
+	}
+	return t.desktopShot(ctx, ws, args, out)
 }
 
 // outputPath resolves where the PNG goes: the model's output_path, confined

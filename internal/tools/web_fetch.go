@@ -27,6 +27,7 @@ import (
 	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
+	"github.com/countbot/toolsvc/internal/tracing"
 )
 
 // WebFetchOptions bound what one web_fetch call may cost.
@@ -36,6 +37,9 @@ type WebFetchOptions struct {
 	MaxRedirects  int           // per page
 	MaxConcurrent int           // pages of one batch fetched at once
 	MaxURLs       int           // pages in one batch
+	// Tracer, when set, gives each page a client span (GET), with the
+	// network guard's decision on it. Nil: none.
+	Tracer *tracing.Tracer
 }
 
 // WebFetch fetches web pages through the network guard and returns their
@@ -214,6 +218,21 @@ func marshalResult(v any) (string, error) {
 // fetch gets one page within the per-page deadline and extracts its text.
 // Errors are coded and written for a model.
 func (t *WebFetch) fetch(ctx context.Context, raw string, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
+	if t.opts.Tracer == nil {
+		return t.fetchPage(ctx, raw, mode, maxChars, batch)
+	}
+	ctx, span := t.opts.Tracer.StartFetch(ctx, strings.TrimSpace(raw))
+	res, err := t.fetchPage(ctx, raw, mode, maxChars, batch)
+	decision := tracing.NetguardAllowed
+	if errors.Is(err, netguard.ErrRefused) {
+		decision = tracing.NetguardRefused
+	}
+	span.EndFetch(decision, res.Status, err)
+	return res, err
+}
+
+// fetchPage is fetch without a span.
+func (t *WebFetch) fetchPage(ctx context.Context, raw string, mode extract.Mode, maxChars int, batch bool) (fetchResult, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || !u.IsAbs() {
 		return fetchResult{}, toolerr.Errorf(toolerr.InvalidArguments, "%q is not an absolute URL. Next: pass a full URL such as https://example.com/page.", runes.Shorten(raw, runes.Echo))
