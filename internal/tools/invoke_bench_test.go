@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/audit"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/tracing"
 	"github.com/countbot/toolsvc/internal/workspace"
 )
 
@@ -23,14 +27,21 @@ import (
 // one run:
 //
 //	go test -run '^$' -bench InvokeReadFile -benchmem ./internal/tools/
+//
+// The traces=otlp cases send each call's span with the SDK's batching
+// OTLP/HTTP exporter to a receiver on loopback in this process, which
+// reads and drops them: the cost of TOOLSVC_OTEL_ENDPOINT set, the
+// exporter's work on its own goroutine included.
 func BenchmarkInvokeReadFile(b *testing.B) {
 	for _, c := range []struct {
 		name                    string
 		auditOn, folder, holder bool
-	}{{"audit=off", false, false, false}, {"audit=on", true, false, false}, {"audit=off,folder", false, true, false},
+		traced                  bool
+	}{{"audit=off", false, false, false, false}, {"audit=on", true, false, false, false}, {"audit=off,folder", false, true, false, false},
 		// Approval rules in force that do not name read_file: what every
 		// call that needs no approval pays for the hold point.
-		{"audit=off,approvals", false, false, true}} {
+		{"audit=off,approvals", false, false, true, false},
+		{"audit=off,traces=otlp", false, false, false, true}, {"audit=on,traces=otlp", true, false, false, true}} {
 		auditOn := c.auditOn
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -56,6 +67,9 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 				defer al.Close()
 				opts.Audit = al
 			}
+			if c.traced {
+				opts.Tracer = benchTracer(b)
+			}
 			reg := registry.New(opts)
 			if c.holder {
 				store, err := approval.OpenFileStore(filepath.Join(dir, "approvals"))
@@ -78,6 +92,23 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchTracer is a Tracer exporting over OTLP/HTTP to a loopback
+// receiver that reads each request and answers it as a collector does;
+// it is shut down (its queue sent) when the benchmark ends.
+func benchTracer(b *testing.B) *tracing.Tracer {
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(rcv.Close)
+	tr, err := tracing.New(context.Background(), tracing.Options{Endpoint: rcv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
 }
 
 // folderPolicy lets every key call everything, unbounded, in the folder
