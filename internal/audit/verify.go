@@ -137,7 +137,7 @@ func readEntries(dir string, files []string, progress func(int, int)) ([]*entry,
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
-	for range max(2, runtime.GOMAXPROCS(0)) {
+	for range verifyWorkers() {
 		wg.Go(func() {
 			buf := make([]byte, 16<<10)
 			for {
@@ -329,3 +329,15 @@ func sortProblems(ps []Problem) {
 }
 
 func hexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
+
+// verifyWorkers is how many files Verify reads at once: more than the
+// processors, since a read may wait on the disk or a lock of the file
+// system (ext4's, for a folder of a day's records).
+func verifyWorkers() int {
+	if s := os.Getenv("AUDIT_VERIFY_WORKERS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 4 * runtime.GOMAXPROCS(0)
+}

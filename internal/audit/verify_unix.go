@@ -5,6 +5,7 @@ package audit
 import (
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,7 +15,8 @@ import (
 // register the file with the poller, and resolve the whole path, which
 // cost a third of a million files' reading.
 type fileReader struct {
-	dirs map[string]int // day folder -> descriptor
+	dirs         map[string]int // day folder -> descriptor
+	atimeRefused atomic.Bool    // O_NOATIME refused: only the files' owner may ask
 }
 
 func newFileReader(root string, files []string) (*fileReader, error) {
@@ -37,7 +39,15 @@ func newFileReader(root string, files []string) (*fileReader, error) {
 // read reads file (DAY/NAME) into *buf, grown as needed.
 func (r *fileReader) read(file string, buf *[]byte) ([]byte, error) {
 	day, name, _ := strings.Cut(file, "/")
-	fd, err := unix.Openat(r.dirs[day], name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if !r.atimeRefused.Load() {
+		flags |= oNoATime
+	}
+	fd, err := unix.Openat(r.dirs[day], name, flags, 0)
+	if err == unix.EPERM && flags&oNoATime != 0 {
+		r.atimeRefused.Store(true)
+		fd, err = unix.Openat(r.dirs[day], name, flags&^oNoATime, 0)
+	}
 	if err != nil {
 		return nil, &pathError{op: "open", path: file, err: err}
 	}
