@@ -14,18 +14,26 @@ import (
 
 // Run checks s, which must be empty.
 func Run(t *testing.T, s approval.Store) {
-	ctx := context.Background()
 	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 	mk := func(id, key string, created time.Time) approval.Approval {
 		return approval.Approval{ID: id, Key: key, Tool: "exec", ArgumentsSHA256: "h1", Summary: "s", CallID: "c-" + id,
 			Status: approval.StatusPending, CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
 	}
 	for _, a := range []approval.Approval{mk("a1", "alice", now), mk("a2", "alice", now.Add(time.Minute)), mk("b1", "bob", now)} {
-		if err := s.Create(ctx, a); err != nil {
+		if err := s.Create(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Find: the newest open one of the key's call, never another key's.
+	finds(t, s, now)
+	decideOnce(t, s, now)
+	useOnce(t, s, now)
+	expires(t, s, now)
+}
+
+// finds checks Find: the newest open approval of the key's call, never
+// another key's or other arguments'; and Get of nothing.
+func finds(t *testing.T, s approval.Store, now time.Time) {
+	ctx := context.Background()
 	if a, err := s.Find(ctx, "alice", "exec", "h1", now.Add(2*time.Minute)); err != nil || a.ID != "a2" {
 		t.Errorf("Find = %s, %v; want a2", a.ID, err)
 	}
@@ -38,26 +46,42 @@ func Run(t *testing.T, s approval.Store) {
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("Get of nothing: %v", err)
 	}
-	// Use before a decision: refused.
-	if _, err := s.Use(ctx, "a1", "call-x", now); !errors.Is(err, approval.ErrNotApproved) {
-		t.Errorf("Use of a pending approval: %v", err)
-	}
-	// Decided once, from many goroutines at once: exactly one wins.
+}
+
+// race runs fn from eight goroutines at once and returns how many
+// succeeded; an error other than want fails the test.
+func race(t *testing.T, want error, fn func() error) int {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins := 0
 	for range 8 {
 		wg.Go(func() {
-			if _, err := s.Decide(ctx, "a1", approval.StatusApproved, "bob", "ok", now.Add(time.Second)); err == nil {
-				mu.Lock()
+			err := fn()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
 				wins++
-				mu.Unlock()
-			} else if !errors.Is(err, approval.ErrDecided) {
-				t.Errorf("Decide: %v", err)
+			case !errors.Is(err, want):
+				t.Errorf("%v, want nil or %v", err, want)
 			}
 		})
 	}
 	wg.Wait()
+	return wins
+}
+
+// decideOnce checks that an approval cannot be used before a decision,
+// and is decided once when many decide it at once.
+func decideOnce(t *testing.T, s approval.Store, now time.Time) {
+	ctx := context.Background()
+	if _, err := s.Use(ctx, "a1", "call-x", now); !errors.Is(err, approval.ErrNotApproved) {
+		t.Errorf("Use of a pending approval: %v", err)
+	}
+	wins := race(t, approval.ErrDecided, func() error {
+		_, err := s.Decide(ctx, "a1", approval.StatusApproved, "bob", "ok", now.Add(time.Second))
+		return err
+	})
 	if wins != 1 {
 		t.Errorf("%d decisions of one approval succeeded, want 1", wins)
 	}
@@ -65,24 +89,24 @@ func Run(t *testing.T, s approval.Store) {
 	if err != nil || a.Status != approval.StatusApproved || a.DecidedBy != "bob" || a.Reason != "ok" || a.DecidedAt == nil {
 		t.Errorf("after Decide: %+v, %v", a, err)
 	}
-	// Used once, from many goroutines at once: exactly one call runs.
-	wins = 0
-	for range 8 {
-		wg.Go(func() {
-			if _, err := s.Use(ctx, "a1", "call-1", now.Add(2*time.Second)); err == nil {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			} else if !errors.Is(err, approval.ErrUsed) {
-				t.Errorf("Use: %v", err)
-			}
-		})
-	}
-	wg.Wait()
+}
+
+// useOnce checks that an approved approval runs one call when many use it
+// at once.
+func useOnce(t *testing.T, s approval.Store, now time.Time) {
+	wins := race(t, approval.ErrUsed, func() error {
+		_, err := s.Use(context.Background(), "a1", "call-1", now.Add(2*time.Second))
+		return err
+	})
 	if wins != 1 {
 		t.Errorf("%d uses of one approval succeeded, want 1", wins)
 	}
-	// Expired: cannot be decided or used; Expire hands each one out once.
+}
+
+// expires checks that an expired approval cannot be decided, that Expire
+// hands each one out once, and that Prune deletes what ended.
+func expires(t *testing.T, s approval.Store, now time.Time) {
+	ctx := context.Background()
 	if _, err := s.Decide(ctx, "b1", approval.StatusApproved, "carol", "", now.Add(2*time.Hour)); !errors.Is(err, approval.ErrExpired) {
 		t.Errorf("Decide after the expiry: %v", err)
 	}
@@ -99,7 +123,6 @@ func Run(t *testing.T, s approval.Store) {
 	if a, _ := s.Get(ctx, "b1"); a.Status != approval.StatusExpired {
 		t.Errorf("b1 after Expire: %s", a.Status)
 	}
-	// Prune deletes what ended before the time given.
 	if err := s.Prune(ctx, now.Add(3*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
