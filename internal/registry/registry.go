@@ -763,23 +763,29 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, rd *reading) Re
 		res.ExitCode = facts.exitCode.Load()
 		return res
 	}
+	return fail(failure(ctx, call.Tool, err, timeout))
+}
+
+// failure is the code and message of a call of tool that returned err,
+// its context being ctx and its deadline timeout.
+func failure(ctx context.Context, tool string, err error, timeout time.Duration) (code, msg string) {
 	var ae *argumentsError
 	if errors.As(err, &ae) {
-		return fail(toolerr.InvalidArguments, formatProblems(call.Tool, ae.problems, 0))
+		return toolerr.InvalidArguments, formatProblems(tool, ae.problems, 0)
 	}
 	// A tool's own code wins, except a generic failure while the call was
 	// being stopped: that is the stop, not the tool.
 	var te *toolerr.Error
 	if errors.As(err, &te) && (te.Code != toolerr.ToolError || ctx.Err() == nil) {
-		return fail(te.Code, err.Error())
+		return te.Code, err.Error()
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fail(toolerr.Timeout, fmt.Sprintf("Tool '%s' did not finish within %s and was stopped. Next: try a smaller piece of work.", call.Tool, timeout))
+		return toolerr.Timeout, fmt.Sprintf("Tool '%s' did not finish within %s and was stopped. Next: try a smaller piece of work.", tool, timeout)
 	case ctx.Err() != nil:
-		return fail(toolerr.Canceled, fmt.Sprintf("Tool '%s' was canceled before it finished (the client went away or the service is shutting down).", call.Tool))
+		return toolerr.Canceled, fmt.Sprintf("Tool '%s' was canceled before it finished (the client went away or the service is shutting down).", tool)
 	}
-	return fail(toolerr.ToolError, fmt.Sprintf("Error executing %s: %v", call.Tool, err))
+	return toolerr.ToolError, fmt.Sprintf("Error executing %s: %v", tool, err)
 }
 
 // execute runs the tool, turning a panic into an error.
