@@ -373,6 +373,41 @@ func (c Config) secretValues(environ []string) []string {
 		if ok && strings.HasPrefix(k, Prefix+"_") && redact.SecretVariable(k) {
 			add(val)
 		}
+		if ok && otlpHeaders(k) {
+			for _, h := range otlpHeaderValues(val) {
+				add(h)
+			}
+		}
+	}
+	return out
+}
+
+// otlpHeaders reports whether the variable named k holds the headers the
+// trace exporter sends (the OpenTelemetry SDK reads them itself): an
+// Authorization or API key header of a tracing vendor.
+func otlpHeaders(k string) bool {
+	return k == "OTEL_EXPORTER_OTLP_HEADERS" || k == "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+}
+
+// otlpHeaderValues returns the values of the headers in an
+// OTEL_EXPORTER_OTLP_HEADERS value (key=value pairs separated by commas,
+// values percent-encoded), as written and decoded, and the part after a
+// scheme ("Bearer x" gives x too).
+func otlpHeaderValues(v string) []string {
+	var out []string
+	for _, pair := range strings.Split(v, ",") {
+		_, val, ok := strings.Cut(pair, "=")
+		if val = strings.TrimSpace(val); !ok || val == "" {
+			continue
+		}
+		out = append(out, val)
+		if dec, err := url.QueryUnescape(val); err == nil && dec != val {
+			out = append(out, dec)
+			val = dec
+		}
+		if _, token, ok := strings.Cut(val, " "); ok && len(token) >= 8 {
+			out = append(out, token)
+		}
 	}
 	return out
 }

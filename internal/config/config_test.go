@@ -23,11 +23,13 @@ func TestSecretValues(t *testing.T) {
 		"TOOLSVC_WORKSPACE=/ws",
 		"OTHER_API_KEY=not-ours-0123456789",
 		"TOOLSVC_EMPTY_TOKEN=",
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20otlp-token-0123456789,x-honeycomb-team=hc-key-0123456789",
 	}
 	got := c.secretValues(env)
 	for _, want := range []string{
 		"key-one-0123456789", "key-two-0123456789", "admin-key-0123456789", "llm-key-0123456789", "tg-token-0123456789",
 		"smtp-pass-0123", "hook-a-0123456789", "hook-b-0123456789",
+		"otlp-token-0123456789", "Bearer otlp-token-0123456789", "hc-key-0123456789",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("SecretValues misses %q: %q", want, got)
