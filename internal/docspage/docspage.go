@@ -4,7 +4,9 @@
 // from npm's swagger-ui-dist at a pinned version (assets/swagger-ui/VERSION,
 // Apache-2.0: assets/swagger-ui/LICENSE), embedded in the binary and
 // refreshed by scripts/swagger-ui.sh; the page loads nothing from
-// elsewhere, which its Content-Security-Policy enforces.
+// elsewhere, which its Content-Security-Policy enforces. The document is
+// behind the keys, and the page asks for a key before it shows it (see
+// assets/docs.js), rather than let Swagger UI fail to load it.
 package docspage
 
 import (
@@ -88,6 +90,7 @@ var page = template.Must(template.New("docs").Parse(`<!doctype html>
 <p>Every door and tool of this service, from <a href="/openapi.json">/openapi.json</a>: open one,
 fill its body and press Execute. Documentation: <a href="{{.Docs}}">{{.Docs}}</a>.</p>
 <details id="doors-box"><summary>Doors this service answers</summary><ul id="doors"><li>Give the key to see them.</li></ul></details>
+<p id="need-key" role="status">Loading the API definition&hellip;</p>
 </header>
 <div id="swagger-ui"></div>
 <script src="{{.Assets}}swagger-ui-bundle.js"></script>

@@ -98,6 +98,55 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 </body></html>
 `))
 
+// welcomePage is GET / for a browser that sends no key to a service with
+// keys: opening the address sends none, and the index it would get with one
+// stays behind the keys (which doors answer tells how the service is set
+// up). It holds only what /healthz and the page at /docs give anyone (the
+// name and version), says where to go, and has no script.
+var welcomePage = template.Must(template.New("welcome").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>toolsvc</title></head>
+<body>
+<h1>toolsvc {{.Version}}</h1>
+<p>An AI agent's tools over HTTP/JSON.</p>
+<p>Open <a href="/docs">/docs</a> to read this service's API and try it: give an API key
+(one of TOOLSVC_API_KEYS) there, and the page sends it with every request it makes.</p>
+<p>Everything else here needs the key, sent as <code>Authorization: Bearer &lt;key&gt;</code>.
+Documentation: <a href="{{.Docs}}">{{.Docs}}</a>.</p>
+</body></html>
+`))
+
+// front is GET /: with keys set, a browser that sends no key gets the
+// welcome page, a 200 that points at /docs, where the key can be given;
+// everything else goes through the keys to the index as before, so API
+// clients without a key, and anyone with a wrong one, get the 401.
+type front struct {
+	welcome []byte
+	keyed   bool
+	index   http.Handler // the index behind the keys
+}
+
+// newFront returns GET / for a service whose gate is g, serving the index
+// through serveIndex once a key passes.
+func newFront(g *gate, version string, serveIndex http.HandlerFunc) *front {
+	var buf bytes.Buffer
+	_ = welcomePage.Execute(&buf, struct{ Version, Docs string }{version, DocsURL}) // a fixed template over strings: cannot fail
+	return &front{welcome: buf.Bytes(), keyed: len(g.keys) > 0, index: g.authenticate(serveIndex)}
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// With keys, the answer depends on both: no cache may give one
+	// caller's to another.
+	vary(w.Header(), "Accept")
+	if f.keyed {
+		vary(w.Header(), "Authorization")
+	}
+	if !f.keyed || !wantsHTML(r) || header(r.Header, "Authorization") != "" {
+		f.index.ServeHTTP(w, r)
+		return
+	}
+	writePage(w, f.welcome)
+}
+
 // wantsHTML reports whether the client asks for a page: a browser's
 // Accept names text/html.
 func wantsHTML(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/html") }
@@ -105,16 +154,34 @@ func wantsHTML(r *http.Request) bool { return strings.Contains(r.Header.Get("Acc
 // serve answers with HTML when the client asks for it (a browser's Accept
 // names text/html), else with JSON.
 func (idx *index) serve(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Add("Vary", "Accept")
+	vary(w.Header(), "Accept")
 	if !wantsHTML(r) {
 		writeRaw(w, http.StatusOK, idx.json)
 		return
 	}
+	writePage(w, idx.html)
+}
+
+// vary adds name to the Vary header unless it names it already.
+func vary(h http.Header, name string) {
+	for _, v := range h.Values("Vary") {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), name) {
+				return
+			}
+		}
+	}
+	h.Add("Vary", name)
+}
+
+// writePage answers with a page that runs no script and loads nothing,
+// under a policy that allows neither, nor a frame around it.
+func writePage(w http.ResponseWriter, page []byte) {
+	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-	h.Set("Content-Length", strconv.Itoa(len(idx.html)))
+	h.Set("Content-Length", strconv.Itoa(len(page)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(idx.html)
+	_, _ = w.Write(page)
 }

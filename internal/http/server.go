@@ -164,17 +164,18 @@ func NewHandler(opts Options) http.Handler {
 	}
 	// The index is behind the keys like every door but the probes: which
 	// doors answer (sub-agents, metrics) tells how the service is set up.
-	// It is rendered once the router is complete, before NewHandler
-	// returns, so every request sees it.
+	// A browser that opens / sends no key, and gets a page that points at
+	// /docs instead (front). The index is rendered once the router is
+	// complete, before NewHandler returns, so every request sees it.
 	var idx *index
 	serveIndex := func(w http.ResponseWriter, req *http.Request) { idx.serve(w, req) }
+	r.Method(http.MethodGet, "/", newFront(s.gate, opts.Version, serveIndex))
 	s.docsRoutes(r, serveIndex)
 	if opts.Approvals != nil {
 		s.approvalPageRoutes(r)
 	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.gate.authenticate)
-		r.Get("/", serveIndex)
 		r.Get("/tools", s.listTools)
 		r.Get("/tools/{name}", s.getTool)
 		r.With(s.gate.door).Post(invokeRoute, opts.Tracer.Middleware(invokeRoute, http.HandlerFunc(s.invoke)).ServeHTTP)
