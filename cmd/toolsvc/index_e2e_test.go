@@ -20,7 +20,7 @@ func TestIndexE2E(t *testing.T) {
 		absent  []string
 	}{
 		{"no model", map[string]string{"API_KEYS": key},
-			[]string{"tools", "tool", "invoke", "mcp", "openapi", "skills", "metrics", "health", "ready"}, []string{"agents"}},
+			[]string{"tools", "tool", "invoke", "mcp", "openapi", "skills", "metrics", "health", "ready", "approvals"}, []string{"agents"}},
 		{"with a model", llmEnv("http://127.0.0.1:9/v1", map[string]string{"API_KEYS": key}),
 			[]string{"agents"}, nil},
 	} {
@@ -62,8 +62,13 @@ func TestIndexE2E(t *testing.T) {
 				if strings.Contains(path, "{") || name == "mcp" || name == "invoke" {
 					continue
 				}
-				if resp, body := s.do(t, http.MethodGet, path, nil, nil); resp.StatusCode != http.StatusOK {
-					t.Errorf("door %s: GET %s: %d %.200s", name, path, resp.StatusCode, body)
+				want := http.StatusOK
+				if name == "approvals" {
+					// Served, but to the keys that may decide approvals only.
+					want = http.StatusForbidden
+				}
+				if resp, body := s.do(t, http.MethodGet, path, nil, nil); resp.StatusCode != want {
+					t.Errorf("door %s: GET %s: %d %.200s, want %d", name, path, resp.StatusCode, body, want)
 				}
 			}
 			if _, docs := s.do(t, http.MethodGet, "/docs", nil, nil); string(docs) != string(body) {
