@@ -137,6 +137,10 @@ func operation(d registry.Definition, schema any, headers []any, stream any) map
 				"description": "The body is larger than TOOLSVC_MAX_BODY_BYTES.",
 				"content": map[string]any{"application/json": map[string]any{
 					"schema": map[string]any{"$ref": "#/components/schemas/HTTPError"},
+					// Without an example, Swagger UI makes one up from the
+					// schema's first code, which would say unauthorized.
+					"example": map[string]any{"error": map[string]any{"code": "body_too_large",
+						"message": "the request body is larger than TOOLSVC_MAX_BODY_BYTES. For write_file, send large content in several calls with mode=append."}},
 				}},
 			},
 			"503": map[string]any{"$ref": "#/components/responses/Unavailable"},
