@@ -63,12 +63,16 @@ type ClientOptions struct {
 	// Tracer, when set, gives each request to the endpoint (each retry
 	// too) a chat span with the reply's token usage. Nil: none.
 	Tracer *tracing.Tracer
+	// EchoFields names more fields of a reply's message and tool calls
+	// to send back with it than the documented few; "*" sends back all.
+	EchoFields []string
 }
 
 // Client talks to one chat-completions endpoint.
 type Client struct {
 	opts     ClientOptions
 	endpoint string
+	echo     echoFilter
 }
 
 // maxReplyBytes bounds what is read of one reply.
@@ -106,7 +110,7 @@ func NewClient(opts ClientOptions) *Client {
 			}
 		}
 	}
-	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions"}
+	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions", echo: newEchoFilter(opts.EchoFields)}
 }
 
 // Model returns the model name the client asks for.
@@ -135,7 +139,7 @@ type chatRequest struct {
 // MaxRetries times, honouring Retry-After, as long as ctx leaves time; a
 // 429 about a spent quota is not, as waiting does not refill it.
 func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Definition) (Reply, error) {
-	body, err := json.Marshal(chatRequest{Model: c.opts.Model, Messages: msgs, Tools: tools})
+	body, err := json.Marshal(chatRequest{Model: c.opts.Model, Messages: c.echo.messages(msgs), Tools: tools})
 	if err != nil {
 		return Reply{}, err
 	}

@@ -279,3 +279,76 @@ func TestClientOwnBackoffPastDeadline(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestClientEchoesOnlyDocumentedFields: of a reply's fields the client
+// does not know, only those a provider documents as required back are
+// sent with the next request: DeepSeek's reasoning_content
+// (https://api-docs.deepseek.com/guides/thinking_mode), OpenRouter's
+// reasoning_details
+// (https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks)
+// and Gemini's extra_content on a tool call
+// (https://ai.google.dev/gemini-api/docs/openai#thinking). Groq refuses
+// anything else on an assistant message, its own reasoning included
+// (https://console.groq.com/docs/api-reference#chat-create: "property
+// 'reasoning' is unsupported"). EchoFields keeps more, "*" all.
+func TestClientEchoesOnlyDocumentedFields(t *testing.T) {
+	extra := map[string]json.RawMessage{
+		"reasoning_content": json.RawMessage(`""`),
+		"reasoning_details": json.RawMessage(`[{"type":"reasoning.encrypted","data":"x"}]`),
+		"reasoning":         json.RawMessage(`"thinking aloud"`),
+		"refusal":           json.RawMessage(`"no"`),
+	}
+	callExtra := map[string]json.RawMessage{
+		"extra_content": json.RawMessage(`{"google":{"thought_signature":"sig"}}`),
+		"provider_x":    json.RawMessage(`1`),
+	}
+	tests := []struct {
+		echo           []string
+		want, wantCall []string
+	}{
+		{nil, []string{"reasoning_content", "reasoning_details"}, []string{"extra_content"}},
+		{[]string{"reasoning"}, []string{"reasoning", "reasoning_content", "reasoning_details"}, []string{"extra_content"}},
+		{[]string{"*"}, []string{"reasoning", "reasoning_content", "reasoning_details", "refusal"}, []string{"extra_content", "provider_x"}},
+	}
+	known := []string{"role", "content", "tool_calls", "tool_call_id", "id", "type", "function"}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.echo, ","), func(t *testing.T) {
+			srv := agenttest.New(t, agenttest.Reply(agenttest.Final("ok")))
+			c := agent.NewClient(agent.ClientOptions{BaseURL: srv.URL, Model: "m", EchoFields: tt.echo})
+			msgs := []agent.Message{
+				{Role: "user", Content: "go"},
+				{Role: "assistant", Extra: extra, ToolCalls: []agent.ToolCall{{ID: "c1", Type: "function", Function: agent.FunctionCall{Name: "list_dir", Arguments: `{}`}, Extra: callExtra}}},
+				{Role: "tool", ToolCallID: "c1", Content: "a.txt"},
+			}
+			if _, err := c.Chat(context.Background(), msgs, nil); err != nil {
+				t.Fatal(err)
+			}
+			var body struct{ Messages []map[string]json.RawMessage }
+			if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			names := func(m map[string]json.RawMessage) []string {
+				var out []string
+				for k := range m {
+					if !slices.Contains(known, k) {
+						out = append(out, k)
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			a := body.Messages[1]
+			var tc []map[string]json.RawMessage
+			_ = json.Unmarshal(a["tool_calls"], &tc)
+			if got := names(a); !slices.Equal(got, tt.want) {
+				t.Errorf("assistant message sent with %v, want %v", got, tt.want)
+			}
+			if len(tc) != 1 || !slices.Equal(names(tc[0]), tt.wantCall) {
+				t.Errorf("tool call sent as %v, want the fields %v", tc, tt.wantCall)
+			}
+			if len(msgs[1].Extra) != 4 {
+				t.Errorf("the caller's message was changed: %v", msgs[1].Extra)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -10,11 +11,10 @@ import (
 // Message is one chat message, in the shape the API takes and returns.
 //
 // A reply's fields that the client does not know are kept verbatim in
-// Extra and sent back unchanged with the message, because providers put
-// state there that they require in the next request: DeepSeek's
-// reasoning_content (even when it is ""), OpenRouter's reasoning_details.
-// Which fields a provider wants back changes faster than this code, so
-// the rule is "keep everything", with the few exceptions in dropField.
+// Extra. Client sends back only those that providers document as state
+// they require in the next request (see echoMessage), since others
+// refuse an assistant message with a field they do not take (Groq:
+// "property 'reasoning' is unsupported").
 type Message struct {
 	Role       string
 	Content    string
@@ -27,7 +27,8 @@ type Message struct {
 // ToolCall is one call a model asks for. Arguments is always a JSON text
 // (possibly invalid, as the model wrote it), never empty. Extra holds the
 // call's other fields verbatim, such as Gemini's
-// extra_content.google.thought_signature, which must come back with it.
+// extra_content.google.thought_signature, which must come back with it
+// (see echoCall).
 type ToolCall struct {
 	ID       string
 	Type     string
@@ -193,4 +194,71 @@ func writeJSON(b *bytes.Buffer, v any) {
 		data = []byte("null")
 	}
 	b.Write(data)
+}
+
+// The fields of a reply that go back with it, because the provider that
+// sent them documents that it needs them in the next request:
+//   - reasoning_content: DeepSeek in thinking mode answers 400 without it
+//     on every assistant message with tool calls (even when it is "");
+//     vLLM and Qwen's reasoning parsers write the same field
+//     (https://api-docs.deepseek.com/guides/thinking_mode);
+//   - reasoning_details: OpenRouter's reasoning blocks, to be returned
+//     unmodified with tool calls
+//     (https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks);
+//   - extra_content on a tool call: Gemini 3's thought_signature, without
+//     which it answers 400 (https://ai.google.dev/gemini-api/docs/openai#thinking).
+//
+// Everything else a reply adds (Groq's and Ollama's reasoning,
+// OpenRouter's reasoning and refusal, provider ids) is not sent back:
+// strict servers refuse it and lenient ones ignore it.
+var (
+	echoMessage = []string{"reasoning_content", "reasoning_details"}
+	echoCall    = []string{"extra_content"}
+)
+
+// echoFilter decides which extra fields go back to the model: the
+// documented ones and the operator's (EchoFields), or all with "*".
+type echoFilter struct {
+	all  bool
+	more []string
+}
+
+func newEchoFilter(more []string) echoFilter {
+	return echoFilter{all: slices.Contains(more, "*"), more: more}
+}
+
+// messages returns msgs with only the extra fields that go back; msgs
+// itself is left as it is (the caller's history keeps every field).
+func (f echoFilter) messages(msgs []Message) []Message {
+	if f.all {
+		return msgs
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.Extra = f.keep(m.Extra, echoMessage)
+		if len(m.ToolCalls) > 0 {
+			calls := make([]ToolCall, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				c.Extra = f.keep(c.Extra, echoCall)
+				calls[j] = c
+			}
+			m.ToolCalls = calls
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func (f echoFilter) keep(extra map[string]json.RawMessage, documented []string) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for k, v := range extra {
+		if !slices.Contains(documented, k) && !slices.Contains(f.more, k) {
+			continue
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out[k] = v
+	}
+	return out
 }

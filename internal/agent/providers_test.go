@@ -113,6 +113,11 @@ func checkEcho(t *testing.T, where string, fx providerFixture, sent, orig map[st
 			t.Errorf("%s: %s is %s, want %s unchanged (%s)", where, f, sent[f], orig[f], fx.Rule)
 		}
 	}
+	for _, f := range fx.MustDrop {
+		if sent[f] != nil {
+			t.Errorf("%s: %s sent back as %s (%s)", where, f, sent[f], fx.Rule)
+		}
+	}
 }
 
 func calls(m map[string]json.RawMessage) []map[string]json.RawMessage {
@@ -204,9 +209,18 @@ func TestProviderShapesMockLLM(t *testing.T) {
 			}{Choices: []struct{ Message *agent.Message }{{Message: &first}}}); err != nil {
 				t.Fatal(err)
 			}
-			first.Role, first.Extra = "assistant", nil
-			for i := range first.ToolCalls {
-				first.ToolCalls[i].Extra = nil
+			first.Role = "assistant"
+			// A provider that wants fields back refuses a message without
+			// them; one that refuses fields (Groq) refuses a message with
+			// them, sent by a client told to keep every field.
+			var echo []string
+			if len(fx.MustDrop) > 0 {
+				echo = []string{"*"}
+			} else {
+				first.Extra = nil
+				for i := range first.ToolCalls {
+					first.ToolCalls[i].Extra = nil
+				}
 			}
 			msgs := []agent.Message{{Role: "user", Content: "go"}, first}
 			for _, c := range first.ToolCalls {
@@ -215,7 +229,7 @@ func TestProviderShapesMockLLM(t *testing.T) {
 			if name == "mistral" {
 				msgs = []agent.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: ""}, {Role: "user", Content: "go"}}
 			}
-			c := agent.NewClient(agent.ClientOptions{BaseURL: base, Model: fx.Model, MaxRetries: -1})
+			c := agent.NewClient(agent.ClientOptions{BaseURL: base, Model: fx.Model, MaxRetries: -1, EchoFields: echo})
 			_, err := c.Chat(context.Background(), msgs, nil)
 			var se *agent.StatusError
 			if !errors.As(err, &se) || se.Status != fx.Reject.Status {

@@ -25,7 +25,10 @@ type Fixture struct {
 	// unchanged: a message field, or "tool_calls[].<field>" for a field of
 	// each tool call.
 	MustReturn []string `json:"must_return"`
-	Replies    []json.RawMessage
+	// MustDrop names the reply fields the next requests must not carry:
+	// the provider refuses an assistant message with them.
+	MustDrop []string `json:"must_drop"`
+	Replies  []json.RawMessage
 	// Reject is the rule as the mock server checks it: a JMESPath
 	// expression true for a request that breaks it, and the provider's
 	// answer to such a request.
