@@ -368,7 +368,32 @@ func parseReply(data []byte) (Reply, time.Duration, error) {
 			m.ToolCalls[i].ID = newCallID(i)
 		}
 	}
-	return Reply{Message: m, FinishReason: ch.FinishReason, ID: w.ID, Model: w.Model, Usage: w.Usage}, 0, nil
+	reply := Reply{Message: m, FinishReason: ch.FinishReason, ID: w.ID, Model: w.Model, Usage: w.Usage}
+	if err := interrupted(reply); err != nil {
+		return reply, 0, err
+	}
+	return reply, 0, nil
+}
+
+// interrupted is the error of a reply without tool calls that the
+// provider says it broke off for a reason of its own, which a new
+// request may not meet: DeepSeek's insufficient_system_resource ("the
+// request is interrupted due to insufficient resource of the inference
+// system", https://api-docs.deepseek.com/api/create-chat-completion) and
+// OpenRouter's error ("the model finishes the request with an error",
+// https://openrouter.ai/docs/api/reference/overview). The client retries
+// it as it does a 5xx. Nil for any other reply.
+func interrupted(r Reply) error {
+	if len(r.Message.ToolCalls) > 0 {
+		return nil
+	}
+	switch r.FinishReason {
+	case "insufficient_system_resource":
+		return fmt.Errorf("the model API broke off its reply for lack of resources (finish_reason %q)", r.FinishReason)
+	case "error":
+		return fmt.Errorf("the model broke off its reply with an error (finish_reason %q)", r.FinishReason)
+	}
+	return nil
 }
 
 // bodyErrorWait is once's wait for an error in a 200 body: retried (with

@@ -172,6 +172,9 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 		// finish_reason is not trusted: servers say "stop" with tool
 		// calls present. The reply's tool calls decide.
 		if len(m.ToolCalls) == 0 {
+			if why := unfinished(reply.FinishReason); why != "" {
+				return Outcome{Answer: last, Turns: turn, Failure: &Failure{Code: FailModel, Message: why}}
+			}
 			return Outcome{Answer: m.Content, Turns: turn}
 		}
 		for _, tc := range m.ToolCalls {
@@ -204,6 +207,24 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 	}
 	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,
 		Message: fmt.Sprintf("stopped after %d model replies (%s) without a final answer", l.MaxTurns, limit)}}
+}
+
+// unfinished says why a reply without tool calls is not a final answer,
+// by its finish_reason as OpenAI's API defines it
+// (https://platform.openai.com/docs/api-reference/chat/object), which the
+// compatible servers copy: "length", the output token limit cut it off;
+// "content_filter", the provider's filter withheld it (Azure OpenAI,
+// Gemini's safety settings). "": it is the answer. The transient reasons
+// (DeepSeek's insufficient_system_resource, OpenRouter's error) never get
+// here: the client retries them (see interrupted).
+func unfinished(reason string) string {
+	switch reason {
+	case "length":
+		return `the model's reply was cut off at its output token limit (finish_reason "length"), so it is no final answer; the task's answer is the text so far. Next: a model or endpoint with a larger output limit, or a smaller task`
+	case "content_filter":
+		return `the model's reply was withheld by the provider's content filter (finish_reason "content_filter"); the task's answer is the text so far`
+	}
+	return ""
 }
 
 // Bounds of the wait for a held call's decision.
