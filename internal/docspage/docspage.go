@@ -100,15 +100,22 @@ fill its body and press Execute. Documentation: <a href="{{.Docs}}">{{.Docs}}</a
 
 // ServePage answers GET /docs with the page.
 func (p *Page) ServePage(w http.ResponseWriter, _ *http.Request) {
+	WriteHTML(w, p.html, policy)
+}
+
+// WriteHTML answers with an embedded page: its Content-Security-Policy
+// csp, no sniffing, no referrer, revalidated at each load. The service's
+// pages for people (/docs, /approvals) are written by it.
+func WriteHTML(w http.ResponseWriter, html []byte, csp string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", policy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(len(p.html)))
+	h.Set("Content-Length", strconv.Itoa(len(html)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(p.html)
+	_, _ = w.Write(html)
 }
 
 // ServeAsset answers GET /docs/assets/<file> with an embedded file, 404

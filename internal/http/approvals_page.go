@@ -7,10 +7,11 @@ import (
 	"encoding/hex"
 	"net/http"
 	"path"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/countbot/toolsvc/internal/docspage"
 )
 
 // approvalsPageFiles are the page a person decides approvals on: its HTML,
@@ -87,16 +88,9 @@ func (s *server) approvalPageRoutes(r chi.Router) {
 
 // serve writes the page.
 func (p *approvalsPage) serve(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", approvalsPagePolicy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(len(p.html)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(p.html)
+	// No frame may hold it: its buttons decide calls.
+	w.Header().Set("X-Frame-Options", "DENY")
+	docspage.WriteHTML(w, p.html, approvalsPagePolicy)
 }
 
 // serveAsset answers with an embedded script or style, 404 for any other
