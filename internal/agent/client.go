@@ -73,6 +73,7 @@ type Client struct {
 	opts     ClientOptions
 	endpoint string
 	echo     echoFilter
+	pace     pacer
 }
 
 // maxReplyBytes bounds what is read of one reply.
@@ -144,6 +145,9 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 		return Reply{}, err
 	}
 	for attempt := 0; ; attempt++ {
+		if err := c.paced(ctx); err != nil {
+			return Reply{}, err
+		}
 		reply, wait, err := c.once(ctx, body)
 		if err == nil {
 			return reply, nil
@@ -165,6 +169,20 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 			return Reply{}, err
 		}
 	}
+}
+
+// paced waits, before a request, until a limit that the last reply said
+// was spent has reset (see pacer); it fails at once when that is past
+// ctx's deadline.
+func (c *Client) paced(ctx context.Context) error {
+	wait := c.pace.wait()
+	if wait <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		return fmt.Errorf("the model API's rate limit resets in %s, past the task's deadline", wait.Round(time.Second))
+	}
+	return c.opts.Sleep(ctx, wait)
 }
 
 // once makes one request, in its chat span. wait < 0: the error is final;
@@ -224,38 +242,13 @@ func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration
 		return Reply{}, 0, fmt.Errorf("reading the model's reply: %w", unwrapURL(err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		se := &StatusError{Status: resp.StatusCode, Body: snippet(data)}
-		if resp.StatusCode == http.StatusTooManyRequests && quotaBody(data) {
-			return Reply{}, -1, se
-		}
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			return Reply{}, retryAfter(resp.Header.Get("Retry-After")), se
-		}
-		return Reply{}, -1, se
+		return Reply{}, statusWait(resp.StatusCode, resp.Header, data), &StatusError{Status: resp.StatusCode, Body: snippet(data)}
 	}
+	c.pace.saw(resp.Header)
 	if len(data) > maxReplyBytes {
 		return Reply{}, -1, fmt.Errorf("the model's reply is larger than %d bytes", maxReplyBytes)
 	}
 	return parseReply(data)
-}
-
-// quotaBody says whether an error body is about a spent quota (isQuota):
-// {"error":{...}} as OpenAI writes it, or [{"error":{...}}] as Gemini's
-// OpenAI compatibility does.
-func quotaBody(data []byte) bool {
-	var one struct{ Error *wireError }
-	if json.Unmarshal(data, &one) == nil && one.Error != nil {
-		return isQuota(one.Error)
-	}
-	var list []struct{ Error *wireError }
-	if json.Unmarshal(data, &list) == nil {
-		for _, e := range list {
-			if e.Error != nil && isQuota(e.Error) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // unwrapURL drops the *url.Error wrapper, whose text repeats the endpoint.
@@ -299,6 +292,8 @@ type wireError struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
 	Code    json.RawMessage `json:"code"`
+	// Details are a Google API error's (see errorDetail).
+	Details []errorDetail `json:"details"`
 }
 
 // wireReply is a chat-completions reply, loose where servers differ.
@@ -413,11 +408,21 @@ func bodyErrorWait(e *wireError) time.Duration {
 // isQuota says whether an error is about a spent quota or credit, which
 // waiting does not fix: OpenAI's insufficient_quota (code or type, with
 // "You exceeded your current quota" in a 429) and the same words from
-// the servers that copy it.
+// the servers that copy it. Gemini says the same words of its
+// per-minute limits too, with a RetryInfo delay after which they lift
+// (https://ai.google.dev/gemini-api/docs/rate-limits): that one is
+// waited out, unless its quota is daily or 0 (lasting) or the delay is
+// longer than a sub-agent is held for (maxRetryAfter).
 func isQuota(e *wireError) bool {
 	code := strings.Trim(string(e.Code), `"`)
-	return code == "insufficient_quota" || e.Type == "insufficient_quota" ||
-		strings.Contains(strings.ToLower(e.Message), "exceeded your current quota")
+	if code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		return true
+	}
+	if !strings.Contains(strings.ToLower(e.Message), "exceeded your current quota") {
+		return false
+	}
+	d, ok := e.retryDelay()
+	return !ok || d > maxRetryAfter || e.lasting()
 }
 
 // contentText turns content (null, a string, or [{"type":"text","text"}])
