@@ -42,9 +42,14 @@ type Usage struct {
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
-	BaseURL string // e.g. http://localhost:11434/v1; /chat/completions is appended
-	APIKey  string // sent as a bearer token when set; never logged or returned
-	Model   string
+	// BaseURL is e.g. http://localhost:11434/v1; /chat/completions is
+	// appended. One that names an Azure OpenAI deployment
+	// (/openai/deployments/{d}) is Azure's classic route (see endpointFor).
+	BaseURL string
+	// APIKey is sent as a bearer token when set (in api-key on Azure's
+	// classic route); never logged or returned.
+	APIKey string
+	Model  string
 	// Timeout bounds one request (each retry gets its own, within ctx).
 	Timeout time.Duration
 	// MaxRetries is how many times a 429 or 5xx reply or a failed
@@ -74,6 +79,8 @@ type Client struct {
 	endpoint string
 	echo     echoFilter
 	pace     pacer
+	// azure: the endpoint is Azure OpenAI's classic route (endpointFor).
+	azure bool
 }
 
 // maxReplyBytes bounds what is read of one reply.
@@ -111,7 +118,9 @@ func NewClient(opts ClientOptions) *Client {
 			}
 		}
 	}
-	return &Client{opts: opts, endpoint: strings.TrimRight(opts.BaseURL, "/") + "/chat/completions", echo: newEchoFilter(opts.EchoFields)}
+	c := &Client{opts: opts, echo: newEchoFilter(opts.EchoFields)}
+	c.endpoint, c.azure = endpointFor(opts.BaseURL)
+	return c
 }
 
 // Model returns the model name the client asks for.
@@ -220,7 +229,14 @@ func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if c.opts.APIKey != "" {
+	switch {
+	case c.opts.APIKey == "":
+	case c.azure:
+		// Azure's classic route takes an API key in api-key; a bearer
+		// there is a Microsoft Entra token, and a key sent as one is
+		// refused.
+		req.Header.Set("api-key", c.opts.APIKey)
+	default:
 		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
 	resp, err := c.opts.HTTP.Do(req)
