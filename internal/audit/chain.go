@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-
-	"github.com/countbot/toolsvc/internal/jsonx"
 )
 
 // The chain. Every final record of a replica carries seq, its place in
@@ -55,8 +52,7 @@ type chain struct {
 
 	mu       sync.Mutex // orders the records: seq, prev, the file, the line on stdout
 	head     *os.File   // locked while the chain is held
-	headLen  int        // bytes of the last head written, for padding the next
-	headBuf  []byte
+	hw       *headWriter
 	seq      uint64
 	hash     [32]byte // of the record seq (genesis when seq is 0)
 	prevHash [32]byte // of the record seq-1, to step back to
@@ -65,16 +61,6 @@ type chain struct {
 	dmu     sync.Mutex // one digest at a time
 	digest  digestState
 	pending *Cut // cuts not yet in a digest
-}
-
-// headState is what the head file holds: the last record of the chain
-// and the one before it, so that a process killed after writing the head
-// but before its record appeared steps back.
-type headState struct {
-	Seq  uint64 `json:"seq"`
-	Hash string `json:"hash"`
-	Prev string `json:"prev"`
-	File string `json:"file"` // the record's path under the audit folder
 }
 
 // errChainBusy says a live process writes the chain.
@@ -105,6 +91,10 @@ func (l *Log) openChain(name string) (*chain, error) {
 		f.Close()
 		return nil, err
 	}
+	if c.hw, err = newHeadWriter(f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -112,20 +102,10 @@ func (l *Log) openChain(name string) (*chain, error) {
 // but that never appeared (the process died between the two writes) is
 // not part of the chain: the chain goes on from the one before.
 func (c *chain) load() error {
-	data, err := os.ReadFile(c.head.Name())
-	if err != nil {
-		return err
-	}
-	c.headLen = len(data)
-	var h headState
-	if len(data) > 0 && json.Unmarshal(data, &h) == nil && h.Seq > 0 {
-		hash, err1 := parseHash(h.Hash)
-		prev, err2 := parseHash(h.Prev)
-		if err1 == nil && err2 == nil {
-			c.seq, c.hash, c.prevHash = h.Seq, hash, prev
-			if h.File != "" && !c.log.files.exists(h.File) {
-				c.seq, c.hash = h.Seq-1, prev
-			}
+	if h, ok := readHeadFile(c.head.Name()); ok && h.Seq > 0 {
+		c.seq, c.hash, c.prevHash = h.Seq, h.Hash, h.Prev
+		if h.File != "" && !c.log.files.exists(h.File) {
+			c.seq, c.hash = h.Seq-1, h.Prev
 		}
 	}
 	d, err := lastDigest(c.dir)
@@ -173,9 +153,8 @@ func (c *chain) seal(buf []byte, day, name string, ifAbsent bool) ([]byte, error
 	}
 	if err != nil {
 		buf[sealRoom] = '{'
-		// Back to the head as it was; if even that fails, the next start
-		// finds the named record absent and steps back.
-		_ = c.writeHead(c.seq, c.hash, c.prevHash, "")
+		// The head names a record that is not there: the next start
+		// steps back, and the next record takes the same seq and slot.
 		return nil, err
 	}
 	c.seq, c.prevHash, c.hash = seq, c.hash, sum
@@ -183,29 +162,12 @@ func (c *chain) seal(buf []byte, day, name string, ifAbsent bool) ([]byte, error
 	return data, nil
 }
 
-// writeHead rewrites the head file in place: one pwrite, padded with
-// spaces over what the last one wrote. An empty file name keeps the
-// record the head names (stepping back after a failed write names the
-// record before, which exists).
+// writeHead notes in the head file that record seq, of the given hash,
+// is the chain's last.
 func (c *chain) writeHead(seq uint64, hash, prev [32]byte, file string) error {
-	b := append(c.headBuf[:0], `{"seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, `,"hash":"`...)
-	b = hex.AppendEncode(b, hash[:])
-	b = append(b, `","prev":"`...)
-	b = hex.AppendEncode(b, prev[:])
-	b = append(b, `","file":`...)
-	b = jsonx.AppendString(b, file)
-	b = append(b, '}')
-	for len(b) < c.headLen-1 {
-		b = append(b, ' ')
-	}
-	b = append(b, '\n')
-	c.headBuf = b
-	if _, err := c.head.WriteAt(b, 0); err != nil {
+	if err := c.hw.write(headState{Seq: seq, Hash: hash, Prev: prev, File: file}); err != nil {
 		return fmt.Errorf("audit chain head: %w", err)
 	}
-	c.headLen = len(b)
 	return nil
 }
 
@@ -223,6 +185,7 @@ func (c *chain) close() {
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.closed = true
+		c.hw.close()
 		c.head.Close()
 	}
 }

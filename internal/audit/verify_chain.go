@@ -66,9 +66,8 @@ func readChains(dir string, pub ed25519.PublicKey, rep *Report) (map[string]*cha
 // readHead reads where the head file says the chain ends, as a process
 // taking the chain over would.
 func readHead(dir, folder string, v *chainView) {
-	data, err := os.ReadFile(filepath.Join(folder, "head"))
-	var h headState
-	if err != nil || json.Unmarshal(data, &h) != nil {
+	h, ok := readHeadFile(filepath.Join(folder, "head"))
+	if !ok {
 		return
 	}
 	v.head, v.hasHead = h.Seq, true
