@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/countbot/toolsvc/internal/registry"
@@ -68,6 +69,11 @@ type ClientOptions struct {
 	// Tracer, when set, gives each request to the endpoint (each retry
 	// too) a chat span with the reply's token usage. Nil: none.
 	Tracer *tracing.Tracer
+	// Stream asks for every reply as server-sent chunks (stream: true)
+	// and reads it as they come, passing the text on to the sink of the
+	// request's context (WithTextSink). Without it, a model that answers
+	// that it is served in stream mode only is streamed from then on.
+	Stream bool
 	// EchoFields names more fields of a reply's message and tool calls
 	// to send back with it than the documented few; "*" sends back all.
 	EchoFields []string
@@ -81,6 +87,9 @@ type Client struct {
 	pace     pacer
 	// azure: the endpoint is Azure OpenAI's classic route (endpointFor).
 	azure bool
+	// stream: replies are asked for and read as server-sent chunks, from
+	// the start (Stream) or since the model said it is served no other way.
+	stream atomic.Bool
 }
 
 // maxReplyBytes bounds what is read of one reply.
@@ -120,6 +129,7 @@ func NewClient(opts ClientOptions) *Client {
 	}
 	c := &Client{opts: opts, echo: newEchoFilter(opts.EchoFields)}
 	c.endpoint, c.azure = endpointFor(opts.BaseURL)
+	c.stream.Store(opts.Stream)
 	return c
 }
 
@@ -149,7 +159,9 @@ type chatRequest struct {
 // MaxRetries times, honouring Retry-After, as long as ctx leaves time; a
 // 429 about a spent quota is not, as waiting does not refill it.
 func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Definition) (Reply, error) {
-	body, err := json.Marshal(chatRequest{Model: c.opts.Model, Messages: c.echo.messages(msgs), Tools: tools})
+	msgs = c.echo.messages(msgs)
+	stream := c.stream.Load()
+	body, err := json.Marshal(chatRequest{Model: c.opts.Model, Messages: msgs, Tools: tools, Stream: stream})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -157,9 +169,19 @@ func (c *Client) Chat(ctx context.Context, msgs []Message, tools []registry.Defi
 		if err := c.paced(ctx); err != nil {
 			return Reply{}, err
 		}
-		reply, wait, err := c.once(ctx, body)
+		reply, wait, err := c.once(ctx, body, stream)
 		if err == nil {
 			return reply, nil
+		}
+		if !stream && streamOnly(err) {
+			// The model is served in stream mode only: from now on this
+			// client streams, and this request is made again at once.
+			c.stream.Store(true)
+			stream, attempt = true, attempt-1
+			if body, err = json.Marshal(chatRequest{Model: c.opts.Model, Messages: msgs, Tools: tools, Stream: true}); err != nil {
+				return Reply{}, err
+			}
+			continue
 		}
 		if wait < 0 || attempt >= c.opts.MaxRetries || ctx.Err() != nil {
 			return Reply{}, err
@@ -196,14 +218,14 @@ func (c *Client) paced(ctx context.Context) error {
 
 // once makes one request, in its chat span. wait < 0: the error is final;
 // otherwise it may be retried after wait (0: the client's own backoff).
-func (c *Client) once(ctx context.Context, body []byte) (Reply, time.Duration, error) {
+func (c *Client) once(ctx context.Context, body []byte, stream bool) (Reply, time.Duration, error) {
 	if c.opts.Tracer == nil {
-		return c.request(ctx, body)
+		return c.request(ctx, body, stream)
 	}
 	// An OpenAI-compatible endpoint speaks OpenAI's API, whoever serves
 	// it: the conventions' provider for that API is openai.
 	ctx, span := c.opts.Tracer.StartChat(ctx, tracing.Chat{Provider: "openai", Model: c.opts.Model, BaseURL: c.opts.BaseURL})
-	reply, wait, err := c.request(ctx, body)
+	reply, wait, err := c.request(ctx, body, stream)
 	end := tracing.ChatEnd{ResponseID: reply.ID, ResponseModel: reply.Model, InputTokens: -1, OutputTokens: -1}
 	if reply.FinishReason != "" {
 		end.FinishReasons = []string{reply.FinishReason}
@@ -219,8 +241,8 @@ func (c *Client) once(ctx context.Context, body []byte) (Reply, time.Duration, e
 	return reply, wait, err
 }
 
-// request makes one request. wait is as for once.
-func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration, error) {
+// request makes one request, streamed or not. wait is as for once.
+func (c *Client) request(ctx context.Context, body []byte, stream bool) (Reply, time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
@@ -229,6 +251,9 @@ func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	switch {
 	case c.opts.APIKey == "":
 	case c.azure:
@@ -241,21 +266,20 @@ func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration
 	}
 	resp, err := c.opts.HTTP.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return Reply{}, -1, ctx.Err()
-		}
-		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			return Reply{}, 0, fmt.Errorf("model API did not answer within %s", c.opts.Timeout)
-		}
-		return Reply{}, 0, fmt.Errorf("model API unreachable: %w", unwrapURL(err))
+		return Reply{}, transportWait(ctx), c.failed(ctx, rctx, "model API unreachable", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		c.pace.saw(resp.Header)
+		reply, wait, err := readStream(resp.Body, textSink(ctx))
+		if err != nil && (ctx.Err() != nil || rctx.Err() != nil) {
+			return Reply{}, transportWait(ctx), c.failed(ctx, rctx, "reading the model's stream", err)
+		}
+		return reply, wait, err
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
 	if err != nil {
-		if ctx.Err() != nil {
-			return Reply{}, -1, ctx.Err()
-		}
-		return Reply{}, 0, fmt.Errorf("reading the model's reply: %w", unwrapURL(err))
+		return Reply{}, transportWait(ctx), c.failed(ctx, rctx, "reading the model's reply", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Reply{}, statusWait(resp.StatusCode, resp.Header, data), &StatusError{Status: resp.StatusCode, Body: snippet(data)}
@@ -265,6 +289,28 @@ func (c *Client) request(ctx context.Context, body []byte) (Reply, time.Duration
 		return Reply{}, -1, fmt.Errorf("the model's reply is larger than %d bytes", maxReplyBytes)
 	}
 	return parseReply(data)
+}
+
+// failed is the error of a request that failed in transport (what it
+// was doing, and err): the task's own end, the request's timeout, or the
+// cause.
+func (c *Client) failed(ctx, rctx context.Context, doing string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("model API did not answer within %s", c.opts.Timeout)
+	}
+	return fmt.Errorf("%s: %w", doing, unwrapURL(err))
+}
+
+// transportWait is once's wait after failed: final when the task has
+// ended, otherwise retried with the client's backoff.
+func transportWait(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return -1
+	}
+	return 0
 }
 
 // unwrapURL drops the *url.Error wrapper, whose text repeats the endpoint.
@@ -411,7 +457,13 @@ func interrupted(r Reply) error {
 // the client's backoff) when its numeric code is 408, 429 or 5xx and it
 // is not about a quota; final otherwise.
 func bodyErrorWait(e *wireError) time.Duration {
-	code, err := strconv.Atoi(strings.Trim(string(e.Code), `"`))
+	raw := strings.Trim(string(e.Code), `"`)
+	if raw == "server_error" && !isQuota(e) {
+		// OpenRouter's error chunk when a provider failed mid-stream
+		// (https://openrouter.ai/docs/api/reference/streaming#handling-errors-during-streaming).
+		return 0
+	}
+	code, err := strconv.Atoi(raw)
 	if err != nil || isQuota(e) {
 		return -1
 	}

@@ -13,6 +13,10 @@ const (
 	EventTurn     = "turn"      // the model replied (Turn is its number)
 	EventToolCall = "tool_call" // a tool call ended (Call)
 	EventEnd      = "end"       // the task ended (Status, Answer, Error)
+	// EventText: a piece of the model's reply as it arrives (Delta; Turn
+	// is the reply's number), with a streamed model only (Client with
+	// Stream). Its turn event comes once the reply is whole.
+	EventText = "text"
 	// EventWaitingApproval: a tool call was held for a person's approval
 	// and the task waits for the decision (Approval: its ID, tool,
 	// summary and expiry).
@@ -41,6 +45,8 @@ type Event struct {
 	Status string      `json:"status,omitempty"`
 	Answer string      `json:"answer,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// Delta is the text of a text event.
+	Delta string `json:"text,omitempty"`
 	// Approval is the approval of a waiting_approval or resumed event.
 	Approval *ApprovalWait `json:"approval,omitempty"`
 }
@@ -57,6 +63,8 @@ func (e Event) Text() string {
 			s += " (" + e.Call.ErrorCode + ")"
 		}
 		return s
+	case EventText:
+		return fmt.Sprintf("%s: model reply %d: %s", e.Agent, e.Turn, e.Delta)
 	case EventWaitingApproval, EventResumed:
 		if e.Approval == nil {
 			break

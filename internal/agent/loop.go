@@ -79,6 +79,16 @@ type Observer interface {
 	Called(name, args string, res registry.Result)
 }
 
+// TextObserver is an Observer that also hears the text of the model's
+// reply as it arrives, when the model is read as a stream (Client with
+// Stream): Text gets the reply of turn n in pieces, in order, each at a
+// word boundary where it can be (see textBuffer), and the last before
+// Turn(n).
+type TextObserver interface {
+	Observer
+	Text(turn int, text string)
+}
+
 // ApprovalWaiter waits for a person's decision on a held call
 // (approval.Service): Wait returns once the approval id is decided or
 // has expired, or ctx ends (with ctx's error).
@@ -159,7 +169,7 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 	var last string // the last non-empty text, reported when a bound stops the loop
 	var prevKey string
 	for turn := 1; turn <= l.MaxTurns; turn++ {
-		reply, err := l.Model.Chat(ctx, msgs, defs)
+		reply, err := l.chat(ctx, turn, msgs, defs, obs)
 		if err != nil {
 			return Outcome{Answer: last, Turns: turn - 1, Failure: &Failure{Code: FailModel, Message: err.Error()}}
 		}
@@ -207,6 +217,62 @@ func (l *Loop) Continue(ctx context.Context, id string, history []Message, text 
 	}
 	return Outcome{Answer: last, Turns: l.MaxTurns, Failure: &Failure{Code: FailMaxTurns,
 		Message: fmt.Sprintf("stopped after %d model replies (%s) without a final answer", l.MaxTurns, limit)}}
+}
+
+// chat asks the model for the reply of turn, passing its text on to
+// obs as it arrives when obs is a TextObserver.
+func (l *Loop) chat(ctx context.Context, turn int, msgs []Message, defs []registry.Definition, obs Observer) (Reply, error) {
+	to, ok := obs.(TextObserver)
+	if !ok {
+		return l.Model.Chat(ctx, msgs, defs)
+	}
+	buf := textBuffer{emit: func(s string) { to.Text(turn, s) }}
+	reply, err := l.Model.Chat(WithTextSink(ctx, buf.add), msgs, defs)
+	buf.flush()
+	return reply, err
+}
+
+// Bounds of textBuffer.
+const (
+	textEvery = 250 * time.Millisecond // at most this long between pieces
+	textMax   = 4096                   // the longest piece without a space
+)
+
+// textBuffer gathers the pieces of a streamed reply into fewer, larger
+// ones, which it emits at most every textEvery and only up to the last
+// white space, so that a word (a key or a token the model repeats, which
+// the task's redaction must see whole) is never split between two
+// pieces, unless it is longer than textMax.
+type textBuffer struct {
+	emit func(string)
+	buf  strings.Builder
+	last time.Time
+}
+
+func (b *textBuffer) add(s string) {
+	b.buf.WriteString(s)
+	if time.Since(b.last) < textEvery && b.buf.Len() < textMax {
+		return
+	}
+	t := b.buf.String()
+	cut := strings.LastIndexAny(t, " \t\n")
+	if cut < 0 && len(t) < textMax {
+		return
+	}
+	if cut < 0 {
+		cut = len(t) - 1
+	}
+	b.emit(t[:cut+1])
+	b.buf.Reset()
+	b.buf.WriteString(t[cut+1:])
+	b.last = time.Now()
+}
+
+func (b *textBuffer) flush() {
+	if b.buf.Len() > 0 {
+		b.emit(b.buf.String())
+		b.buf.Reset()
+	}
 }
 
 // unfinished says why a reply without tool calls is not a final answer,

@@ -540,6 +540,14 @@ func (o observer) Turn(n int) {
 	}
 }
 
+// Text tells the task's followers a piece of the model's reply as it
+// arrives; the task keeps only the whole answer.
+func (o observer) Text(turn int, text string) {
+	o.m.mu.Lock()
+	o.m.publishLocked(o.e, Event{Type: EventText, Agent: o.e.t.ID, Time: o.m.opts.Now().UTC(), Turn: turn, Delta: o.m.opts.Redact(text)})
+	o.m.mu.Unlock()
+}
+
 func (o observer) Called(name, args string, res registry.Result) {
 	rec := CallRecord{Name: name, Arguments: runes.Shorten(o.m.opts.Redact(args), maxArgsChars), Status: res.Status, CallID: res.CallID, ApprovalID: res.ApprovalID}
 	if res.Error != nil {

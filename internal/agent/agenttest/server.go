@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ type Request struct {
 	Body   []byte
 	// Decoded parts of Body.
 	Model    string            `json:"model"`
+	Stream   bool              `json:"stream"`
 	Messages []json.RawMessage `json:"messages"`
 	Tools    []struct {
 		Function struct {
@@ -44,6 +46,14 @@ type Response struct {
 	Body   string
 	// Hang: answer nothing until the client gives up (a slow model).
 	Hang bool
+	// Chunks, when set, make the answer a stream of server-sent events
+	// (text/event-stream): each chunk, a JSON text, as one data line (one
+	// that starts with ":" as a comment line),
+	// then data: [DONE] unless NoDone. Before chunk i is written, Gate (if
+	// set) is called with i, so a test can hold the stream there.
+	Chunks []string
+	Gate   func(i int)
+	NoDone bool
 }
 
 // Server answers requests with its script in order; the last step repeats.
@@ -89,6 +99,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range resp.Header {
 		w.Header().Set(k, v)
 	}
+	if resp.Chunks != nil {
+		writeStream(w, resp)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
@@ -126,4 +140,64 @@ func Final(text string) Response {
 func Call(id, name, args string) Response {
 	a, _ := json.Marshal(args)
 	return Message(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}]}`, id, name, a), "tool_calls")
+}
+
+// writeStream answers with resp's chunks as server-sent events, flushing
+// each.
+func writeStream(w http.ResponseWriter, resp Response) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for i, c := range resp.Chunks {
+		if resp.Gate != nil {
+			resp.Gate(i)
+		}
+		if strings.HasPrefix(c, ":") { // a comment line, as a keep-alive
+			_, _ = io.WriteString(w, c+"\n\n")
+		} else {
+			_, _ = io.WriteString(w, "data: "+c+"\n\n")
+		}
+		_ = rc.Flush()
+	}
+	if !resp.NoDone {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+}
+
+// Chunk is a chat.completion.chunk with one choice: delta (a JSON
+// object) and finish_reason (none when "").
+func Chunk(delta, finishReason string) string {
+	fr := "null"
+	if finishReason != "" {
+		fr = fmt.Sprintf("%q", finishReason)
+	}
+	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"fake","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
+}
+
+// StreamText is a streamed reply of text in the given pieces, as OpenAI
+// streams it (https://platform.openai.com/docs/api-reference/chat-streaming).
+func StreamText(pieces ...string) Response {
+	chunks := []string{Chunk(`{"role":"assistant","content":""}`, "")}
+	for _, p := range pieces {
+		c, _ := json.Marshal(p)
+		chunks = append(chunks, Chunk(`{"content":`+string(c)+`}`, ""))
+	}
+	return Response{Chunks: append(chunks, Chunk(`{}`, "stop"))}
+}
+
+// StreamCall is a streamed reply asking for one tool call, its arguments
+// (JSON text) in two pieces, as OpenAI streams it: the first delta has
+// the call's index, id, type and name, the later ones its index and a
+// piece of the arguments.
+func StreamCall(id, name, args string) Response {
+	half := len(args) / 2
+	a1, _ := json.Marshal(args[:half])
+	a2, _ := json.Marshal(args[half:])
+	return Response{Chunks: []string{
+		Chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, id, name), ""),
+		Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+string(a1)+`}}]}`, ""),
+		Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+string(a2)+`}}]}`, ""),
+		Chunk(`{}`, "tool_calls"),
+	}}
 }
