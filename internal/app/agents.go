@@ -31,8 +31,10 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		BaseURL: cfg.LLMBaseURL,
 		APIKey:  string(cfg.LLMAPIKey),
 		Model:   cfg.LLMModel,
-		Timeout: cfg.LLMTimeout,
-		Tracer:  tracer,
+		Timeout:    cfg.LLMTimeout,
+		Tracer:     tracer,
+		Stream:     cfg.LLMStream,
+		EchoFields: cfg.LLMEchoFields,
 	})
 	var waiter agent.ApprovalWaiter
 	if approvals != nil { // a nil *Service in the interface would not be nil
