@@ -28,9 +28,9 @@ func newAgents(stopping context.Context, cfg config.Agents, st stores, shutdownT
 		return nil, func() {}, nil
 	}
 	client := agent.NewClient(agent.ClientOptions{
-		BaseURL: cfg.LLMBaseURL,
-		APIKey:  string(cfg.LLMAPIKey),
-		Model:   cfg.LLMModel,
+		BaseURL:    cfg.LLMBaseURL,
+		APIKey:     string(cfg.LLMAPIKey),
+		Model:      cfg.LLMModel,
 		Timeout:    cfg.LLMTimeout,
 		Tracer:     tracer,
 		Stream:     cfg.LLMStream,
