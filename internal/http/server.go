@@ -111,8 +111,8 @@ type server struct {
 	resultBufs sync.Pool
 }
 
-// NewHandler returns the service's HTTP handler.
-func NewHandler(opts Options) http.Handler {
+// withDefaults is opts with every bound left at zero given its default.
+func withDefaults(opts Options) Options {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 64
 	}
@@ -128,6 +128,12 @@ func NewHandler(opts Options) http.Handler {
 	if opts.Stopping == nil {
 		opts.Stopping = context.Background()
 	}
+	return opts
+}
+
+// NewHandler returns the service's HTTP handler.
+func NewHandler(opts Options) http.Handler {
+	opts = withDefaults(opts)
 	s := &server{opts: opts, gate: newGate(opts.Keys, opts.Stopping, opts.MaxConcurrent)}
 	// As much body memory as full slots would hold with the largest bodies.
 	s.bodyBudget = opts.MaxBodyBytes * int64(opts.MaxConcurrent)
