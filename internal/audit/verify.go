@@ -174,15 +174,6 @@ func readEntries(dir string, files []string, progress func(int, int)) ([]*entry,
 	return entries, firstErr
 }
 
-// pathError is an error of a file Verify reads.
-type pathError struct {
-	op, path string
-	err      error
-}
-
-func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
-func (e *pathError) Unwrap() error { return e.err }
-
 // fastChained reads a record as the service writes it, without a JSON
 // decoder: its place first, then its call ID; the replica and the
 // timestamp are the last members of those names (the arguments before

@@ -78,3 +78,12 @@ func (r *fileReader) close() {
 		unix.Close(fd)
 	}
 }
+
+// pathError is an error of a file Verify reads.
+type pathError struct {
+	op, path string
+	err      error
+}
+
+func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
