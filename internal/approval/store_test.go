@@ -22,15 +22,11 @@ func TestFileStore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cut.json"), []byte(`{"approval_id":"cut"`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := approval.OpenFileStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := approval.Approval{ID: "kept", Key: "alice", Tool: "exec", Status: approval.StatusPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := s.Create(context.Background(), want); err != nil {
 		t.Fatal(err)
 	}
-	again, err = approval.OpenFileStore(dir)
+	again, err := approval.OpenFileStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
