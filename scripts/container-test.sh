@@ -8,10 +8,12 @@
 # root, that a tools file the guard must refuse is refused, the network
 # allowlist (TOOLSVC_EXEC_NET_ALLOW) under podman's profile, Docker's and
 # Docker's with the one rule docs/deploy.md adds (npm and npx through it),
-# and the same checks through deploy/compose.yaml with podman-compose,
-# running the Node variant with a tools file mounted read-only: its
-# command tool, an MCP server from npm started by npx with the registry as
-# its only network, node and npx through exec.
+# and the same checks through deploy/compose.yaml, started by the README's
+# own commands (scripts/compose-up.sh, with podman-compose), running the
+# Node variant with a tools file mounted read-only: its command tool, an
+# MCP server from npm started by npx with the registry as its only
+# network, node and npx through exec; then that command must fail, with
+# the service's message, when a setting stops the service.
 #
 # No image can be pulled here, so the base images are made: a Debian
 # bookworm minbase root file system (debootstrap, from the apt mirror) is
@@ -640,10 +642,16 @@ check_node() {
 	check_memory "$c" "$port"
 }
 
-# Compose, as the README and docs/deploy.md say, with a .env made from the
-# example: the Node variant, the tools folder above, a HOME kept between
-# exec's calls. Its network is made here first, with a known gateway for
-# the test page.
+# Compose, with the README's commands as written: the sh block of its "Run
+# it in a container" section, read from README.md so that the two cannot
+# drift apart, run in order in one shell. Two things are the test's own:
+# between the lines that make deploy/.env and scripts/compose-up.sh it adds
+# to that file another port (the block's URLs get the same port), the Node
+# variant, the tools folder above and a HOME kept between exec's calls; and
+# the environment names the engine (podman-compose), the project
+# (toolsvc-ct, whose network is made here first, with a known gateway for
+# the test page) and a containers.conf that sets only the runtime, so that
+# compose.yaml's own ulimits are what lets the container start.
 port=$(free_port)
 compose_gw=10.89.213.1
 podman network rm -f toolsvc-ct_default >/dev/null 2>&1 || true
@@ -651,34 +659,53 @@ podman network create --subnet 10.89.213.0/24 --gateway "$compose_gw" toolsvc-ct
 # An operator's own deploy/.env is put back afterwards.
 if [ -f deploy/.env ]; then cp -p deploy/.env "$work/env.saved"; fi
 touch "$work/compose.env"
-sed -e "s/^TOOLSVC_API_KEYS=.*/TOOLSVC_API_KEYS=$key/" -e "s/^HOST_PORT=.*/HOST_PORT=$port/" deploy/.env.example >deploy/.env
-cat >>deploy/.env <<EOF
-TOOLSVC_NET_ALLOW_CIDRS=$compose_gw/32
-IMAGE_TARGET=node
-TOOLS_DIR=$tools_dir
-TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml
-TOOLSVC_EXEC_HOME=/tmp/home
+readme_block=$(python3 - README.md <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+_, found, rest = text.partition("\n## Run it in a container\n")
+m = re.search(r"^```sh\n(.*?)^```", rest.split("\n## ", 1)[0], re.S | re.M)
+if not found or not m:
+    sys.exit("README.md has no sh block under '## Run it in a container'")
+print(m.group(1), end="")
 EOF
-# The MCP server's registry, opened for its proxy where it resolves to an
-# address the network guard refuses (see the tools folder above).
-if [ -n "$allow_hosts" ]; then echo "TOOLSVC_NET_ALLOW_HOSTS=$allow_hosts" >>deploy/.env; fi
+) || fail "README.md: no container commands to run"
+up_at=$(grep -n '^scripts/compose-up\.sh\b' <<<"$readme_block" | cut -d: -f1 | head -1)
+[ -n "$up_at" ] || fail "README.md's container commands do not run scripts/compose-up.sh: $readme_block"
+up_cmd=$(sed -n "${up_at}p" <<<"$readme_block")
+up_show=$(sed 's/[[:space:]]*#.*//' <<<"$up_cmd")
+# The MCP server's registry is opened for its proxy where it resolves to
+# an address the network guard refuses (see the tools folder above).
+{
+	head -n $((up_at - 1)) <<<"$readme_block"
+	echo "sed -i 's/^HOST_PORT=.*/HOST_PORT=$port/' deploy/.env"
+	echo "cat >>deploy/.env <<'EOF'"
+	echo "TOOLSVC_NET_ALLOW_CIDRS=$compose_gw/32"
+	echo "IMAGE_TARGET=node"
+	echo "TOOLS_DIR=$tools_dir"
+	echo "TOOLSVC_TOOLS_FILE=/etc/toolsvc/tools.yaml"
+	echo "TOOLSVC_EXEC_HOME=/tmp/home"
+	if [ -n "$allow_hosts" ]; then echo "TOOLSVC_NET_ALLOW_HOSTS=$allow_hosts"; fi
+	echo "EOF"
+	tail -n +"$up_at" <<<"$readme_block" | sed "s/localhost:8080/localhost:$port/g"
+} >"$work/readme-compose.sh"
 page=http://$compose_gw:$web_port/
-log "podman-compose up (the Node variant)"
-# The image compose.yaml names, from the build above (podman-compose would
-# build it again, in the OCI format, which has no HEALTHCHECK).
-podman tag "$node_image" localhost/toolsvc:node
-# podman-compose 1.0 exits 0 even when podman could not create or start
-# the container (it prints "exit code: 125" and goes on): the container's
-# state decides, and what podman said is shown.
-rc=0
-CONTAINERS_CONF=$compose_conf podman-compose -p toolsvc-ct -f deploy/compose.yaml up -d --no-build >"$work/compose.log" 2>&1 || rc=$?
+compose_env=(COMPOSE=podman-compose COMPOSE_PROJECT_NAME=toolsvc-ct CONTAINERS_CONF=$compose_conf BUILD_VERSION=$version)
+log "the README's container commands, with $up_show (the Node variant, port $port)"
+env "${compose_env[@]}" bash -e "$work/readme-compose.sh" >"$work/compose.log" 2>&1 ||
+	{
+		tail -40 "$work/compose.log" >&2
+		fail "the README's container commands failed (above); they were: $(cat "$work/readme-compose.sh")"
+	}
+grep -q '^\[{"type":"function"' "$work/compose.log" ||
+	{
+		tail -20 "$work/compose.log" >&2
+		fail "the README's curl of /tools did not list tools"
+	}
+log "$(grep '^compose-up: .* is healthy' "$work/compose.log")"
+# The key the README's commands made.
+key=$(sed -n 's/^TOOLSVC_API_KEYS=//p' deploy/.env)
 c=$(podman ps -a --filter label=io.podman.compose.project=toolsvc-ct --format '{{.Names}}' | head -1)
-state=$(if [ -n "$c" ]; then podman inspect --format '{{.State.Status}}' "$c"; fi)
-if [ "$rc" -ne 0 ] || [ "$state" != running ]; then
-	cat "$work/compose.log" >&2
-	if [ -n "$c" ]; then podman logs "$c" 2>&1 | tail -20 >&2; fi
-	fail "podman-compose up: exit $rc, container '${c:-none}' ${state:-missing}$(grep -o 'Error: .*' "$work/compose.log" | grep -v 'inspecting object' | tail -1 | sed 's/^/: /')"
-fi
+[ -n "$c" ] || fail "no container of the project toolsvc-ct after the README's commands"
 ro=$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}' "$c")
 [[ "$ro" == true* && "$ro" == *no-new-privileges* ]] || fail "$c: compose did not apply read_only/no-new-privileges: $ro"
 [[ "$(podman inspect --format '{{.ImageName}}' "$c")" == *toolsvc:node ]] || fail "$c: compose did not run toolsvc:node for IMAGE_TARGET=node"
@@ -691,5 +718,15 @@ check "$c" "$port"
 [ "$(podman exec "$c" cat /proc/1/comm)" = tini ] || fail "$c: PID 1 is not tini"
 [ "$(podman exec "$c" sh -c 'grep -l ^tini /proc/[0-9]*/comm | wc -l')" = 1 ] || fail "$c: more than one tini"
 check_node "$c" "$port"
+
+# The same command when the service cannot start (a setting it refuses):
+# it must exit non-zero and show the service's own message.
+echo 'TOOLSVC_EXEC_TIMEOUT=ten' >>deploy/.env
+rc=0
+env "${compose_env[@]}" bash -c "$up_cmd" >"$work/compose-fail.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "$up_show exited 0 with TOOLSVC_EXEC_TIMEOUT=ten: $(tail -5 "$work/compose-fail.log")"
+why=$(grep -m1 '^toolsvc: .*TOOLSVC_EXEC_TIMEOUT' "$work/compose-fail.log") ||
+	fail "$up_show failed (exit $rc) without the service's message: $(tail -10 "$work/compose-fail.log")"
+log "with TOOLSVC_EXEC_TIMEOUT=ten, $up_show exited $rc: $why / $(grep -m1 '^compose-up: FAIL' "$work/compose-fail.log")"
 
 log "PASS in $(($(date +%s) - start)) s"
