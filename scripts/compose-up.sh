@@ -93,6 +93,27 @@ fi
 name=$("$engine" inspect -f '{{.Name}}' "$c")
 name=${name#/}
 
+# stop_for_good stops the container until it stays stopped: podman (4.3)
+# may start it again when the stop comes between one exit of a restart
+# loop and the next start, and says nothing.
+stop_for_good() {
+	local i st
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		"$engine" stop -t 10 "$c" >/dev/null 2>&1 || true
+		sleep 1
+		st=$("$engine" inspect -f '{{.State.Status}}' "$c" 2>/dev/null) || return 0
+		case $st in
+		exited | stopped | created | dead) sleep 1 ;;
+		*) continue ;;
+		esac
+		st=$("$engine" inspect -f '{{.State.Status}}' "$c" 2>/dev/null) || return 0
+		case $st in
+		exited | stopped | created | dead) return 0 ;;
+		esac
+	done
+	say "could not stop $name: it is $st"
+}
+
 # fail WHY: what the engine knows of the container, its last log lines
 # (once each: a service the restart policy starts again repeats them),
 # and a non-zero exit. A container that stopped is stopped for good, so
@@ -103,7 +124,7 @@ fail() {
 	say "FAIL: $name $1"
 	say "state: $("$engine" inspect -f 'status={{.State.Status}} exit_code={{.State.ExitCode}} restarts={{.RestartCount}} error={{.State.Error}}' "$c" 2>&1)"
 	if [ "${restarts:-0}" != 0 ] || [ "${status:-running}" != running ]; then
-		"$engine" stop -t 10 "$c" >/dev/null 2>&1 || true
+		stop_for_good
 	fi
 	say "the log: $engine logs $name; remove it: ${compose[*]} -p $project -f $file down"
 	exit 1
