@@ -149,11 +149,14 @@ func (c *conn) restartNote() string {
 // is set above it. It also keeps the first bytes ever read, to name
 // garbage on stdout.
 type frameLimit struct {
-	r      io.ReadCloser
-	limit  int
-	lines  bool   // count from the last newline (stdio), else from the start
-	n      int    // bytes of the current message
-	first  []byte // the first bytes read
+	r     io.ReadCloser
+	limit int
+	lines bool // count from the last newline (stdio), else from the start
+	n     int  // bytes of the current message
+	// first holds the first bytes read; mu guards it, since a failed
+	// start reads it (garbage) while the SDK's reader may still read.
+	mu     sync.Mutex
+	first  []byte
 	over   atomic.Bool
 	onOver func() // called once when the bound is passed
 }
@@ -167,9 +170,11 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 		return 0, errTooLarge
 	}
 	n, err := f.r.Read(p)
+	f.mu.Lock()
 	if len(f.first) < firstBytes {
 		f.first = append(f.first, p[:min(n, firstBytes-len(f.first))]...)
 	}
+	f.mu.Unlock()
 	if i := bytes.LastIndexByte(p[:n], '\n'); f.lines && i >= 0 {
 		f.n = n - i - 1
 	} else {
@@ -192,7 +197,9 @@ func (f *frameLimit) garbage() string {
 	if f == nil {
 		return ""
 	}
-	b := bytes.TrimLeft(f.first, " \t\r\n")
+	f.mu.Lock()
+	b := bytes.TrimLeft(bytes.Clone(f.first), " \t\r\n")
+	f.mu.Unlock()
 	if len(b) == 0 || b[0] == '{' || b[0] == '[' {
 		return ""
 	}
