@@ -126,10 +126,16 @@ func (p *Page) ServeAsset(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	WriteAsset(w, r, a.contentType, a.etag, a.data)
+}
+
+// WriteAsset answers with an embedded script, style or image of a page:
+// revalidated by its ETag at each load, never sniffed.
+func WriteAsset(w http.ResponseWriter, r *http.Request, contentType, etag string, data []byte) {
 	h := w.Header()
-	h.Set("Content-Type", a.contentType)
+	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", a.etag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.data))
+	h.Set("ETag", etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }

@@ -1,13 +1,11 @@
 package http
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"net/http"
 	"path"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -101,10 +99,5 @@ func (p *approvalsPage) serveAsset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, kindNotFound, "no such file of the approvals page")
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", a.contentType)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", a.etag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.data))
+	docspage.WriteAsset(w, r, a.contentType, a.etag, a.data)
 }

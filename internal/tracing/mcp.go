@@ -100,9 +100,7 @@ func (s Span) EndMCP(isError bool, rpcCode int64, message string) {
 	}
 	switch {
 	case rpcCode != 0:
-		code := strconv.FormatInt(rpcCode, 10)
-		s.s.SetAttributes(attribute.String(AttrErrorType, code), attribute.String(AttrRPCStatusCode, code))
-		s.s.SetStatus(codes.Error, message)
+		s.rpcFailed(rpcCode, message)
 	case isError:
 		s.failed(ErrorTypeTool, message)
 	}
@@ -171,9 +169,7 @@ func (s Span) EndMCPClient(err error, rpcCode int64, isError bool, result string
 	}
 	switch {
 	case rpcCode != 0:
-		code := strconv.FormatInt(rpcCode, 10)
-		s.s.SetAttributes(attribute.String(AttrErrorType, code), attribute.String(AttrRPCStatusCode, code))
-		s.s.SetStatus(codes.Error, code)
+		s.rpcFailed(rpcCode, "")
 	case err != nil:
 		s.failed(ErrorType(err), ErrorType(err))
 	case isError:
@@ -183,4 +179,16 @@ func (s Span) EndMCPClient(err error, rpcCode int64, isError bool, result string
 		s.s.SetAttributes(attribute.String(AttrGenAIToolResult, s.t.content(result)))
 	}
 	s.s.End()
+}
+
+// rpcFailed marks the span as answered with the JSON-RPC error rpcCode:
+// the code is its error.type and rpc status, message (else the code) its
+// status's description.
+func (s Span) rpcFailed(rpcCode int64, message string) {
+	code := strconv.FormatInt(rpcCode, 10)
+	s.s.SetAttributes(attribute.String(AttrErrorType, code), attribute.String(AttrRPCStatusCode, code))
+	if message == "" {
+		message = code
+	}
+	s.s.SetStatus(codes.Error, message)
 }
