@@ -60,8 +60,9 @@ type Options struct {
 }
 
 const instructions = "These are toolsvc's tools. Arguments are checked against each tool's input schema; " +
-	"a call that fails (bad arguments, a refused path, a failed command) comes back as an error result " +
-	"whose text says what went wrong and what to do next."
+	"a call that fails (bad arguments, a refused path, a timeout) comes back as an error result " +
+	"whose text says what went wrong and what to do next. A command that ran is a success whatever " +
+	"its exit status, which the text gives (exit_code in the result's metadata)."
 
 // Handler is the MCP endpoint. A plain tools/call (the request nearly
 // every call is) is answered by the handler itself: the body is decoded
@@ -257,8 +258,32 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 			},
 		}, handler(opts.Registry, opts.holds))
 	}
-	srv.AddReceivingMiddleware(traced(opts), pendingCalls(opts))
+	srv.AddReceivingMiddleware(toolsOnly, traced(opts), pendingCalls(opts))
 	return srv
+}
+
+// undeclared reports whether method belongs to a capability the server
+// does not declare (it offers tools only). The SDK answers their lists
+// with empty ones all the same; the protocol asks for "method not found",
+// which tells a client there is nothing to look for.
+func undeclared(method string) bool {
+	switch method {
+	case "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list",
+		"resources/subscribe", "resources/unsubscribe", "completion/complete":
+		return true
+	}
+	return false
+}
+
+// toolsOnly answers the methods of undeclared capabilities with the
+// JSON-RPC error -32601.
+func toolsOnly(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if undeclared(method) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method + " (this server offers tools only)"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // pendingCalls sends a tools/call of a tool the registry's Fallback

@@ -85,6 +85,23 @@ func TestUnknownMethod(t *testing.T) {
 	if code, body := post(t, srv.URL, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/foo"}`); code != http.StatusAccepted {
 		t.Errorf("unknown notification: %d %s", code, body)
 	}
+	// The methods of capabilities the server does not declare (it offers
+	// tools only) are not found either, not answered with empty lists.
+	for _, m := range []string{"prompts/list", "resources/list", "resources/templates/list", "prompts/get", "resources/read", "completion/complete"} {
+		// The answer comes from one middleware, whatever the version;
+		// 2026-07-28 requests need headers this helper does not send.
+		for _, v := range []string{"2025-06-18", "2025-11-25"} {
+			_, body := post(t, srv.URL, v, `{"jsonrpc":"2.0","id":8,"method":"`+m+`","params":{}}`)
+			var resp struct {
+				ID     int
+				Error  struct{ Code int }
+				Result any
+			}
+			if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.ID != 8 || resp.Error.Code != -32601 || resp.Result != nil {
+				t.Errorf("%s over %s: %s", m, v, body)
+			}
+		}
+	}
 }
 
 // TestParamsErrors: params that do not decode get a message in JSON's
