@@ -348,7 +348,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"CALL_TIMEOUT": "soon"}, "TOOLSVC_CALL_TIMEOUT"},
 		{map[string]string{"RESTRICT_TO_WORKSPACE": "maybe"}, "TOOLSVC_RESTRICT_TO_WORKSPACE"},
 		{map[string]string{"API_KEYS": "short"}, "TOOLSVC_API_KEYS"},
-		{map[string]string{"API_KEYS": "a=first-key-0123456789,a=second-key-0123456789"}, `TOOLSVC_API_KEYS is not a valid config.APIKeys: the key name "a" is given twice`},
+		{map[string]string{"API_KEYS": "a=first-key-0123456789,a=second-key-0123456789"}, `TOOLSVC_API_KEYS is not a valid list of keys: the key name "a" is given twice`},
 		{map[string]string{"API_KEYS": "a=first-key-0123456789", "ADMIN_KEYS": "b=first-key-0123456789"}, `TOOLSVC_ADMIN_KEYS: the keys named "a" and "b" are the same key`},
 		{map[string]string{"ADMIN_KEYS": "bad name=first-key-0123456789"}, "TOOLSVC_ADMIN_KEYS"},
 		{map[string]string{"EXEC_ENV_ALLOW": "MYAPP_*,*"}, "TOOLSVC_EXEC_ENV_ALLOW"},

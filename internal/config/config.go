@@ -150,9 +150,16 @@ func (b *Bytes) Decode(v string) error {
 			break
 		}
 	}
+	// The errors say only what is wrong with a number: the caller's
+	// message names the setting and shows the form expected.
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("%q is not an amount of memory such as 512MiB, 4GiB or 1073741824", v)
+	switch {
+	case err != nil:
+		return err
+	case n < 0:
+		return errors.New("it is negative")
+	case n > (1<<62)/mult:
+		return errors.New("it is too large")
 	}
 	*b = Bytes(n * mult)
 	return nil

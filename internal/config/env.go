@@ -138,12 +138,7 @@ func parse(lookup func(string) (string, bool)) (Config, error) {
 			value = s.Default
 		}
 		if err := decodeField(v.FieldByIndex(s.index), value); err != nil {
-			// A secret's value is not repeated: the message goes to the
-			// terminal and to whatever collects the service's output.
-			if secretField(s.Type, s.Name) {
-				return c, fmt.Errorf("%s is not a valid %s: %w", s.Name, s.Type.String(), err)
-			}
-			return c, fmt.Errorf("%s=%q is not a valid %s: %w", s.Name, value, s.Type.String(), err)
+			return c, decodeError(s, value, err)
 		}
 	}
 	return c, nil

@@ -46,10 +46,10 @@ func TestLoadFromValues(t *testing.T) {
 
 func TestLoadFromBadValue(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
-		{"CALL_TIMEOUT", "soon", `TOOLSVC_CALL_TIMEOUT="soon" is not a valid time.Duration`},
-		{"AUDIT_ENABLED", "", `TOOLSVC_AUDIT_ENABLED="" is not a valid bool`},
-		{"READ_MAX_CHARS", "many", `TOOLSVC_READ_MAX_CHARS="many" is not a valid int`},
-		{"EXEC_MAX_MEMORY", "lots", `TOOLSVC_EXEC_MAX_MEMORY="lots" is not a valid config.Bytes`},
+		{"CALL_TIMEOUT", "soon", `TOOLSVC_CALL_TIMEOUT="soon" is not a valid duration`},
+		{"AUDIT_ENABLED", "", `TOOLSVC_AUDIT_ENABLED="" is not a valid boolean`},
+		{"READ_MAX_CHARS", "many", `TOOLSVC_READ_MAX_CHARS="many" is not a valid whole number`},
+		{"EXEC_MAX_MEMORY", "lots", `TOOLSVC_EXEC_MAX_MEMORY="lots" is not a valid amount of memory`},
 	} {
 		_, err := LoadFrom(mapLookup(map[string]string{tc.name: tc.value}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -73,7 +73,7 @@ func (s Access) KeysConfigured() bool { return len(s.APIKeys)+len(s.AdminKeys) >
 func (s Access) validate(bad report) {
 	host, _, err := net.SplitHostPort(s.Addr)
 	if err != nil {
-		bad("ADDR", "%q is not host:port (%v)", s.Addr, err)
+		bad("ADDR", "%s", addrError(s.Addr))
 	} else if !isLoopback(host) && !s.KeysConfigured() && !s.AllowInsecure {
 		bad("ADDR", "%q is not a loopback address and TOOLSVC_API_KEYS is empty: anyone who can reach it could run commands. Set TOOLSVC_API_KEYS, or TOOLSVC_ALLOW_INSECURE=true if something else guards the port", s.Addr)
 	}
