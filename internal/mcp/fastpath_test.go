@@ -190,6 +190,41 @@ func TestFastPathCancel(t *testing.T) {
 	}
 }
 
+// TestSDKPathCancel: a call the SDK answers (one with a progress token in
+// its _meta, over a protocol version before 2026-07-28, whose calls the
+// SDK ties to no request) is canceled as well when its client goes away.
+func TestSDKPathCancel(t *testing.T) {
+	started := make(chan struct{})
+	seen := make(chan error, 1)
+	invoke := func(ctx context.Context, _ registry.Target, _ []byte) (registry.Result, string) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			seen <- ctx.Err()
+		case <-time.After(10 * time.Second):
+			seen <- nil
+		}
+		return registry.Result{}, "canceled"
+	}
+	reg := registry.New(registry.Options{})
+	if err := reg.Register(sayTool{}); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(Options{Registry: reg, Invoke: invoke})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"say","_meta":{"progressToken":"p1"}}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	go h.ServeBody(httptest.NewRecorder(), r, []byte(body))
+	<-started
+	cancel()
+	if err := <-seen; !errors.Is(err, context.Canceled) {
+		t.Errorf("the call's context after its client went away: %v", err)
+	}
+}
+
 func BenchmarkPlainCall(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}`)
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)

@@ -162,6 +162,7 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte)
 		h.deniedCall(r, body)
 	}
 	r = h.withSDKRequest(r, body)
+	r = r.WithContext(context.WithValue(r.Context(), requestKey{}, r.Context()))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	h.sdk.ServeHTTP(w, r)
@@ -258,8 +259,31 @@ func newServer(opts Options, defs []registry.Definition) *sdk.Server {
 			},
 		}, handler(opts.Registry, opts.holds))
 	}
-	srv.AddReceivingMiddleware(toolsOnly, traced(opts), pendingCalls(opts))
+	srv.AddReceivingMiddleware(toolsOnly, tiedToRequest, traced(opts), pendingCalls(opts))
 	return srv
+}
+
+// requestKey carries, into the SDK's handlers, the context of the HTTP
+// request that brought the message.
+type requestKey struct{}
+
+// tiedToRequest ends a tools/call when the HTTP request that brought it
+// ends (its client went away, or the service stops): the SDK ties the
+// calls of protocol versions before 2026-07-28 to no request, so that one
+// it answers (a call with a progress token in its _meta) would otherwise
+// run to its deadline while a plain one, on the fast path, is stopped.
+func tiedToRequest(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		rc, ok := ctx.Value(requestKey{}).(context.Context)
+		if !ok || method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(rc, cancel)
+		defer stop()
+		return next(ctx, method, req)
+	}
 }
 
 // undeclared reports whether method belongs to a capability the server
