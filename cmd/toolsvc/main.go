@@ -197,7 +197,7 @@ func serveWith(ctx context.Context, cfg config.Config, ver string, stdout io.Wri
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("TOOLSVC_ADDR: %w", err)
+		return config.ListenError(cfg.Addr, err)
 	}
 	// Package initialisation and start-up leave garbage behind; return it
 	// to the OS before idling.
