@@ -26,7 +26,7 @@ file=deploy/compose.yaml
 service=toolsvc
 project=${COMPOSE_PROJECT_NAME:-deploy}
 timeout=${COMPOSE_UP_TIMEOUT:-120}
-BUILD_VERSION=${BUILD_VERSION:-$(git describe --always --dirty 2>/dev/null || echo devel)}
+BUILD_VERSION=${BUILD_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo devel)}
 export BUILD_VERSION
 
 say() { echo "compose-up: $*" >&2; }

@@ -84,7 +84,7 @@ mirror=${TOOLSVC_TEST_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 image=localhost/toolsvc:container-test
 node_image=localhost/toolsvc:container-test-node
 # The version the image reports: the checkout's, as git describes it.
-version=$(git describe --always --dirty 2>/dev/null || echo devel)
+version=$(git describe --tags --always --dirty 2>/dev/null || echo devel)
 
 # import_image NAME ID TAR [--change ...]: imports TAR as NAME unless the
 # image there was made from the same ID (the label toolsvc.test.source).

@@ -116,9 +116,9 @@ func TestVersionReported(t *testing.T) {
 	}
 }
 
-// TestVersionOf: the version given to the linker wins, then a released
-// module version, then the revision the binary was built from, then
-// "devel".
+// TestVersionOf: the version given to the linker wins, then the module
+// version the go command stamped (a tag or a pseudo-version), then the
+// revision the binary was built from (12 digits), then "devel".
 func TestVersionOf(t *testing.T) {
 	t.Parallel()
 	vcs := func(kv ...string) []debug.BuildSetting {
@@ -141,7 +141,12 @@ func TestVersionOf(t *testing.T) {
 		{"module version", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("vcs.revision", "abc")}, true, "v1.2.3"},
 		{"revision", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "false")}, true, "abc123"},
 		{"modified tree", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc123", "vcs.modified", "true")}, true, "abc123+dirty"},
+		{"pseudo-version", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261207080713-38db16831491+dirty"}, Settings: vcs("vcs.revision", "38db16831491f4f8493ac99e03e893b54d99a037", "vcs.modified", "true")}, true, "v0.0.0-20261207080713-38db16831491+dirty"},
+		{"linked over a pseudo-version", "v0.1.0-3-g38db168", &debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20261207080713-38db16831491"}}, true, "v0.1.0-3-g38db168"},
+		{"full revision", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "38db16831491f4f8493ac99e03e893b54d99a037")}, true, "38db16831491"},
+		{"no module version", "", &debug.BuildInfo{Settings: vcs("vcs.revision", "38db16831491f4f8493ac99e03e893b54d99a037", "vcs.modified", "true")}, true, "38db16831491+dirty"},
 		{"nothing known", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "devel"},
+		{"-buildvcs=false", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("-buildmode", "exe")}, true, "devel"},
 	}
 	for _, tt := range tests {
 		if got := versionOf(tt.linked, tt.bi, tt.ok); got != tt.want {

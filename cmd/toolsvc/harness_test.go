@@ -457,6 +457,17 @@ func (s *testServer) writeWS(t testing.TB, rel, content string) string {
 	return p
 }
 
+// notTested skips with NOT TESTED, or fails under CI, where everything
+// this test needs is present.
+func notTested(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("must be tested under CI: %s", msg)
+	}
+	t.Skipf("NOT TESTED: %s", msg)
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

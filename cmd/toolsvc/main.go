@@ -109,6 +109,15 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 		}
 		return nil
 	}
+	// "toolsvc version" prints what -version prints, before any setting
+	// is read, so that it answers wherever the binary runs.
+	if len(args) > 0 && args[0] == "version" {
+		if len(args) > 1 {
+			return fmt.Errorf("unexpected argument %q: toolsvc version takes none", args[1])
+		}
+		_, err := fmt.Fprintln(stdout, "toolsvc", version())
+		return err
+	}
 	if len(args) > 0 && args[0] == "drain" {
 		return drain(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
 	}
@@ -235,20 +244,38 @@ wait:
 
 // buildVersion is set by the linker: go build -ldflags "-X
 // main.buildVersion=v1.2.3". It is the one package-level variable here
-// because -X can set nothing else. The image's build (deploy/Dockerfile)
-// sets it from its VERSION argument, since it builds without version
-// control information.
+// because -X can set nothing else. The image's build (deploy/Dockerfile),
+// scripts/compose-up.sh and scripts/container-test.sh set it to git
+// describe --tags --always --dirty of the checkout, since those builds see
+// no version control information.
 var buildVersion string
 
-// version is the build's version: the one given to the linker, else the
-// main module's version when it was built by "go install module@version",
-// else the version control revision it was built from (with "+dirty" when
-// the tree had changes), else "devel".
+// version is the build's version, the one toolsvc version, -version, GET
+// /, /docs, /healthz and the start-up log report. See versionOf.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	return versionOf(buildVersion, bi, ok)
 }
 
+// versionOf picks the version from what the build recorded, first found
+// wins:
+//
+//  1. linked, the value given to the linker (images and release builds,
+//     which pass git describe --tags --always --dirty: v0.1.0,
+//     v0.1.0-3-g38db168, 38db168-dirty).
+//  2. The main module's version in the build information, unless it is
+//     "(devel)": the version of a "go install module@version" build, or
+//     the one the go command (1.24 and later) derives from the checkout
+//     it builds in: the tag on HEAD (v0.1.0), else a pseudo-version of
+//     the last tag, the commit's time and 12 digits of its hash
+//     (v0.0.0-20261207080713-38db16831491, v0.1.1-0.20261207...), with
+//     "+dirty" when the tree had changes. It carries git describe's
+//     facts in the form Go modules use.
+//  3. The commit the go command recorded (vcs.revision), cut to 12 hex
+//     digits, with "+dirty" when vcs.modified is true: builds that
+//     stamp the revision but no module version (a go.work workspace).
+//  4. "devel": nothing was recorded (-buildvcs=false, or no .git at
+//     build time) and nothing was linked.
 func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
 	if linked != "" {
 		return linked
@@ -272,6 +299,11 @@ func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
 	}
 	if rev == "" {
 		return "devel"
+	}
+	// Twelve digits, as in Go's pseudo-versions: short enough to read,
+	// long enough to name one commit of any repository of this size.
+	if len(rev) > 12 {
+		rev = rev[:12]
 	}
 	return rev + dirty
 }

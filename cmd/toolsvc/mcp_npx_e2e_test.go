@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -56,17 +55,6 @@ var readmeServerNames = []string{"filesystem", "sequential-thinking", "memory", 
 // than the 30 s one attempt has (the server is then restarted in the
 // background, and the next attempt finds what the first downloaded).
 const npxReadyGuard = 3 * time.Minute
-
-// notTested skips with NOT TESTED, or fails under CI, where everything
-// this test needs is present.
-func notTested(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("must be tested under CI: %s", msg)
-	}
-	t.Skipf("NOT TESTED: %s", msg)
-}
 
 // needRegistry skips unless node and npx are installed and the npm
 // registry answers this machine. It asks registry.npmjs.org by name, the

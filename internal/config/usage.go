@@ -13,11 +13,13 @@ import (
 const usageHeader = `toolsvc serves CountBot's agent tools over HTTP/JSON.
 
 Usage: toolsvc [-h] [-version]
+       toolsvc version
        toolsvc health [-timeout 5s]
        toolsvc drain [-settle 5s] [-timeout 50s]
        toolsvc audit verify|tail|show|grep [flags] [DATA_DIR]
 
--h prints this text; -version prints the version. "toolsvc health" asks the
+-h prints this text; -version and "toolsvc version" print the version (a
+git tag, git describe or a Go pseudo-version). "toolsvc health" asks the
 service at TOOLSVC_ADDR for GET /healthz and exits 0 when it answers ok, 1
 otherwise (a container's health check). "toolsvc drain" waits -settle, then
 until that service runs no tool call (GET /readyz's in_flight), and exits 0,
