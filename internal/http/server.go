@@ -367,7 +367,7 @@ func (s *server) getTool(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	def, ok := s.opts.Registry.DefinitionJSONFor(keyFrom(r.Context()), name)
 	if !ok {
-		writeError(w, kindUnknownTool, registry.UnknownToolMessage(name))
+		writeError(w, kindUnknownTool, s.opts.Registry.UnknownToolMessageFor(keyFrom(r.Context()), name))
 		return
 	}
 	writeRaw(w, http.StatusOK, def)
@@ -385,7 +385,7 @@ func (s *server) invoke(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !t.Found() {
-		writeError(w, kindUnknownTool, registry.UnknownToolMessage(t.Name()))
+		writeError(w, kindUnknownTool, s.opts.Registry.UnknownToolMessageFor(keyFrom(r.Context()), t.Name()))
 		return
 	}
 	if s.gate.stopped() {

@@ -98,7 +98,7 @@ func (r *Registry) refuse(name string, meta Meta, decision, reason string, wait 
 	r.opts.Observer.CallRefused(meta.Key, reason)
 	var res Result
 	if decision == DecisionDenied {
-		res = Failed(name, toolerr.UnknownTool, UnknownToolMessage(name))
+		res = Failed(name, toolerr.UnknownTool, r.UnknownToolMessageFor(meta.Key, name))
 	} else {
 		res = Failed(name, toolerr.RateLimited, rateLimitedMessage(meta.Key, reason, wait))
 		res.RetryAfter = wait

@@ -709,7 +709,7 @@ func (r *Registry) run(ctx context.Context, e *entry, call Call, rd *reading) Re
 	}
 
 	if e == nil {
-		return fail(toolerr.UnknownTool, UnknownToolMessage(call.Tool))
+		return fail(toolerr.UnknownTool, r.UnknownToolMessageFor(call.Key, call.Tool))
 	}
 
 	var args []byte
