@@ -159,11 +159,30 @@ func (h *HTTP) requestError(ctx, rctx context.Context, err error) error {
 	case rctx.Err() != nil:
 		return toolerr.Errorf(toolerr.Timeout, "%s: the service did not answer within %s. Next: retry later or with a smaller request.", h.spec.Name, h.spec.Timeout)
 	case errors.Is(err, netguard.ErrRefused):
-		return toolerr.Errorf(toolerr.PolicyDenied, "%s: the network guard refused the request: %v. Next: tell the user the tool cannot reach its service; the operator can allow it (allow_private in the tools file).", h.spec.Name, unwrapURL(err))
+		return toolerr.Errorf(toolerr.PolicyDenied, "%s", h.guardRefusal(err))
 	case errors.As(err, &te):
 		return toolerr.Errorf(te.Code, "%s: %s", h.spec.Name, te.Message)
 	}
 	return toolerr.Errorf(toolerr.ToolError, "%s: the request failed: %v. Next: retry later, or tell the user the tool's service is unreachable.", h.spec.Name, unwrapURL(err))
+}
+
+// guardRefusal says that the network guard refused the tool's own URL.
+// The guard's own message ends with a next step for a model that chose
+// the URL (fetch another one), which a model cannot do here: the URL is
+// the operator's, so only the operator can open it, and the model's one
+// step is to tell the user. That step is the only "Next:" of the answer.
+func (h *HTTP) guardRefusal(err error) string {
+	why := unwrapURL(err).Error()
+	var te *toolerr.Error
+	if errors.As(err, &te) {
+		why = te.Message
+	}
+	why, _, _ = strings.Cut(why, " Next:")
+	why = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(why), "Refused: "), ".")
+	return fmt.Sprintf("%s: the network guard refused the request to the tool's own URL, which the operator set in the tools file: %s. "+
+		"Next: do not retry or change the arguments, which cannot help; tell the user that this tool cannot reach its service "+
+		"until the operator allows it (allow_private: true on the tool in the tools file, "+
+		"or its host in TOOLSVC_NET_ALLOW_HOSTS, or its address range in TOOLSVC_NET_ALLOW_CIDRS).", h.spec.Name, why)
 }
 
 // unwrapURL drops the "Post \"url\": " prefix of a client error, which
