@@ -327,6 +327,9 @@ func pendingCalls(opts Options) sdk.Middleware {
 				key = opts.Key(ctx)
 			}
 			t := opts.Registry.FindFor(key, call.Params.Name)
+			if !t.Found() {
+				return nil, unknownTool(opts.Registry, key, call.Params.Name)
+			}
 			if !t.Pending() {
 				// The tool handler runs on this look-up: one per call.
 				return next(context.WithValue(ctx, targetKey{}, t), method, req)

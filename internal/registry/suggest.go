@@ -22,12 +22,20 @@ const maxNameLen = 2 * 64
 // them is what the same name would get if no such tool existed, so that a
 // denied tool still answers exactly as an unknown one.
 func (r *Registry) UnknownToolMessageFor(key, name string) string {
-	near := closestNames(name, r.namesFor(key))
+	near := r.ClosestNamesFor(key, name)
 	if len(near) == 0 {
 		return UnknownToolMessage(name)
 	}
 	return fmt.Sprintf("Tool '%s' not found. Did you mean %s? Please use only the tools provided in the tool definitions.",
 		runes.Shorten(name, runes.Echo), strings.Join(near, " or "))
+}
+
+// ClosestNamesFor returns the names of the tools the key named key may
+// call that a caller naming name may have meant, closest first (at most
+// three; none when none is close). A door whose protocol has its own
+// unknown-tool answer (MCP's JSON-RPC error) adds them to it.
+func (r *Registry) ClosestNamesFor(key, name string) []string {
+	return closestNames(name, r.namesFor(key))
 }
 
 // namesFor lists the registered tools the key named key may call.
