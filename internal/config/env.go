@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countbot/toolsvc/internal/redact"
+	"github.com/countbot/toolsvc/internal/runes"
 )
 
 // secretField reports whether a field of type t set by variable name holds
@@ -72,7 +73,7 @@ func CheckNames(environ []string) error {
 func Nearest(name string, known []string) string {
 	best, bestDist := "", -1
 	for _, k := range known {
-		d := levenshtein(strings.ToUpper(name), strings.ToUpper(k))
+		d := runes.Distance(strings.ToUpper(name), strings.ToUpper(k))
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = k, d
 		}
@@ -81,29 +82,6 @@ func Nearest(name string, known []string) string {
 		return ""
 	}
 	return best
-}
-
-// levenshtein counts the insertions, deletions and substitutions of
-// characters that turn a into b.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // LoadFrom reads the configuration through lookup (a variable's value and

@@ -72,7 +72,7 @@ func closestNames(name string, known []string) []string {
 			continue
 		}
 		kl := strings.ToLower(k)
-		d := editDistance(lower, kl)
+		d := runes.Distance(lower, kl)
 		switch {
 		case d <= max(2, len([]rune(k))/3):
 		case sameWords(lower, kl), strings.HasSuffix(kl, "__"+lower), sharedStart(lower, kl):
@@ -114,27 +114,4 @@ func sameWords(a, b string) bool {
 	}
 	wa := split(a)
 	return len(wa) > 1 && slices.Equal(wa, split(b))
-}
-
-// editDistance counts the insertions, deletions and substitutions of
-// characters that turn a into b (Levenshtein).
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

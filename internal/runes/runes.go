@@ -2,7 +2,8 @@
 // splits a UTF-8 character: the audit log, read_file and web_fetch bound
 // what they return in characters, and every message that quotes a value
 // (a caller's path or URL, a peer's error body, a model's answer) shortens
-// it with Shorten. Plural picks a word's form for a count in such messages.
+// it with Shorten. Plural picks a word's form for a count in such messages;
+// Distance tells how far a misspelt name is from a known one.
 package runes
 
 import (
@@ -54,4 +55,28 @@ func Plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Distance counts the insertions, deletions and substitutions of
+// characters that turn a into b (Levenshtein): how far a misspelt name (a
+// setting, a tool) is from one that exists.
+func Distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }

@@ -78,3 +78,18 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+// TestDistance: the edits between two names, counted by character.
+func TestDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"exec", "exec", 0}, {"", "abc", 3}, {"read_fil", "read_file", 1},
+		{"wirte_file", "write_file", 2}, {"kitten", "sitting", 3}, {"héllo", "hello", 1},
+	} {
+		if got := Distance(c.a, c.b); got != c.want {
+			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
