@@ -301,17 +301,7 @@ const tsClientPackage = "@modelcontextprotocol/client@2.4.0"
 func TestApprovalMCPTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	nm := npmtest.Install(t, tsClientPackage)
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "approval_mcp_client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "run.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	dir := nodeScript(t, nm, "approval_mcp_client.mjs")
 	s := startApprovals(t, nil)
 	type output struct {
 		Era   *string

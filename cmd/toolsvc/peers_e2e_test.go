@@ -148,17 +148,7 @@ func TestLangChainMCPAdapter(t *testing.T) {
 	nm := npmtest.Install(t, langchainPackages...)
 	s := startServer(t, map[string]string{"TOOLS_ENABLED": "files,shell"})
 	s.writeWS(t, "notes.txt", "alpha \"quoted\"\nbeta\n")
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "langchain_mcp.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "run.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	dir := nodeScript(t, nm, "langchain_mcp.mjs")
 	calls := `[["read_file",{"path":"notes.txt"}],["exec",{"command":"echo hi; exit 3"}],["read_file",{"path":"nope.txt"}]]`
 	out, err := exec.Command("node", filepath.Join(dir, "run.mjs"), s.URL+"/mcp", calls).CombinedOutput()
 	if err != nil {
@@ -226,4 +216,23 @@ func TestOpenAIStrictDefinitions(t *testing.T) {
 	if resp, body := s.do(t, "GET", "/tools?format=anthropic&strict=true", nil, nil); resp.StatusCode != 400 {
 		t.Errorf("strict anthropic: %d %s", resp.StatusCode, body)
 	}
+}
+
+// nodeScript copies testdata/name into a new folder as run.mjs, beside
+// node_modules (the packages npmtest installed, at nm), so that node
+// resolves its imports there, and returns the folder.
+func nodeScript(t *testing.T, nm, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nm, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
