@@ -33,6 +33,12 @@ const (
 	CodeInvalid  = toolerr.ApprovalInvalid
 )
 
+// MaxWaiting bounds the approvals one key may have waiting at once: a
+// model that makes ever new held calls cannot fill the store or the
+// approvers' list; a call past it is refused (busy) until some are
+// decided or expire.
+const MaxWaiting = 100
+
 // Ruled is a tool that carries an approval rule of its own (a tools
 // file's tool with "approval"); the policy file's rules come first.
 type Ruled interface {
@@ -135,6 +141,12 @@ func (s *Service) Hold(ctx context.Context, c registry.HoldCall) registry.HoldOu
 		return s.held(a, "")
 	case !errors.Is(err, ErrNotFound):
 		return s.storeFailed(c, err)
+	}
+	if n, err := s.o.Store.Waiting(ctx, c.Facts.Key, now); err != nil {
+		return s.storeFailed(c, err)
+	} else if n >= MaxWaiting {
+		return registry.HoldOutcome{Code: toolerr.Busy,
+			Message: fmt.Sprintf("the call of %s needs a person's approval, and %d calls of this key already wait for one, the most that may. It did not run. Next: do not send more such calls now; tell the user that approvals wait (GET /approvals), and send this call again once some are decided.", c.Tool, n)}
 	}
 	a = Approval{ID: s.o.NewID(), Key: c.Facts.Key, Tool: c.Tool, ArgumentsSHA256: sha, Arguments: s.shown(c.Args),
 		Summary: s.summary(c), Workspace: c.Facts.Workspace, SessionID: c.Facts.SessionID, CallID: c.CallID,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,36 @@ func TestServiceRules(t *testing.T) {
 	}
 	if _, err := svc.Decide(ctx, "alice", svc.Hold(ctx, b).Held.ID, "approve", ""); !errors.Is(err, approval.ErrNotApprover) {
 		t.Errorf("alice decides: %v", err)
+	}
+}
+
+// TestServiceBoundsWaiting: a key may have MaxWaiting approvals waiting;
+// the next held call is refused (busy) with what to do, until one is
+// decided; another key is not held back.
+func TestServiceBoundsWaiting(t *testing.T) {
+	svc, _, _ := newService(t, map[string]approval.Rule{"exec": {Kind: approval.Always}})
+	ctx := context.Background()
+	var first string
+	for i := range approval.MaxWaiting {
+		out := svc.Hold(ctx, call("alice", "exec", fmt.Sprintf(`{"command":"echo %d"}`, i)))
+		if out.Held == nil {
+			t.Fatalf("call %d: %+v", i, out)
+		}
+		if i == 0 {
+			first = out.Held.ID
+		}
+	}
+	out := svc.Hold(ctx, call("alice", "exec", `{"command":"echo one more"}`))
+	if out.Run || out.Held != nil || out.Code != "busy" || !strings.Contains(out.Message, "Next:") {
+		t.Fatalf("one call past the bound: %+v", out)
+	}
+	if out := svc.Hold(ctx, call("bob", "exec", `{"command":"echo one more"}`)); out.Held == nil {
+		t.Errorf("another key's call: %+v", out)
+	}
+	if _, err := svc.Decide(ctx, "bob", first, "reject", ""); err != nil {
+		t.Fatal(err)
+	}
+	if out := svc.Hold(ctx, call("alice", "exec", `{"command":"echo one more"}`)); out.Held == nil {
+		t.Errorf("after a decision: %+v", out)
 	}
 }

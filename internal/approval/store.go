@@ -84,6 +84,9 @@ type Store interface {
 	// none is. A rejected one answers the same call sent again until it
 	// expires: a person said no to exactly that call.
 	Find(ctx context.Context, key, tool, sha string, now time.Time) (Approval, error)
+	// Waiting counts the approvals of the key named key still pending and
+	// not expired at now.
+	Waiting(ctx context.Context, key string, now time.Time) (int, error)
 	// Pending lists the approvals still pending, oldest first.
 	Pending(ctx context.Context) ([]Approval, error)
 	// Decide sets a pending approval, not yet expired at at, to status
@@ -203,6 +206,18 @@ func (s *FileStore) Find(_ context.Context, key, tool, sha string, now time.Time
 		return Approval{}, ErrNotFound
 	}
 	return best, nil
+}
+
+func (s *FileStore) Waiting(_ context.Context, key string, now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.m {
+		if a.Key == key && a.Open(now) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (s *FileStore) Pending(context.Context) ([]Approval, error) {

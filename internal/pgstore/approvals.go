@@ -56,6 +56,12 @@ func (p *Approvals) Find(ctx context.Context, key, tool, sha string, now time.Ti
 		ORDER BY created_at DESC LIMIT 1`, key, tool, sha, now))
 }
 
+func (p *Approvals) Waiting(ctx context.Context, key string, now time.Time) (int, error) {
+	var n int
+	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE key = $1 AND status = 'pending' AND expires_at > $2`, key, now).Scan(&n)
+	return n, err
+}
+
 func (p *Approvals) Pending(ctx context.Context) ([]approval.Approval, error) {
 	return p.list(ctx, `SELECT body FROM approvals WHERE status = 'pending' ORDER BY created_at`)
 }

@@ -46,6 +46,12 @@ func finds(t *testing.T, s approval.Store, now time.Time) {
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("Get of nothing: %v", err)
 	}
+	if n, err := s.Waiting(ctx, "alice", now); err != nil || n != 2 {
+		t.Errorf("Waiting of alice = %d, %v; want 2", n, err)
+	}
+	if n, err := s.Waiting(ctx, "alice", now.Add(time.Hour+time.Minute)); err != nil || n != 0 {
+		t.Errorf("Waiting of alice once both expired = %d, %v; want 0", n, err)
+	}
 }
 
 // race runs fn from eight goroutines at once and returns how many
