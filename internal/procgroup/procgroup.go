@@ -97,6 +97,14 @@ type Stat struct {
 	CPU uint64
 }
 
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times, on Linux.
+const clockTicks = 100
+
+// CPUTime is CPU as a duration.
+func (st Stat) CPUTime() time.Duration {
+	return time.Duration(st.CPU) * time.Second / clockTicks
+}
+
 // ReadStat reads /proc/<pid>/stat. ok is false when the process is gone or
 // the system has no /proc.
 func ReadStat(pid int) (st Stat, ok bool) {

@@ -134,11 +134,8 @@ func serviceCPU(pid int) time.Duration {
 	if !ok {
 		fail(fmt.Errorf("no process %d", pid))
 	}
-	return time.Duration(st.CPU) * time.Second / clockTicks
+	return st.CPUTime()
 }
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, on Linux.
-const clockTicks = 100
 
 // childCPU returns the CPU time of this process's waited-for children.
 func childCPU() time.Duration {

@@ -232,11 +232,8 @@ func serviceCPU(pid int) time.Duration {
 	if !ok {
 		fail(fmt.Errorf("no process %d", pid))
 	}
-	return time.Duration(st.CPU) * time.Second / clockTicks
+	return st.CPUTime()
 }
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, on Linux.
-const clockTicks = 100
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "execnetbench:", err)
