@@ -248,7 +248,11 @@ func parseEntry(file string, data []byte) *entry {
 	}
 	var syn *json.SyntaxError
 	switch {
-	case len(data) == 0, errors.As(err, &syn) && strings.Contains(syn.Error(), "unexpected end"):
+	case len(data) == 0, errors.As(err, &syn) && (strings.Contains(syn.Error(), "unexpected end") ||
+		syn.Offset >= int64(len(data)) && !strings.Contains(syn.Error(), "after top-level value")):
+		// The decoder stops at the end of the bytes: a file cut inside an
+		// escape or a number reads as a bad character at its very end
+		// (a whole record with a byte after it is edited, not cut).
 		e.damage = KindTruncated
 	case err == nil && !bytes.HasSuffix(data, []byte("\n")):
 		e.damage = KindTruncated
