@@ -20,8 +20,9 @@ import (
 // line on Options.Stdout). The first record's prev is genesisHash.
 //
 // The chain's state lives in chainDir/<chain>/: a head file, rewritten in
-// place after every record (one pwrite, no fsync: it outlives the process
-// as the records do, not a power cut), so that the next process of the
+// place after every record (a copy into its shared mapping, no fsync: it
+// outlives the process as the records do, not a power cut), so that the
+// next process of the
 // replica goes on from the last record after a crash; and the digests,
 // one JSON line each, in a file per day. The head file is locked for as
 // long as a process writes the chain, so two processes never write one
@@ -126,10 +127,16 @@ func (c *chain) load() error {
 // line on stdout. It returns the record's bytes. When the file cannot be
 // written the chain is left as it was: the record has no place in it,
 // and gets one when it is written later (reconciliation).
+//
+// The record's file is made before the lock is taken (files.reserve):
+// under it, only what fixes the order is done, the head, the record's
+// bytes into that file and its link.
 func (c *chain) seal(buf []byte, day, name string, ifAbsent bool) ([]byte, error) {
+	fd := c.log.files.reserve(day)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
+		c.log.files.unreserve(fd)
 		return nil, errClosed
 	}
 	seq := c.seq + 1
@@ -147,9 +154,12 @@ func (c *chain) seal(buf []byte, day, name string, ifAbsent bool) ([]byte, error
 	rel := filepath.Join(day, name)
 	err := c.writeHead(seq, sum, c.hash, rel)
 	if err == nil {
-		if err = c.log.fault("record"); err == nil {
-			err = c.log.files.placeIn(day, name, data, ifAbsent)
-		}
+		err = c.log.fault("record")
+	}
+	if err == nil {
+		err = c.log.files.placeIn(day, name, data, ifAbsent, fd)
+	} else {
+		c.log.files.unreserve(fd)
 	}
 	if err != nil {
 		buf[sealRoom] = '{'

@@ -66,9 +66,12 @@ func (l *Log) seal(buf []byte, day, name string) ([]byte, error) {
 		return l.chain.seal(buf, day, name, false)
 	}
 	data := buf[sealRoom:]
+	fd := l.files.reserve(day)
 	err := l.fault("record")
 	if err == nil {
-		err = l.files.placeIn(day, name, data, false)
+		err = l.files.placeIn(day, name, data, false, fd)
+	} else {
+		l.files.unreserve(fd)
 	}
 	if err != nil {
 		return nil, err

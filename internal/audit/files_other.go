@@ -44,7 +44,12 @@ func (f *files) place(rel string, data []byte, ifAbsent bool) error {
 func (f *files) forget(string) {}
 func (f *files) close()        {}
 
+// reserve has nothing to make ahead here: records are written under
+// temporary names.
+func (f *files) reserve(string) int { return -1 }
+func (f *files) unreserve(int)      {}
+
 // placeIn is place of the file name in the day folder.
-func (f *files) placeIn(day, name string, data []byte, ifAbsent bool) error {
+func (f *files) placeIn(day, name string, data []byte, ifAbsent bool, _ int) error {
 	return f.place(filepath.Join(day, name), data, ifAbsent)
 }

@@ -2,10 +2,8 @@ package audit
 
 import "os"
 
-// headWriter writes the head file with a write at the slot's offset:
-// one pwrite per record. (A shared mapping would spare the system call,
-// but a page the kernel cannot back, on a full disk, kills the process
-// with SIGBUS, where a write returns an error the log can act on.)
+// headWriter writes the head file with a write at the slot's offset: one
+// system call per record.
 type headWriter struct {
 	f   *os.File
 	buf [headSlot]byte
