@@ -381,10 +381,19 @@ func TestHelpListsEveryVariable(t *testing.T) {
 	if stderr.Len() != 0 {
 		t.Errorf("-h wrote to stderr, not only to stdout: %s", stderr.String())
 	}
-	for _, v := range []string{"TOOLSVC_ADDR", "127.0.0.1:8080", "TOOLSVC_WORKSPACE", "./workspace", "TOOLSVC_DATA_DIR", "TOOLSVC_API_KEYS",
-		"TOOLSVC_RESTRICT_TO_WORKSPACE", "TOOLSVC_AUDIT_ENABLED", "TOOLSVC_AUDIT_RETENTION_DAYS", "TOOLSVC_LOG_LEVEL", "TOOLSVC_ALLOW_INSECURE", "TOOLSVC_READ_MAX_CHARS"} {
+	for _, v := range []string{"TOOLSVC_ADDR", "127.0.0.1:8080", "TOOLSVC_WORKSPACE", "./workspace", "TOOLSVC_DATA_DIR", "TOOLSVC_API_KEYS", "TOOLSVC_LOG_LEVEL"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("-h lacks %s:\n%s", v, out.String())
+		}
+	}
+	// The rest are in toolsvc help all, and in their group's help.
+	var all bytes.Buffer
+	if err := run(t.Context(), []string{"help", "all"}, nil, &all, &stderr); err != nil || stderr.Len() != 0 {
+		t.Fatalf("help all: %v %s", err, stderr.String())
+	}
+	for _, v := range []string{"TOOLSVC_RESTRICT_TO_WORKSPACE (default true)", "TOOLSVC_AUDIT_ENABLED", "TOOLSVC_AUDIT_RETENTION_DAYS", "TOOLSVC_ALLOW_INSECURE", "TOOLSVC_READ_MAX_CHARS"} {
+		if !strings.Contains(all.String(), v) {
+			t.Errorf("help all lacks %s", v)
 		}
 	}
 }

@@ -11,9 +11,10 @@ import (
 	"testing"
 )
 
-// TestCommandLine runs the built binary: -h and -version answer on stdout
-// and exit 0; a wrong flag or argument prints the usage on stderr and
-// exits 1.
+// TestCommandLine runs the built binary: -h, -version and toolsvc help
+// answer on stdout and exit 0; a wrong flag or argument prints the usage
+// on stderr and exits 1; toolsvc help with a group that does not exist
+// names the nearest and exits 2, as a mistake in the command line.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
 	bin, err := serviceBinary()
@@ -31,6 +32,11 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"-version"}, stdoutIsVersionRow: true},
 		{args: []string{"-nope"}, code: 1, stderr: "TOOLSVC_ADDR"},
 		{args: []string{"serve"}, code: 1, stderr: "unexpected argument \"serve\""},
+		{args: []string{"help"}, stdout: "toolsvc help all"},
+		{args: []string{"help", "exec"}, stdout: "TOOLSVC_EXEC_SANDBOX (default auto)\n"},
+		{args: []string{"help", "all"}, stdout: "TOOLSVC_PUBLIC_URL\n"},
+		{args: []string{"help", "exce"}, code: 2, stderr: "toolsvc help: no settings group \"exce\"; did you mean exec?"},
+		{args: []string{"help", "exec", "all"}, code: 2, stderr: "unexpected argument \"all\""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -67,6 +73,42 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("stderr lacks %q: %s", tt.stderr, stderr.String())
 			}
 		})
+	}
+}
+
+// TestHelpIsUsage runs the built binary: toolsvc help prints what -h
+// prints, and every line of it, of toolsvc help all and of a group's help
+// fits in 80 columns.
+func TestHelpIsUsage(t *testing.T) {
+	t.Parallel()
+	bin, err := serviceBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, args := range [][]string{{"-h"}, {"help"}, {"help", "-h"}, {"help", "all"}, {"help", "agents"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("toolsvc %s: %v", strings.Join(args, " "), err)
+		}
+		key := strings.Join(args, " ")
+		out[key] = string(b)
+		for i, line := range strings.Split(string(b), "\n") {
+			if len(line) > 80 {
+				t.Errorf("toolsvc %s: line %d is %d columns: %q", key, i+1, len(line), line)
+			}
+		}
+	}
+	if out["help"] != out["-h"] || out["help -h"] != out["-h"] {
+		t.Errorf("toolsvc help prints other than -h:\n%s\n----\n%s", out["help"], out["-h"])
+	}
+	if n := strings.Count(out["-h"], "\n"); n > 60 {
+		t.Errorf("-h is %d lines; keep it to 60", n)
+	}
+	if !strings.Contains(out["help all"], out["help agents"]) {
+		t.Error("help all lacks what help agents prints")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -121,6 +122,10 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	if len(args) > 0 && args[0] == "drain" {
 		return drain(ctx, args[1:], func(name string) string { v, _ := getenv(name); return v }, stdout, stderr)
 	}
+	// "toolsvc help [GROUP|all]" prints settings, before any is read.
+	if len(args) > 0 && args[0] == "help" {
+		return help(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("toolsvc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // written below: to stdout when asked for, else to stderr
@@ -165,6 +170,28 @@ func runWith(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	// set).
 	gctune.LimitMemory()
 	return serveWith(ctx, cfg, ver, stdout, reload)
+}
+
+// help answers toolsvc help [GROUP|all]: with no argument what -h prints,
+// else one group of settings in full, or all of them. A group that does
+// not exist, or a second argument, is a mistake in the command line: exit
+// status 2, as for the flag package's, with the groups and the nearest
+// one on stderr.
+func help(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 1 {
+		fmt.Fprintf(stderr, "toolsvc help: unexpected argument %q: it takes one group, or all\n", args[1])
+		return exitStatus(2)
+	}
+	topic := ""
+	if len(args) == 1 && !slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+		topic = args[0]
+	}
+	err := config.Help(stdout, topic)
+	if _, ok := errors.AsType[*config.UnknownGroupError](err); ok {
+		fmt.Fprintln(stderr, "toolsvc help:", err)
+		return exitStatus(2)
+	}
+	return err
 }
 
 // lookupIn answers as os.LookupEnv does, from environ; where a name is

@@ -28,24 +28,26 @@ const Prefix = "TOOLSVC"
 // Config's own (c.ExecTimeout); internal/app hands each part its section
 // (c.Exec), or a struct of its own built from it, and reads no setting
 // through the whole. Every field has an env name, a default
-// where it has one, and a description: toolsvc -h and docs/configuration.md
-// are generated from them, grouped by section (the section tag is the
-// heading, doc the text under it).
+// where it has one, and a description: toolsvc help and
+// docs/configuration.md are generated from them, grouped by section (the
+// section tag is the heading, doc the text under it, group the name
+// toolsvc help GROUP takes). The settings a first-time user sets also have
+// a brief tag, their meaning in a few words: toolsvc -h lists them alone.
 type Config struct {
-	Access     `section:"Listening and access" doc:"Where the service listens and who may call it: bearer keys, browser origins and the host names requests may carry."`
-	Server     `section:"Workspace, data and logs" doc:"The folders the service works in, its log level and how it shuts down."`
-	Calls      `section:"Calls" doc:"Limits on every tool call, whichever door (REST, /mcp) it comes through."`
-	Switches   `section:"Tool switches" doc:"Which tools are offered: names of tools or of toolsets (files, shell, web, memory, agents, channels), checked against the service's tools, and the operator's own tools."`
-	Audit      `section:"Audit log" doc:"One JSON file per call under DATA_DIR/audit_logs/."`
-	Files      `section:"File tools" doc:"read_file, list_dir and file_search."`
-	Memory     `section:"Memory and skills" doc:"The memory tool and the skills under workspace/skills/."`
-	Web        `section:"Network guard and web_fetch" doc:"What outbound tools may reach (the guard refuses private, loopback and metadata addresses unless allowed here), and web_fetch's limits."`
-	Screenshot `section:"screenshot" doc:"The headless browser behind screenshot type=web."`
-	Exec       `section:"exec" doc:"Shell commands: the command guard judges every script, the sandbox confines what passes."`
-	Agents     `section:"Sub-agents" doc:"spawn, workflow_run and send_message, offered only when LLM_BASE_URL and LLM_MODEL are set."`
-	Replicas   `section:"Replicas" doc:"Several toolsvc processes behind one load balancer: the shared PostgreSQL database for sub-agent tasks and conversations, and how replicas name themselves and take over each other's dead tasks. See docs/replicas.md."`
-	Traces     `section:"Traces" doc:"OpenTelemetry traces of calls, sent over OTLP/HTTP. See docs/traces.md."`
-	Channels   `section:"Chat channels" doc:"send_media, offered when at least one channel is configured. Each account variable holds one value (the account \"default\") or name=value pairs separated by commas, one per account; the other variables of an account name it the same way."`
+	Access     `group:"access" section:"Listening and access" doc:"Where the service listens and who may call it: bearer keys, browser origins and the host names requests may carry."`
+	Server     `group:"workspace" section:"Workspace, data and logs" doc:"The folders the service works in, its log level and how it shuts down."`
+	Calls      `group:"calls" section:"Calls" doc:"Limits on every tool call, whichever door (REST, /mcp) it comes through."`
+	Switches   `group:"tools" section:"Tool switches" doc:"Which tools are offered: names of tools or of toolsets (files, shell, web, memory, agents, channels), checked against the service's tools, and the operator's own tools."`
+	Audit      `group:"audit" section:"Audit log" doc:"One JSON file per call under DATA_DIR/audit_logs/."`
+	Files      `group:"files" section:"File tools" doc:"read_file, list_dir and file_search."`
+	Memory     `group:"memory" section:"Memory and skills" doc:"The memory tool and the skills under workspace/skills/."`
+	Web        `group:"web" section:"Network guard and web_fetch" doc:"What outbound tools may reach (the guard refuses private, loopback and metadata addresses unless allowed here), and web_fetch's limits."`
+	Screenshot `group:"screenshot" section:"Web page screenshots" doc:"The headless browser behind screenshot type=web."`
+	Exec       `group:"exec" section:"Shell commands" doc:"exec: the command guard judges every script, the sandbox confines what passes."`
+	Agents     `group:"agents" section:"Sub-agents" doc:"spawn, workflow_run and send_message, offered only when LLM_BASE_URL and LLM_MODEL are set."`
+	Replicas   `group:"replicas" section:"Replicas" doc:"Several toolsvc processes behind one load balancer: the shared PostgreSQL database for sub-agent tasks and conversations, and how replicas name themselves and take over each other's dead tasks. See docs/replicas.md."`
+	Traces     `group:"traces" section:"Traces" doc:"OpenTelemetry traces of calls, sent over OTLP/HTTP. See docs/traces.md."`
+	Channels   `group:"channels" section:"Chat channels" doc:"send_media, offered when at least one channel is configured. Each account variable holds one value (the account \"default\") or name=value pairs separated by commas, one per account; the other variables of an account name it the same way."`
 }
 
 // Secret is one secret value. It never prints it.

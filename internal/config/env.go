@@ -58,9 +58,9 @@ func CheckNames(environ []string) error {
 			continue
 		}
 		if near := Nearest(strings.TrimPrefix(k, Prefix+"_"), short); near != "" {
-			errs = append(errs, fmt.Errorf("%s is not a setting; did you mean %s_%s? (toolsvc -h lists them all)", k, Prefix, near))
+			errs = append(errs, fmt.Errorf("%s is not a setting; did you mean %s_%s? (toolsvc help all lists them all)", k, Prefix, near))
 		} else {
-			errs = append(errs, fmt.Errorf("%s is not a setting (toolsvc -h lists them all; %s* is left to tests)", k, TestPrefix))
+			errs = append(errs, fmt.Errorf("%s is not a setting (toolsvc help all lists them all; %s* is left to tests)", k, TestPrefix))
 		}
 	}
 	return errors.Join(errs...)

@@ -106,8 +106,8 @@ func TestCheckNames(t *testing.T) {
 		{[]string{"TOOLSVC_API_KEY=abc"}, []string{"TOOLSVC_API_KEY is not a setting; did you mean TOOLSVC_API_KEYS?"}},
 		{[]string{"TOOLSVC_TOOL_DISABLED=exec"}, []string{"did you mean TOOLSVC_TOOLS_DISABLED?"}},
 		{[]string{"TOOLSVC_WORKSPASE=/w", "TOOLSVC_LOGLEVEL=debug"}, []string{"did you mean TOOLSVC_WORKSPACE?", "did you mean TOOLSVC_LOG_LEVEL?"}},
-		{[]string{"TOOLSVC_KEY=abc"}, []string{"TOOLSVC_KEY is not a setting (toolsvc -h"}},
-		{[]string{"TOOLSVC_FROBNICATE=1"}, []string{"TOOLSVC_FROBNICATE is not a setting (toolsvc -h"}},
+		{[]string{"TOOLSVC_KEY=abc"}, []string{"TOOLSVC_KEY is not a setting (toolsvc help all"}},
+		{[]string{"TOOLSVC_FROBNICATE=1"}, []string{"TOOLSVC_FROBNICATE is not a setting (toolsvc help all"}},
 	} {
 		err := CheckNames(tc.env)
 		if len(tc.want) == 0 {

@@ -42,7 +42,7 @@ func formOf(t reflect.Type) valueForm {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return valueForm{"whole number", "write a whole number such as 0, 100 or 65536, without a unit"}
 	}
-	return valueForm{"value", "see toolsvc -h for the form it takes"}
+	return valueForm{"value", "see toolsvc help all for the form it takes"}
 }
 
 // decodeError is the start-up error of a setting whose value did not

@@ -54,9 +54,9 @@ func positive(bad report, limits ...limit) {
 // Access is where the service listens and who may call it; the HTTP
 // gate takes its keys, origins and host names.
 type Access struct {
-	Addr            string        `env:"ADDR" default:"127.0.0.1:8080" desc:"host:port to listen on"`
+	Addr            string        `env:"ADDR" brief:"host:port to listen on" default:"127.0.0.1:8080" desc:"host:port to listen on"`
 	AllowInsecure   bool          `env:"ALLOW_INSECURE" default:"false" desc:"allow listening on a non-loopback address without API keys"`
-	APIKeys         APIKeys       `env:"API_KEYS" desc:"comma-separated bearer keys, each name=key or a bare key (named key- and 8 hex digits of its SHA-256); when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included). Sub-agent tasks belong to the key that started them (another key gets 404), send_message conversations to the key and the session. Logs and audit records name the key, never show it"`
+	APIKeys         APIKeys       `env:"API_KEYS" brief:"bearer keys: name=key or a bare key" desc:"comma-separated bearer keys, each name=key or a bare key (named key- and 8 hex digits of its SHA-256); when set, every route but /healthz, /readyz and CORS preflight needs one (/metrics, /mcp and /openapi.json included). Sub-agent tasks belong to the key that started them (another key gets 404), send_message conversations to the key and the session. Logs and audit records name the key, never show it"`
 	AdminKeys       APIKeys       `env:"ADMIN_KEYS" desc:"comma-separated bearer keys, name=key or bare, that also see, follow and cancel every key's sub-agent tasks (those started before keys were set included); they need no entry in API_KEYS"`
 	CORSOrigins     List          `env:"CORS_ORIGINS" desc:"comma-separated origins browsers may call the API from (https://chat.example.com; * for any, only with TOOLSVC_API_KEYS; null, the origin of sandboxed frames and local files, only when listed), e.g. for Open WebUI's direct tool servers; preflight requests need no key, every other request still does. A browser's request from any other web page gets 403. Empty: no browser page may call the API"`
 	AllowedHosts    List          `env:"ALLOWED_HOSTS" desc:"comma-separated host names (or *.example.com) the Host header may name besides localhost and loopback addresses, any port, e.g. the name a reverse proxy forwards. Requests that come in on a loopback address and name another host get 403, which keeps renamed (DNS rebinding) pages out; when set, the check applies on every address. /healthz, /readyz and the signed /media/ links of TOOLSVC_PUBLIC_URL are exempt"`
@@ -99,11 +99,11 @@ func (s Access) validate(bad report) {
 
 // Server is the service's folders, log level and shutdown.
 type Server struct {
-	Workspace         string        `env:"WORKSPACE" default:"./workspace" desc:"folder the tools work in; created if missing"`
-	DataDir           string        `env:"DATA_DIR" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools; must be outside the workspace (and not contain it)"`
+	Workspace         string        `env:"WORKSPACE" brief:"folder the tools work in" default:"./workspace" desc:"folder the tools work in; created if missing"`
+	DataDir           string        `env:"DATA_DIR" brief:"the service's own folder (audit log)" default:"./data" desc:"folder for the service's own data (audit_logs/); never visible to tools; must be outside the workspace (and not contain it)"`
 	RestrictWorkspace bool          `env:"RESTRICT_TO_WORKSPACE" default:"true" desc:"confine every path tools use to the workspace"`
 	MinFreeBytes      int64         `env:"MIN_FREE_BYTES" default:"67108864" desc:"free space the workspace's and the data folder's file systems need for /readyz to report ready (0: no check)"`
-	LogLevel          string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogLevel          string        `env:"LOG_LEVEL" brief:"debug, info, warn or error" default:"info" desc:"debug, info, warn or error"`
 	LogFlushInterval  time.Duration `env:"LOG_FLUSH_INTERVAL" default:"100ms" desc:"how long info lines (the access log, one per request) may wait to be written together; warnings and errors are written at once, after the lines before them, and shutdown writes what waits (0: every line at once; at most 10s)"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" default:"10s" desc:"how long shutdown waits for canceled calls to report"`
 }
@@ -149,8 +149,8 @@ func (s Calls) validate(bad report) {
 // Switches say which tools are offered, the tools file's included.
 type Switches struct {
 	ToolsEnabled  List   `env:"TOOLS_ENABLED" desc:"comma-separated tools or toolsets (files, shell, web, memory, agents, channels) to offer, the rest off; empty: all. A tool whose dependency is missing stays off either way"`
-	ToolsDisabled List   `env:"TOOLS_DISABLED" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
-	ToolsFile     string `env:"TOOLS_FILE" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Refused when it lies in the workspace, when someone but its owner (the service's user or root) can write it or a folder above it, or when it reads a TOOLSVC_ variable. Empty: none"`
+	ToolsDisabled List   `env:"TOOLS_DISABLED" brief:"tools or toolsets to leave out" desc:"comma-separated tools or toolsets to leave out, even if TOOLS_ENABLED names them; an unknown name stops start-up"`
+	ToolsFile     string `env:"TOOLS_FILE" brief:"your own tools and MCP servers" desc:"YAML or JSON file of your own tools (command tools run in exec's sandbox, http tools POST to a URL) and of MCP servers whose tools are mounted (mcpServers, as MCP clients write it); see docs/custom-tools.md. A mistake in it stops start-up, SIGHUP reloads it. Refused when it lies in the workspace, when someone but its owner (the service's user or root) can write it or a folder above it, or when it reads a TOOLSVC_ variable. Empty: none"`
 }
 
 // Audit is the audit log's settings.
@@ -248,8 +248,8 @@ type Exec struct {
 	ExecEnvAllow      List          `env:"EXEC_ENV_ALLOW" desc:"exec: extra environment variables passed to commands (NAME or PREFIX_*), besides PATH, LANG, LC_*, TZ and TERM; TOOLSVC_* never pass"`
 	ExecDenyPatterns  Patterns      `env:"EXEC_DENY_PATTERNS" desc:"exec: extra regular expressions refusing commands, added to the built-in denylist (one per line, or comma-separated)"`
 	ExecAllowPatterns Patterns      `env:"EXEC_ALLOW_PATTERNS" desc:"exec: when set, every command in a script must match one of these regular expressions (the denylist still applies)"`
-	ExecSandbox       string        `env:"EXEC_SANDBOX" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works or nothing keeps a command's signals in its call; an unavailable explicit mode stops start-up"`
-	ExecNetwork       bool          `env:"EXEC_NETWORK" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
+	ExecSandbox       string        `env:"EXEC_SANDBOX" brief:"auto, landlock, bwrap or none" default:"auto" desc:"exec: auto, landlock, bwrap or none; auto picks the strongest available and logs it, and leaves exec out when none works or nothing keeps a command's signals in its call; an unavailable explicit mode stops start-up"`
+	ExecNetwork       bool          `env:"EXEC_NETWORK" brief:"let commands use the network" default:"false" desc:"exec: let commands use the network; off is enforced in every mode (network namespace or seccomp); web_fetch is the guarded way out"`
 	ExecNetAllow      List          `env:"EXEC_NET_ALLOW" desc:"exec: a network allowlist instead of all or nothing: comma-separated host names (registry.npmjs.org), wildcards (*.pythonhosted.org: the names below, not the name itself), CIDRs (10.1.2.0/24), each with an optional :port or :* (without one: ports 80 and 443). Each command then gets a network namespace of its own whose only way out is a proxy in the service (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, npm's and pip's variables point to it); every connection is judged by these lists, then by the network guard (a listed name that resolves to a loopback, private or metadata address is refused unless NET_ALLOW_HOSTS or NET_ALLOW_CIDRS opens it), and each refusal is named in the result. No resolver inside: programs that ignore the proxy variables get no network. Needs a network namespace per command (root, or user namespaces); not with EXEC_NETWORK=true"`
 	ExecNetDeny       List          `env:"EXEC_NET_DENY" desc:"exec: entries as in EXEC_NET_ALLOW that are refused even when the allowlist matches (deny wins); without a port, every port"`
 	ExecPrivatePaths  List          `env:"EXEC_PRIVATE_PATHS" desc:"exec: comma-separated folders or files commands must not see, besides DATA_DIR (always private)"`
@@ -314,9 +314,9 @@ func (s Exec) validateEnvAllow(bad report) {
 
 // Agents is the model endpoint of the sub-agents and their limits.
 type Agents struct {
-	LLMBaseURL          string        `env:"LLM_BASE_URL" desc:"OpenAI-compatible API the sub-agents' model is reached at, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1; with LLM_MODEL it turns on the spawn and workflow_run tools and /agents"`
-	LLMAPIKey           Secret        `env:"LLM_API_KEY" desc:"bearer key of the model API (optional for local servers); never logged, audited or passed to commands"`
-	LLMModel            string        `env:"LLM_MODEL" desc:"model name sent to the model API, e.g. qwen2.5:7b or gpt-4o-mini"`
+	LLMBaseURL          string        `env:"LLM_BASE_URL" brief:"OpenAI-compatible model API" desc:"OpenAI-compatible API the sub-agents' model is reached at, e.g. http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1; with LLM_MODEL it turns on the spawn and workflow_run tools and /agents"`
+	LLMAPIKey           Secret        `env:"LLM_API_KEY" brief:"the model API's bearer key" desc:"bearer key of the model API (optional for local servers); never logged, audited or passed to commands"`
+	LLMModel            string        `env:"LLM_MODEL" brief:"model name, e.g. gpt-4o-mini" desc:"model name sent to the model API, e.g. qwen2.5:7b or gpt-4o-mini"`
 	LLMTimeout          time.Duration `env:"LLM_TIMEOUT" default:"2m" desc:"deadline of one request to the model API; 429 and 5xx replies are retried a few times within the sub-agent's own deadline"`
 	LLMStream           bool          `env:"LLM_STREAM" default:"false" desc:"read the model's replies as server-sent chunks (stream: true), assembling tool calls from their deltas, so that GET /agents/{id}/events carries the model's text as it arrives (text events); a model that answers that it only supports stream mode (DashScope's QwQ, thinking Qwen3) is streamed anyway"`
 	LLMEchoFields       List          `env:"LLM_ECHO_FIELDS" desc:"comma-separated fields of a model reply's message or tool calls to send back with it in later requests, besides those providers document as required (reasoning_content, reasoning_details, a tool call's extra_content); * sends back every field. Empty: only those, since strict servers (Groq) refuse an assistant message with any other"`

@@ -17,26 +17,28 @@ type Setting struct {
 	Default    string
 	HasDefault bool
 	Desc       string
+	Brief      string // a few words, for the settings toolsvc -h lists
 	Type       reflect.Type
 	index      []int // of the field within Config
 }
 
-// Section is one part of the configuration: a heading, the text under it
-// and its variables, in the order of the fields.
+// Section is one part of the configuration: the name toolsvc help takes
+// for it, a heading, the text under it and its variables, in the order of
+// the fields.
 type Section struct {
-	Title, Doc string
-	Settings   []Setting
+	Name, Title, Doc string
+	Settings         []Setting
 }
 
 // Sections lists the configuration's sections and their variables. They
 // come from the struct tags, so a field added to a section is parsed,
-// listed by toolsvc -h and documented without anyone listing it.
+// listed by toolsvc help and documented without anyone listing it.
 func Sections() []Section {
 	t := reflect.TypeFor[Config]()
 	out := make([]Section, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		sec := Section{Title: sf.Tag.Get("section"), Doc: sf.Tag.Get("doc")}
+		sec := Section{Name: sf.Tag.Get("group"), Title: sf.Tag.Get("section"), Doc: sf.Tag.Get("doc")}
 		for j := 0; j < sf.Type.NumField(); j++ {
 			f := sf.Type.Field(j)
 			def, has := f.Tag.Lookup("default")
@@ -45,6 +47,7 @@ func Sections() []Section {
 				Default:    def,
 				HasDefault: has,
 				Desc:       f.Tag.Get("desc"),
+				Brief:      f.Tag.Get("brief"),
 				Type:       f.Type,
 				index:      []int{i, j},
 			})
