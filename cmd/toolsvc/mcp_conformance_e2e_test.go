@@ -78,6 +78,9 @@ func TestMCPConformance(t *testing.T) {
 			judgeConformance(t, results, expected)
 		})
 	}
+	if t.Failed() {
+		return // a run that ended early has not seen its entries
+	}
 	for _, e := range expected {
 		if !e.seen {
 			t.Errorf("%s:%d: %s is in no run of the suite: remove it, or name the scenario as the suite does now", conformanceExpected, e.line, e.name())
@@ -122,8 +125,8 @@ func conformanceScenarios(t *testing.T, node, cli string, args []string) []strin
 			names = append(names, strings.Fields(name)[0])
 		}
 	}
-	if len(names) < 20 {
-		t.Fatalf("conformance list gave %d server scenarios, want the suite's 30 or more:\n%s", len(names), out)
+	if len(names) < 30 {
+		t.Fatalf("conformance list gave %d server scenarios, want the suite's 30 or more (has its output changed form?):\n%s", len(names), out)
 	}
 	return names
 }
