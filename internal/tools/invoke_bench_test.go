@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/countbot/toolsvc/internal/approval"
 	"github.com/countbot/toolsvc/internal/audit"
@@ -31,17 +32,33 @@ import (
 // The traces=otlp cases send each call's span with the SDK's batching
 // OTLP/HTTP exporter to a receiver on loopback in this process, which
 // reads and drops them: the cost of TOOLSVC_OTEL_ENDPOINT set, the
-// exporter's work on its own goroutine included.
+// exporter's work on its own goroutine included; sampled=0.01 keeps one
+// trace in a hundred (OTEL_TRACES_SAMPLER=parentbased_traceidratio). The
+// times of these cases move with what else the machine runs (the
+// exporter's goroutine competes for the processors); instructions per
+// call, under valgrind's callgrind, do not:
+//
+//	GOMAXPROCS=1 GODEBUG=cpu.rdtscp=off,asyncpreemptoff=1 valgrind --tool=callgrind \
+//	  ./tools.test -test.run '^$' -test.bench 'InvokeReadFile/audit=off$' -test.benchtime 3000x
+//
+// (the difference of a 3000x and a 1000x run, over 2000, is a call's).
 func BenchmarkInvokeReadFile(b *testing.B) {
 	for _, c := range []struct {
 		name                    string
 		auditOn, folder, holder bool
-		traced                  bool
-	}{{"audit=off", false, false, false, false}, {"audit=on", true, false, false, false}, {"audit=off,folder", false, true, false, false},
+		traced, discard         bool
+		sampled                 string // OTEL_TRACES_SAMPLER_ARG of a traceidratio sampler
+	}{{"audit=off", false, false, false, false, false, ""}, {"audit=on", true, false, false, false, false, ""}, {"audit=off,folder", false, true, false, false, false, ""},
 		// Approval rules in force that do not name read_file: what every
 		// call that needs no approval pays for the hold point.
-		{"audit=off,approvals", false, false, true, false},
-		{"audit=off,traces=otlp", false, false, false, true}, {"audit=on,traces=otlp", true, false, false, true}} {
+		{"audit=off,approvals", false, false, true, false, false, ""},
+		{"audit=off,traces=otlp", false, false, false, true, false, ""}, {"audit=on,traces=otlp", true, false, false, true, false, ""},
+		// The SDK's spans batched and dropped, not encoded nor sent: the
+		// floor of the official SDK, whatever the exporter.
+		{"audit=off,traces=discard", false, false, false, true, true, ""},
+		// One call in a hundred traced, as a busy service samples.
+		{"audit=off,traces=otlp,sampled=0.01", false, false, false, true, false, "0.01"},
+		{"audit=on,traces=otlp,sampled=0.01", true, false, false, true, false, "0.01"}} {
 		auditOn := c.auditOn
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -67,7 +84,16 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 				defer al.Close()
 				opts.Audit = al
 			}
-			if c.traced {
+			switch {
+			case c.discard:
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				opts.Tracer = tracing.NewWithProvider(tp, tracing.Options{})
+			case c.traced:
+				if c.sampled != "" {
+					b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+					b.Setenv("OTEL_TRACES_SAMPLER_ARG", c.sampled)
+				}
 				opts.Tracer = benchTracer(b)
 			}
 			reg := registry.New(opts)
@@ -110,6 +136,12 @@ func benchTracer(b *testing.B) *tracing.Tracer {
 	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 	return tr
 }
+
+// discardExporter drops the spans it is given.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // folderPolicy lets every key call everything, unbounded, in the folder
 // t/bob (a constant, as the real policy's folders are made once).

@@ -16,13 +16,16 @@ import (
 type Span struct {
 	s trace.Span
 	t *Tracer
+	// ids: the span's IDs are worth recording (IDs): it is sampled, so
+	// that a trace store will hold it.
+	ids bool
 }
 
 // start starts a span named name as a child of ctx's span (a root span
 // when ctx has none), and returns ctx carrying it.
 func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, Span) {
 	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-	return ctx, Span{s: s, t: t}
+	return ctx, Span{s: s, t: t, ids: true}
 }
 
 // Recording reports whether the span is recorded (tracing on, and the
@@ -31,9 +34,11 @@ func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanKind, at
 func (s Span) Recording() bool { return s.s != nil && s.s.IsRecording() }
 
 // IDs returns the span's trace and span IDs in lower-case hex, for the
-// audit record, or empty strings for the zero Span.
+// audit record, or empty strings for the zero Span and for a span the
+// sampler left out (no trace store holds it, so its IDs would lead
+// nowhere; the record keeps the caller's traceparent's trace ID).
 func (s Span) IDs() (traceID, spanID string) {
-	if s.s == nil {
+	if s.s == nil || !s.ids {
 		return "", ""
 	}
 	sc := s.s.SpanContext()

@@ -12,14 +12,45 @@ import (
 // internal), as a child of the door's span in ctx. The registry starts it
 // for every call, whichever door it came through, so that the tool's own
 // spans hang below it and the audit record names it (IDs).
+//
+// A tool's span name and start options are made once and kept (up to
+// maxToolSpans tools; names past that, which only unknown tools' can be,
+// are made per call): a call then pays only for the SDK's span.
 func (t *Tracer) StartTool(ctx context.Context, tool string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	return t.start(ctx, OpExecuteTool+" "+tool, trace.SpanKindInternal,
-		attribute.String(AttrGenAIOperation, OpExecuteTool),
-		attribute.String(AttrGenAIToolName, tool),
-		attribute.String(AttrGenAIToolType, "function"))
+	ts := t.toolSpan(tool)
+	ctx, s := t.tracer.Start(ctx, ts.name, ts.opts...)
+	return ctx, Span{s: s, t: t, ids: s.SpanContext().IsSampled()}
+}
+
+// maxToolSpans bounds the tools whose span options are kept.
+const maxToolSpans = 1024
+
+// toolSpan is a tool's span name and start options.
+type toolSpan struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+func (t *Tracer) toolSpan(tool string) *toolSpan {
+	if ts, ok := t.tools.Load(tool); ok {
+		return ts.(*toolSpan)
+	}
+	ts := &toolSpan{name: OpExecuteTool + " " + tool, opts: []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(
+			attribute.String(AttrGenAIOperation, OpExecuteTool),
+			attribute.String(AttrGenAIToolName, tool),
+			attribute.String(AttrGenAIToolType, "function")),
+	}}
+	if t.toolCount.Load() < maxToolSpans {
+		if _, loaded := t.tools.LoadOrStore(tool, ts); !loaded {
+			t.toolCount.Add(1)
+		}
+	}
+	return ts
 }
 
 // ToolEnd is how a call ended, for its span.

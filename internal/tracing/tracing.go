@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,6 +73,9 @@ type Tracer struct {
 	// shutdown flushes and stops the SDK's provider; nil for a provider
 	// the caller owns (NewWithProvider).
 	shutdown func(context.Context) error
+	// tools holds each tool's span name and start options (toolSpan).
+	tools     sync.Map
+	toolCount atomic.Int64
 }
 
 // New builds the SDK's tracer provider with an OTLP/HTTP exporter and a

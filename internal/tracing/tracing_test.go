@@ -3,10 +3,14 @@ package tracing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/tracing"
@@ -200,6 +204,62 @@ func TestEndpointURL(t *testing.T) {
 		got, err := tracing.EndpointURL(in)
 		if got != want || (err != nil) != (want == "") {
 			t.Errorf("EndpointURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// A call's span names its IDs for the audit record only when the sampler
+// kept it: a left-out span's IDs are in no trace store.
+func TestToolSpanIDsOnlyWhenSampled(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+		want    bool
+	}{{"always", sdktrace.AlwaysSample(), true}, {"never", sdktrace.NeverSample(), false}} {
+		t.Run(c.name, func(t *testing.T) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.sampler))
+			defer tp.Shutdown(context.Background())
+			tr := tracing.NewWithProvider(tp, tracing.Options{})
+			_, span := tr.StartTool(context.Background(), "read_file")
+			traceID, spanID := span.IDs()
+			span.EndTool(tracing.ToolEnd{CallID: "c"})
+			if got := traceID != "" && spanID != ""; got != c.want {
+				t.Errorf("IDs() = %q, %q; want them: %v", traceID, spanID, c.want)
+			}
+		})
+	}
+}
+
+// Each tool's span is named and described the same way whether its
+// options were kept or made for the call (past the bound, for unknown
+// tools' names).
+func TestToolSpansPastTheBound(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tr := tracing.NewWithProvider(tp, tracing.Options{})
+	const n = 1100 // past the bound of kept tools
+	for i := range n {
+		_, span := tr.StartTool(context.Background(), fmt.Sprintf("tool%d", i))
+		span.EndTool(tracing.ToolEnd{CallID: "c"})
+	}
+	spans := exp.GetSpans()
+	if len(spans) != n {
+		t.Fatalf("%d spans, want %d", len(spans), n)
+	}
+	for i, s := range spans {
+		tool := fmt.Sprintf("tool%d", i)
+		if s.Name != "execute_tool "+tool {
+			t.Fatalf("span %d named %q", i, s.Name)
+		}
+		var name string
+		for _, a := range s.Attributes {
+			if a.Key == tracing.AttrGenAIToolName {
+				name = a.Value.AsString()
+			}
+		}
+		if name != tool {
+			t.Fatalf("span %d: gen_ai.tool.name %q, want %q", i, name, tool)
 		}
 	}
 }
