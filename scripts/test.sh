@@ -15,7 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 haproxy curl git)
+# jq: the docs pages' examples use it, and TestDocsRun runs them.
+packages=(chromium xvfb bubblewrap gcc fonts-liberation ca-certificates python3 haproxy curl git jq)
 # PostgreSQL by what answers: a server of another origin on 5432 will do.
 command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432 || packages+=(postgresql)
 # The image built and checked on a real engine (podman, as root): in CI
