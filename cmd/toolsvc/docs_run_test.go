@@ -78,7 +78,6 @@ var docsNotYetRun = map[string]bool{
 	"docs/channels.md":     true,
 	"docs/custom-tools.md": true,
 	"docs/deploy.md":       true,
-	"docs/doors.md":        true,
 	"docs/replicas.md":     true,
 	"docs/tools.md":        true,
 	"docs/traces.md":       true,
