@@ -75,7 +75,6 @@ var docsNotYetRun = map[string]bool{
 	"docs/agents.md":       true,
 	"docs/approvals.md":    true,
 	"docs/audit.md":        true,
-	"docs/channels.md":     true,
 	"docs/custom-tools.md": true,
 	"docs/deploy.md":       true,
 	"docs/replicas.md":     true,
