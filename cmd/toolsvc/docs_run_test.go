@@ -30,7 +30,10 @@ package main
 //     Starting toolsvc stops the toolsvc the page started before, with
 //     SIGINT as Ctrl-C does (a page says "stop it (Ctrl-C)" and starts it
 //     again with other settings). Every server is stopped at the end of the
-//     page, by its process group.
+//     page, by its process group. kill %N stops the Nth server still
+//     running, as in the terminal that started them: the signal given
+//     (-INT, -TERM; TERM without one) to its processes, and the page waits
+//     for them to end.
 //   - Outputs: after a command, comment lines starting "# {" or "# [" show
 //     its JSON output (continued on the next comment lines until the
 //     brackets close); "# => text", on its own line or at the end of the
@@ -61,6 +64,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -177,6 +181,11 @@ func (s *docSession) run(t *testing.T, page string, c docCmd) {
 	t.Helper()
 	text := withPort(c.text, s.port)
 	where := fmt.Sprintf("%s:%d", page, c.line)
+	if sig, n, ok := killCommand(text); ok {
+		s.killJob(t, where, sig, n)
+		t.Logf("%s: $ %s", where, text)
+		return
+	}
 	if fg, bg, toolsvc := serverCommand(text); fg || bg {
 		if toolsvc {
 			s.stopServers(t, true)
@@ -321,6 +330,56 @@ func (s *docSession) stopServers(t *testing.T, toolsvcOnly bool) {
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-srv.done
+	}
+	s.servers = kept
+}
+
+// killJob stops the nth server still running (from 1) with sig, as a
+// terminal's kill %n does: the signal goes to the server's processes but
+// not to the bash that waits for them, which then ends.
+func (s *docSession) killJob(t *testing.T, where string, sig syscall.Signal, n int) {
+	t.Helper()
+	var live []*docServer
+	for _, srv := range s.servers {
+		select {
+		case <-srv.done:
+		default:
+			live = append(live, srv)
+		}
+	}
+	if n < 1 || n > len(live) {
+		t.Fatalf("%s: kill %%%d: the page has %d servers running", where, n, len(live))
+	}
+	srv := live[n-1]
+	pgid := srv.cmd.Process.Pid
+	signalled := false
+	if ents, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == pgid {
+				continue
+			}
+			if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
+				signalled = syscall.Kill(pid, sig) == nil || signalled
+			}
+		}
+	}
+	if !signalled { // no /proc: the whole group, bash too
+		_ = syscall.Kill(-pgid, sig)
+	}
+	select {
+	case <-srv.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-srv.done
+		t.Fatalf("%s: kill %%%d: the server did not end within 15s\n%s", where, n, readTail(srv.log))
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left behind
+	kept := s.servers[:0]
+	for _, x := range s.servers {
+		if x != srv {
+			kept = append(kept, x)
+		}
 	}
 	s.servers = kept
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -141,6 +142,28 @@ func TestServerCommand(t *testing.T) {
 		fg, bg, toolsvc := serverCommand(tt.text)
 		if fg != tt.fg || bg != tt.bg || toolsvc != tt.toolsvc {
 			t.Errorf("serverCommand(%q) = %v, %v, %v; want %v, %v, %v", tt.text, fg, bg, toolsvc, tt.fg, tt.bg, tt.toolsvc)
+		}
+	}
+}
+
+func TestKillCommand(t *testing.T) {
+	tests := []struct {
+		text string
+		sig  syscall.Signal
+		n    int
+		ok   bool
+	}{
+		{"kill %1", syscall.SIGTERM, 1, true},
+		{"kill -INT %2   # as Ctrl-C does", syscall.SIGINT, 2, true},
+		{"kill -TERM %1", syscall.SIGTERM, 1, true},
+		{"kill 1234", 0, 0, false},
+		{"kill %1; echo done", 0, 0, false},
+		{"pkill toolsvc", 0, 0, false},
+	}
+	for _, tt := range tests {
+		sig, n, ok := killCommand(tt.text)
+		if sig != tt.sig || n != tt.n || ok != tt.ok {
+			t.Errorf("killCommand(%q) = %v, %d, %v; want %v, %d, %v", tt.text, sig, n, ok, tt.sig, tt.n, tt.ok)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // This file reads a Markdown page into the script TestDocsRun runs, and
@@ -243,6 +244,22 @@ func bashComplete(text string) bool {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	return cmd.Run() == nil && stderr.Len() == 0
+}
+
+// killPattern is a terminal's kill of a background job: kill %1, kill -INT %2.
+var killPattern = regexp.MustCompile(`^kill(?:\s+-(INT|TERM))?\s+%([0-9]+)\s*(?:#.*)?$`)
+
+// killCommand tells whether a command is kill %N, and with which signal.
+func killCommand(text string) (sig syscall.Signal, n int, ok bool) {
+	m := killPattern.FindStringSubmatch(strings.TrimSpace(text))
+	if m == nil {
+		return 0, 0, false
+	}
+	n, _ = strconv.Atoi(m[2])
+	if m[1] == "INT" {
+		return syscall.SIGINT, n, true
+	}
+	return syscall.SIGTERM, n, true
 }
 
 // portPattern finds the documented port in commands and outputs.
