@@ -78,7 +78,6 @@ import (
 var docsNotYetRun = map[string]bool{
 	"docs/agents.md":       true,
 	"docs/approvals.md":    true,
-	"docs/audit.md":        true,
 	"docs/custom-tools.md": true,
 	"docs/deploy.md":       true,
 	"docs/replicas.md":     true,
