@@ -81,7 +81,6 @@ var docsNotYetRun = map[string]bool{
 	"docs/custom-tools.md": true,
 	"docs/deploy.md":       true,
 	"docs/replicas.md":     true,
-	"docs/tools.md":        true,
 	"docs/traces.md":       true,
 }
 
