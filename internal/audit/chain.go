@@ -151,7 +151,8 @@ func (c *chain) seal(buf []byte, day, name string, ifAbsent bool) ([]byte, error
 	buf[sealRoom] = ','
 	data := buf[start:]
 	sum := sha256.Sum256(data)
-	rel := filepath.Join(day, name)
+	// day and name are clean names (recordName): joined without Clean.
+	rel := day + string(filepath.Separator) + name
 	err := c.writeHead(seq, sum, c.hash, rel)
 	if err == nil {
 		err = c.log.fault("record")
