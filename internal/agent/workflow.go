@@ -555,7 +555,7 @@ func (r Report) Markdown() string {
 func statusLine(r AgentResult) string {
 	s := r.Status
 	if r.AgentID != "" {
-		s += fmt.Sprintf(" in %d turns, %s", r.Turns, r.AgentID)
+		s += fmt.Sprintf(" in %d %s, %s", r.Turns, runes.Plural(r.Turns, "turn", "turns"), r.AgentID)
 	}
 	if r.Status != StatusCompleted && r.Error != "" {
 		s += ": " + oneLine(r.Error, 300)

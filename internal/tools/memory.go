@@ -170,11 +170,12 @@ func (t *Memory) search(ctx context.Context, store *memory.Store, a memoryArgs) 
 		return fmt.Sprintf("Memory is empty: %s has no entries yet. Next: save facts with action=write.", memory.Path) + unterminatedNote(res.Stats), nil
 	}
 	if res.Total == 0 {
-		return fmt.Sprintf("No entries match %s of '%s' in %s (%d entries). Next: try other or fewer keywords, match_mode=or, or action=read to see the newest entries.",
-			mode, query, memory.Path, res.Stats.Entries) + unterminatedNote(res.Stats), nil
+		return fmt.Sprintf("No entries match %s of '%s' in %s (%d %s). Next: try other or fewer keywords, match_mode=or, or action=read to see the newest entries.",
+			mode, query, memory.Path, res.Stats.Entries, runes.Plural(res.Stats.Entries, "entry", "entries")) + unterminatedNote(res.Stats), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d entries)", res.Total, runes.Plural(res.Total, "entry", "entries"), mode, query, memory.Path, res.Stats.Entries)
+	fmt.Fprintf(&b, "Found %d %s matching %s of '%s' in %s (%d %s)", res.Total, runes.Plural(res.Total, "entry", "entries"), mode, query, memory.Path,
+		res.Stats.Entries, runes.Plural(res.Stats.Entries, "entry", "entries"))
 	if len(res.Hits) < res.Total {
 		fmt.Fprintf(&b, "; showing the %d newest", len(res.Hits))
 	} else {
@@ -276,7 +277,7 @@ func memoryRange(start, end int) (int, int, bool) {
 // writeMemoryHeader writes the file's summary and what the lines below
 // are: a range from start, or the newest entries.
 func writeMemoryHeader(b *strings.Builder, st memory.Stats, lines []memory.Line, ranged bool, start int) {
-	fmt.Fprintf(b, "%s: %d %s in %d lines", memory.Path, st.Entries, runes.Plural(st.Entries, "entry", "entries"), st.Lines)
+	fmt.Fprintf(b, "%s: %d %s in %d %s", memory.Path, st.Entries, runes.Plural(st.Entries, "entry", "entries"), st.Lines, runes.Plural(st.Lines, "line", "lines"))
 	if st.First != "" {
 		fmt.Fprintf(b, ", dated %s to %s", st.First, st.Last)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countbot/toolsvc/internal/agent"
 	"github.com/countbot/toolsvc/internal/registry"
+	"github.com/countbot/toolsvc/internal/runes"
 	"github.com/countbot/toolsvc/internal/tooldef"
 	"github.com/countbot/toolsvc/internal/toolerr"
 )
@@ -104,7 +105,8 @@ func (t *Spawn) Execute(ctx context.Context, raw json.RawMessage) (string, error
 		if strings.TrimSpace(answer) == "" {
 			answer = "(the sub-agent ended without writing an answer)"
 		}
-		return fmt.Sprintf("Sub-agent %s completed in %d turns with %d tool calls.\n\n%s", name, done.Turns, done.CallCount, answer), nil
+		return fmt.Sprintf("Sub-agent %s completed in %d %s with %d %s.\n\n%s", name, done.Turns, runes.Plural(done.Turns, "turn", "turns"),
+			done.CallCount, runes.Plural(done.CallCount, "tool call", "tool calls"), answer), nil
 	}
 	if done.Error == nil {
 		done.Error = &agent.Failure{Code: agent.FailModel, Message: "no reason recorded"}
