@@ -27,13 +27,14 @@ package main
 //   - Servers: a command that is ./toolsvc with no arguments (after
 //     variable assignments), or any command ending in &, keeps running in
 //     the background; for toolsvc the runner waits until /healthz answers.
-//     Starting toolsvc stops the toolsvc the page started before, with
-//     SIGINT as Ctrl-C does (a page says "stop it (Ctrl-C)" and starts it
-//     again with other settings). Every server is stopped at the end of the
-//     page, by its process group. kill %N stops the Nth server still
-//     running, as in the terminal that started them: the signal given
-//     (-INT, -TERM; TERM without one) to its processes, and the page waits
-//     for them to end.
+//     Starting toolsvc stops the toolsvc the page started before on the
+//     same port, with SIGINT as Ctrl-C does (a page says "stop it
+//     (Ctrl-C)" and starts it again with other settings); a toolsvc given
+//     TOOLSVC_ADDR=host:port on its line (replicas) is waited for there.
+//     Every server is stopped at the end of the page, by its process group.
+//     kill %N (or %N %M...) stops background jobs as the terminal that
+//     started them numbers them: the signal given (-INT, -TERM; TERM
+//     without one) to their processes, and the page waits for them to end.
 //   - Outputs: after a command, comment lines starting "# {" or "# [" show
 //     its JSON output (continued on the next comment lines until the
 //     brackets close); "# => text", on its own line or at the end of the
@@ -124,6 +125,7 @@ type docSession struct {
 	port             int
 	env              []string
 	servers          []*docServer
+	jobs             int // the last job number given, as bash numbers them
 	n                int // commands run, to name their files
 }
 
@@ -133,6 +135,8 @@ type docServer struct {
 	done    chan struct{}
 	log     string
 	toolsvc bool
+	port    int // toolsvc's
+	job     int // its number for kill %N: bash's, for a command ending in &
 }
 
 // stateSave is the end of every command's script: it writes the variables
@@ -168,7 +172,7 @@ func newDocSession(t *testing.T) *docSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.stopServers(t, false) })
+	t.Cleanup(func() { s.stopServers(t, 0) })
 	return s
 }
 
@@ -178,16 +182,18 @@ func (s *docSession) run(t *testing.T, page string, c docCmd) {
 	t.Helper()
 	text := withPort(c.text, s.port)
 	where := fmt.Sprintf("%s:%d", page, c.line)
-	if sig, n, ok := killCommand(text); ok {
-		s.killJob(t, where, sig, n)
+	if sig, jobs, ok := killCommand(text); ok {
+		s.killJobs(t, where, sig, jobs)
 		t.Logf("%s: $ %s", where, text)
 		return
 	}
 	if fg, bg, toolsvc := serverCommand(text); fg || bg {
+		port := 0
 		if toolsvc {
-			s.stopServers(t, true)
+			port = serverPort(text, s.port)
+			s.stopServers(t, port)
 		}
-		s.startServer(t, where, text, bg, toolsvc)
+		s.startServer(t, where, text, bg, port)
 		t.Logf("%s: $ %s (left running)", where, text)
 		return
 	}
@@ -267,9 +273,9 @@ func (s *docSession) command(text string) (string, int, error) {
 	return string(b), code, err
 }
 
-// startServer starts a command that keeps running, and for toolsvc waits
-// until it answers /healthz.
-func (s *docSession) startServer(t *testing.T, where, text string, bg, toolsvc bool) {
+// startServer starts a command that keeps running, and for toolsvc (on
+// port, else 0) waits until it answers /healthz.
+func (s *docSession) startServer(t *testing.T, where, text string, bg bool, port int) {
 	t.Helper()
 	script, err := s.script(text, true, bg)
 	if err != nil {
@@ -281,16 +287,28 @@ func (s *docSession) startServer(t *testing.T, where, text string, bg, toolsvc b
 		t.Fatal(err)
 	}
 	defer out.Close()
-	srv := &docServer{cmd: s.bash(context.Background(), script, out), done: make(chan struct{}), log: log, toolsvc: toolsvc}
+	srv := &docServer{cmd: s.bash(context.Background(), script, out), done: make(chan struct{}), log: log, toolsvc: port != 0, port: port}
+	if bg {
+		s.jobs = 0 // bash numbers a job one past the highest still running
+		for _, o := range s.servers {
+			select {
+			case <-o.done:
+			default:
+				s.jobs = max(s.jobs, o.job)
+			}
+		}
+		s.jobs++
+		srv.job = s.jobs
+	}
 	if err := srv.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
 	go func() { _ = srv.cmd.Wait(); close(srv.done) }()
 	s.servers = append(s.servers, srv)
-	if !toolsvc {
+	if port == 0 {
 		return
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.port)
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		select {
@@ -310,11 +328,11 @@ func (s *docSession) startServer(t *testing.T, where, text string, bg, toolsvc b
 
 // stopServers stops the page's servers as Ctrl-C does (SIGINT to the
 // process group), killing a group that has not ended within 15 seconds;
-// only toolsvc ones when toolsvcOnly.
-func (s *docSession) stopServers(t *testing.T, toolsvcOnly bool) {
+// only the toolsvc on port when port is not 0.
+func (s *docSession) stopServers(t *testing.T, port int) {
 	kept := s.servers[:0]
 	for _, srv := range s.servers {
-		if toolsvcOnly && !srv.toolsvc {
+		if port != 0 && srv.port != port {
 			kept = append(kept, srv)
 			continue
 		}
@@ -331,54 +349,83 @@ func (s *docSession) stopServers(t *testing.T, toolsvcOnly bool) {
 	s.servers = kept
 }
 
-// killJob stops the nth server still running (from 1) with sig, as a
-// terminal's kill %n does: the signal goes to the server's processes but
-// not to the bash that waits for them, which then ends.
-func (s *docSession) killJob(t *testing.T, where string, sig syscall.Signal, n int) {
+// killJobs stops the background jobs numbered jobs with sig, as a
+// terminal's kill %n does: the signal goes to each job's processes but not
+// to the bash that waits for them, which then ends.
+func (s *docSession) killJobs(t *testing.T, where string, sig syscall.Signal, jobs []int) {
 	t.Helper()
-	var live []*docServer
-	for _, srv := range s.servers {
+	var stop []*docServer
+	for _, n := range jobs {
+		var srv *docServer
+		for _, o := range s.servers {
+			select {
+			case <-o.done:
+			default:
+				if o.job == n {
+					srv = o
+				}
+			}
+		}
+		if srv == nil {
+			t.Fatalf("%s: kill %%%d: no such job running", where, n)
+		}
+		stop = append(stop, srv)
+	}
+	for _, srv := range stop {
+		pgid := srv.cmd.Process.Pid
+		signalled := false
+		if ents, err := os.ReadDir("/proc"); err == nil {
+			for _, e := range ents {
+				pid, err := strconv.Atoi(e.Name())
+				if err != nil || pid == pgid {
+					continue
+				}
+				if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
+					signalled = syscall.Kill(pid, sig) == nil || signalled
+				}
+			}
+		}
+		if !signalled { // no /proc: the whole group, bash too
+			_ = syscall.Kill(-pgid, sig)
+		}
+	}
+	for _, srv := range stop {
+		pgid := srv.cmd.Process.Pid
 		select {
 		case <-srv.done:
-		default:
-			live = append(live, srv)
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-srv.done
+			t.Fatalf("%s: kill %%%d: the job did not end within 15s\n%s", where, srv.job, readTail(srv.log))
 		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left behind
 	}
-	if n < 1 || n > len(live) {
-		t.Fatalf("%s: kill %%%d: the page has %d servers running", where, n, len(live))
-	}
-	srv := live[n-1]
-	pgid := srv.cmd.Process.Pid
-	signalled := false
-	if ents, err := os.ReadDir("/proc"); err == nil {
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == pgid {
-				continue
-			}
-			if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
-				signalled = syscall.Kill(pid, sig) == nil || signalled
-			}
-		}
-	}
-	if !signalled { // no /proc: the whole group, bash too
-		_ = syscall.Kill(-pgid, sig)
-	}
-	select {
-	case <-srv.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-srv.done
-		t.Fatalf("%s: kill %%%d: the server did not end within 15s\n%s", where, n, readTail(srv.log))
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left behind
 	kept := s.servers[:0]
-	for _, x := range s.servers {
-		if x != srv {
-			kept = append(kept, x)
+	for _, o := range s.servers {
+		select {
+		case <-o.done:
+		default:
+			kept = append(kept, o)
 		}
 	}
 	s.servers = kept
+}
+
+// serverPort returns the port a toolsvc command listens on: that of a
+// TOOLSVC_ADDR=host:port among its assignments, else def.
+func serverPort(text string, def int) int {
+	for _, w := range shellFields(strings.ReplaceAll(text, "\\\n", " ")) {
+		if !isAssignment(w) {
+			break
+		}
+		if v, ok := strings.CutPrefix(w, "TOOLSVC_ADDR="); ok {
+			_, p, _ := strings.Cut(strings.Trim(v, `"'`), ":")
+			if n, err := strconv.Atoi(p); err == nil {
+				return n
+			}
+		}
+	}
+	return def
 }
 
 // serverCommand tells whether a command keeps running: ./toolsvc alone in

@@ -150,20 +150,34 @@ func TestKillCommand(t *testing.T) {
 	tests := []struct {
 		text string
 		sig  syscall.Signal
-		n    int
+		jobs []int
 		ok   bool
 	}{
-		{"kill %1", syscall.SIGTERM, 1, true},
-		{"kill -INT %2   # as Ctrl-C does", syscall.SIGINT, 2, true},
-		{"kill -TERM %1", syscall.SIGTERM, 1, true},
-		{"kill 1234", 0, 0, false},
-		{"kill %1; echo done", 0, 0, false},
-		{"pkill toolsvc", 0, 0, false},
+		{"kill %1", syscall.SIGTERM, []int{1}, true},
+		{"kill -INT %2   # as Ctrl-C does", syscall.SIGINT, []int{2}, true},
+		{"kill -TERM %1", syscall.SIGTERM, []int{1}, true},
+		{"kill %1 %2 %3", syscall.SIGTERM, []int{1, 2, 3}, true},
+		{"kill 1234", 0, nil, false},
+		{"kill %1; echo done", 0, nil, false},
+		{"pkill toolsvc", 0, nil, false},
 	}
 	for _, tt := range tests {
-		sig, n, ok := killCommand(tt.text)
-		if sig != tt.sig || n != tt.n || ok != tt.ok {
-			t.Errorf("killCommand(%q) = %v, %d, %v; want %v, %d, %v", tt.text, sig, n, ok, tt.sig, tt.n, tt.ok)
+		sig, jobs, ok := killCommand(tt.text)
+		if sig != tt.sig || !reflect.DeepEqual(jobs, tt.jobs) || ok != tt.ok {
+			t.Errorf("killCommand(%q) = %v, %v, %v; want %v, %v, %v", tt.text, sig, jobs, ok, tt.sig, tt.jobs, tt.ok)
+		}
+	}
+}
+
+func TestServerPort(t *testing.T) {
+	for text, want := range map[string]int{
+		"./toolsvc": 4321,
+		"TOOLSVC_ADDR=127.0.0.1:8081 TOOLSVC_REPLICA_ID=r1 ./toolsvc &": 8081,
+		"TOOLSVC_REPLICA_ID=r2 TOOLSVC_ADDR=:8082 ./toolsvc &":          8082,
+		"TOOLSVC_API_KEYS=x ./toolsvc # TOOLSVC_ADDR=127.0.0.1:9":       4321,
+	} {
+		if got := serverPort(text, 4321); got != want {
+			t.Errorf("serverPort(%q) = %d; want %d", text, got, want)
 		}
 	}
 }

@@ -246,20 +246,25 @@ func bashComplete(text string) bool {
 	return cmd.Run() == nil && stderr.Len() == 0
 }
 
-// killPattern is a terminal's kill of a background job: kill %1, kill -INT %2.
-var killPattern = regexp.MustCompile(`^kill(?:\s+-(INT|TERM))?\s+%([0-9]+)\s*(?:#.*)?$`)
+// killPattern is a terminal's kill of background jobs: kill %1, kill
+// -INT %2, kill %1 %2.
+var killPattern = regexp.MustCompile(`^kill(?:\s+-(INT|TERM))?((?:\s+%[0-9]+)+)\s*(?:#.*)?$`)
 
-// killCommand tells whether a command is kill %N, and with which signal.
-func killCommand(text string) (sig syscall.Signal, n int, ok bool) {
+// killCommand tells whether a command is kill %N..., with which signal
+// and which jobs.
+func killCommand(text string) (sig syscall.Signal, jobs []int, ok bool) {
 	m := killPattern.FindStringSubmatch(strings.TrimSpace(text))
 	if m == nil {
-		return 0, 0, false
+		return 0, nil, false
 	}
-	n, _ = strconv.Atoi(m[2])
+	for _, f := range strings.Fields(m[2]) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(f, "%"))
+		jobs = append(jobs, n)
+	}
 	if m[1] == "INT" {
-		return syscall.SIGINT, n, true
+		return syscall.SIGINT, jobs, true
 	}
-	return syscall.SIGTERM, n, true
+	return syscall.SIGTERM, jobs, true
 }
 
 // portPattern finds the documented port in commands and outputs.
