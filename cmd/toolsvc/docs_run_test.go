@@ -80,7 +80,6 @@ var docsNotYetRun = map[string]bool{
 	"docs/approvals.md":    true,
 	"docs/custom-tools.md": true,
 	"docs/deploy.md":       true,
-	"docs/replicas.md":     true,
 	"docs/traces.md":       true,
 }
 
