@@ -3,8 +3,12 @@
 # arm64, into dist/VERSION/: static binaries (CGO off, -trimpath, the
 # version given to the linker), a CycloneDX SBOM for each binary (from the
 # build information in it, by scripts/sbom), and SHA256SUMS over all of
-# them. It ends by running the linux/amd64 binary's `version`, which must
-# print the version built in (when this machine can run it).
+# them. It runs the linux/amd64 binary's `version`, which must print the
+# version built in (when this machine can run it). Where a container engine
+# answers, it then builds the image of deploy/Dockerfile with the same
+# version, tagged toolsvc:VERSION and toolsvc:latest (the tag
+# deploy/compose.yaml runs), and runs its `version` too; without one it
+# says so and builds no image.
 #
 # Usage, from anywhere in the checkout: scripts/release.sh
 #   VERSION  the version built in (default: git describe --tags --always
@@ -12,9 +16,9 @@
 #            release is built from a clean checkout of its tag: the
 #            version is then the tag alone, v0.1.0.
 #   DIST     where the folder goes (default dist)
-#
-# It builds no image: scripts/compose-up.sh and the Dockerfile's VERSION
-# argument do (docker build --build-arg VERSION=v0.1.0 -t toolsvc:v0.1.0 ...).
+#   ENGINE   podman or docker to build the image with (default: podman if
+#            it answers, else docker if its daemon does); none: no image.
+#            Podman reads its settings from CONTAINERS_CONF as usual.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,52 @@ if [ "$(uname -s)/$(uname -m)" = Linux/x86_64 ]; then
 	say "$bin version: $got"
 else
 	say "not run: $bin (this machine is $(uname -s)/$(uname -m))"
+fi
+
+# pick_engine sets engine to the first of podman and docker that answers
+# (docker's CLI without a running daemon builds nothing), or fails, having
+# put in why_none what it found. It runs in this shell, not in $(...), so
+# that why_none is kept.
+why_none="neither podman nor docker is installed"
+pick_engine() {
+	local e
+	for e in podman docker; do
+		command -v "$e" >/dev/null || continue
+		if "$e" info >/dev/null 2>&1; then
+			engine=$e
+			return 0
+		fi
+		why_none="$e is installed but '$e info' fails"
+		[ "$e" = docker ] && why_none+=" (is its daemon running?)"
+	done
+	return 1
+}
+
+# The image, from the same version as the binaries. A tag takes letters,
+# digits, _ . and - only: anything else in VERSION becomes -.
+engine=${ENGINE:-}
+tag=toolsvc:${version//[^A-Za-z0-9_.-]/-}
+if [ "$engine" = none ]; then
+	say "image: skipped, ENGINE=none"
+elif [ -z "$engine" ] && ! pick_engine; then
+	say "image: skipped, no container engine: $why_none"
+else
+	# podman keeps the Dockerfile's HEALTHCHECK only in the docker format.
+	format=()
+	[ "$engine" = podman ] && format=(--format docker)
+	say "image: $engine build $tag and toolsvc:latest"
+	"$engine" build "${format[@]}" --build-arg "VERSION=$version" -f deploy/Dockerfile \
+		-t "$tag" -t toolsvc:latest .
+	# --no-healthcheck: podman would set up the image's health check timer
+	# (through systemd) for a container that only prints its version.
+	got=$("$engine" run --rm --network none --no-healthcheck "$tag" version)
+	[ "$got" = "toolsvc $version" ] || {
+		say "FAIL: image $tag version printed '$got', not 'toolsvc $version'"
+		exit 1
+	}
+	id=$("$engine" image inspect --format '{{.Id}}' "$tag")
+	id=${id#sha256:}
+	say "image: $tag (${id:0:12}) version: $got"
 fi
 say "done: $out"
 ls -l "$out" >&2
