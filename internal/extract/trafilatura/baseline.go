@@ -134,14 +134,17 @@ func baseline(doc *html.Node) (*html.Node, string) {
 		return postBody, tmpText
 	}
 
-	// Default strategy: clean the tree and take everything
+	// Default strategy: clean the tree and take everything, in a body of
+	// its own, as trafilatura's baseline does: the short paragraphs above
+	// are part of it and must not come twice, and the body's text pieces
+	// stay apart (the whole document's text content would run the title
+	// and the headings into the paragraphs).
+	postBody = etree.Element("body")
 	if body := dom.QuerySelector(doc, "body"); body != nil {
 		text := trim(etree.IterText(body, "\n"))
-		if utf8.RuneCountInString(text) > 100 {
-			elem := etree.SubElement(postBody, "p")
-			etree.SetText(elem, text)
-			return postBody, text
-		}
+		elem := etree.SubElement(postBody, "p")
+		etree.SetText(elem, text)
+		return postBody, text
 	}
 
 	// New fallback
