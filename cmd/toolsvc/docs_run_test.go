@@ -214,6 +214,7 @@ func (s *docSession) run(t *testing.T, page string, c docCmd) {
 // run to its end; for a server, once it is started in the background).
 func (s *docSession) script(text string, server, bg bool) (string, error) {
 	s.n++
+	path := filepath.Join(s.dir, fmt.Sprintf("cmd-%d.sh", s.n))
 	var b strings.Builder
 	fmt.Fprintf(&b, "__docrun_state=%q\n%s. \"$__docrun_state\" 2>/dev/null\n", s.state, stateSave)
 	switch {
@@ -221,12 +222,13 @@ func (s *docSession) script(text string, server, bg bool) (string, error) {
 		b.WriteString("trap __docrun_save EXIT\n" + text + "\n")
 	case bg:
 		// bash stays the server's parent, to be stopped with it; SIGINT
-		// is for the server, which then ends the wait.
-		b.WriteString("trap '' INT\n" + text + "\n__docrun_save\nwait\n")
+		// is for the server, which then ends the wait. path.saved tells
+		// startServer the state is saved: the next command's is not
+		// overwritten.
+		fmt.Fprintf(&b, "trap '' INT\n%s\n__docrun_save\n: > %q\nwait\n", text, path+".saved")
 	default:
 		b.WriteString("trap '' INT\n" + text + "\n")
 	}
-	path := filepath.Join(s.dir, fmt.Sprintf("cmd-%d.sh", s.n))
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
@@ -303,6 +305,9 @@ func (s *docSession) startServer(t *testing.T, where, text string, bg bool, port
 	}
 	go func() { _ = srv.cmd.Wait(); close(srv.done) }()
 	s.servers = append(s.servers, srv)
+	if bg {
+		waitSaved(script+".saved", srv.done)
+	}
 	if port == 0 {
 		return
 	}
@@ -322,6 +327,21 @@ func (s *docSession) startServer(t *testing.T, where, text string, bg bool, port
 		}
 	}
 	t.Fatalf("%s: no answer from %s within a minute\n$ %s\n%s", where, url, text, readTail(log))
+}
+
+// waitSaved waits until a background command's script has saved the
+// state (the file saved exists) or has ended.
+func waitSaved(saved string, done <-chan struct{}) {
+	for {
+		if _, err := os.Stat(saved); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // stopServers stops the page's servers as Ctrl-C does (SIGINT to the
