@@ -121,7 +121,7 @@ func TestCustomToolsExample(t *testing.T) {
 		t.Errorf("word_count = %q", out)
 	}
 	// A non-zero exit is an error result with the end of stderr.
-	mustFail(t, s.invoke(t, "word_count", map[string]any{"path": "missing.md"}), "tool_error", "exit code 1", "no file missing.md in the workspace")
+	mustFail(t, s.invoke(t, "word_count", map[string]any{"path": "missing.md"}), "tool_error", "exit code 1", "STDERR (last part):\nno file missing.md in the workspace\n\nNext: ")
 	// The sandbox: the script cannot write outside the workspace.
 	mustFail(t, s.invoke(t, "word_count", map[string]any{"path": "../etc/passwd"}), "tool_error", "relative to the workspace")
 

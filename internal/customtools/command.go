@@ -120,7 +120,8 @@ func (c *Command) Execute(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	if ran.ExitCode != 0 {
-		tail := lastBytes(ran.Stderr, 2000)
+		// Without stderr's final newline: the message puts a blank line after it.
+		tail := strings.TrimRight(lastBytes(ran.Stderr, 2000), "\n")
 		if strings.TrimSpace(tail) == "" {
 			tail = "(nothing on stderr)"
 		}
