@@ -719,6 +719,32 @@ check "$c" "$port"
 [ "$(podman exec "$c" sh -c 'grep -l ^tini /proc/[0-9]*/comm | wc -l')" = 1 ] || fail "$c: more than one tini"
 check_node "$c" "$port"
 
+# docs/deploy.md's compose commands are the README's and more: they must
+# begin with the README's block as it is (run above), and what they add is
+# run here, as written, against the same service.
+deploy_block=$(python3 - docs/deploy.md <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+_, found, rest = text.partition("\n## Run with docker compose\n")
+m = re.search(r"^```sh\n(.*?)^```", rest.split("\n## ", 1)[0], re.S | re.M)
+if not found or not m:
+    sys.exit("docs/deploy.md has no sh block under '## Run with docker compose'")
+print(m.group(1), end="")
+EOF
+) || fail "docs/deploy.md: no compose commands to run"
+[[ "$deploy_block" == "$readme_block"* ]] ||
+	fail "docs/deploy.md's compose commands do not begin with the README's; make them so (they were: $deploy_block)"
+{
+	echo "KEY=$key"
+	sed "s/localhost:8080/localhost:$port/g" <<<"${deploy_block#"$readme_block"}"
+} >"$work/deploy-compose.sh"
+bash -e "$work/deploy-compose.sh" >"$work/deploy-compose.log" 2>&1 ||
+	fail "docs/deploy.md's compose commands failed: $(tail -20 "$work/deploy-compose.log")"
+grep -q '"status":"success"' "$work/deploy-compose.log" && grep -q 'git version' "$work/deploy-compose.log" &&
+	grep -q 'Python 3' "$work/deploy-compose.log" ||
+	fail "docs/deploy.md's exec of git and python3 did not answer both: $(cat "$work/deploy-compose.log")"
+log "docs/deploy.md's compose commands: $(grep -o 'git version [0-9.]*' "$work/deploy-compose.log"), $(grep -o 'Python 3[0-9.]*' "$work/deploy-compose.log")"
+
 # The same command when the service cannot start (a setting it refuses):
 # it must exit non-zero and show the service's own message.
 echo 'TOOLSVC_EXEC_TIMEOUT=ten' >>deploy/.env
