@@ -4,6 +4,7 @@ package desktop
 
 import (
 	"context"
+	"errors"
 	"image"
 	"io"
 	"log"
@@ -19,9 +20,12 @@ import (
 // exhaust memory.
 const MaxPixels = 7680 * 7680
 
-// Capturer takes desktop screenshots, one at a time.
+// Capturer takes desktop screenshots, one at a time. It keeps a
+// connection to the X server open from its first capture on (see probe),
+// and makes a new one after a capture that failed.
 type Capturer struct {
-	mu sync.Mutex
+	mu   sync.Mutex
+	conn *xgb.Conn
 }
 
 // quietXGB silences the X library's package logger once per process: it
@@ -38,9 +42,43 @@ func New() *Capturer {
 
 // Displays returns the bounds of every display, relative to the first one.
 func (c *Capturer) Displays() ([]image.Rectangle, error) {
-	if err := probe(); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.hold(); err != nil {
 		return nil, err
 	}
+	d, err := displays()
+	if err != nil {
+		c.drop()
+	}
+	return d, err
+}
+
+// hold opens the connection the Capturer keeps, when it has none.
+func (c *Capturer) hold() error {
+	if c.conn != nil {
+		return nil
+	}
+	conn, err := probe()
+	if err != nil {
+		return err
+	}
+	c.conn = conn
+	return nil
+}
+
+// drop closes the connection kept, after a failure: the next capture
+// connects anew (to a server that was restarted, say).
+func (c *Capturer) drop() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// displays reads the displays' bounds, while the caller holds a connection
+// to the X server open (see probe).
+func displays() ([]image.Rectangle, error) {
 	n := screenshot.NumActiveDisplays()
 	if n <= 0 {
 		return nil, toolerr.Errorf(toolerr.Unavailable, "the X display %s reports no screens (its Xinerama/RandR extension gave none). Next: the operator should check the X server.", os.Getenv("DISPLAY"))
@@ -58,7 +96,21 @@ func (c *Capturer) Displays() ([]image.Rectangle, error) {
 func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	displays, err := c.Displays()
+	if err := c.hold(); err != nil {
+		return nil, err
+	}
+	img, err := c.capture(ctx, monitor)
+	if err != nil {
+		var te *toolerr.Error
+		if !errors.As(err, &te) || te.Code != toolerr.InvalidArguments {
+			c.drop()
+		}
+	}
+	return img, err
+}
+
+func (c *Capturer) capture(ctx context.Context, monitor int) (*image.RGBA, error) {
+	displays, err := displays()
 	if err != nil {
 		return nil, err
 	}
@@ -99,19 +151,24 @@ func (c *Capturer) Capture(ctx context.Context, monitor int) (*image.RGBA, error
 	}
 }
 
-// probe says clearly why there is no X display to capture.
-func probe() error {
+// probe says clearly why there is no X display to capture, or returns a
+// connection to it for the Capturer to hold open: the screenshot library
+// opens a connection of its own for each query, and an X server started
+// without -noreset (Xvfb, xvfb-run) resets itself each time its last
+// client goes, so that without one held open a query made just after
+// another finds the server resetting ("reports no screens", "has no
+// size", "connection reset by peer").
+func probe() (*xgb.Conn, error) {
 	display := os.Getenv("DISPLAY")
 	if display == "" {
-		return &toolerr.Error{Code: toolerr.Unavailable, Message: "desktop screenshots need an X11 display, and DISPLAY is not set (the service runs without a screen). " +
+		return nil, &toolerr.Error{Code: toolerr.Unavailable, Message: "desktop screenshots need an X11 display, and DISPLAY is not set (the service runs without a screen). " +
 			"Next: the operator must start toolsvc with DISPLAY set to an X server (for example DISPLAY=:0), or under a virtual one " +
 			"(Xvfb :99 & then DISPLAY=:99, or xvfb-run); web pages can still be captured with type=web."}
 	}
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
-		return toolerr.Errorf(toolerr.Unavailable, "cannot connect to the X display DISPLAY=%s (%w). "+
+		return nil, toolerr.Errorf(toolerr.Unavailable, "cannot connect to the X display DISPLAY=%s (%w). "+
 			"Next: the operator must check that the X server (or Xvfb) runs and that toolsvc may use it (xauth), or unset DISPLAY and run under xvfb-run.", display, err)
 	}
-	conn.Close()
-	return nil
+	return conn, nil
 }

@@ -67,3 +67,21 @@ func TestCaptureXvfb(t *testing.T) {
 		t.Fatalf("monitor 3 of 2: want invalid_arguments, got %v", err)
 	}
 }
+
+// TestCaptureResettingXvfb: an X server that resets when its last client
+// goes (Xvfb as xvfb-run starts it) is captured every time, calls in a
+// row included: the capture holds a connection open across the screenshot
+// library's own, so the server never resets between them.
+func TestCaptureResettingXvfb(t *testing.T) {
+	desktoptest.XvfbResetting(t, "640x480x24")
+	c := New()
+	for i := range 20 {
+		img, err := c.Capture(context.Background(), 0)
+		if err != nil {
+			t.Fatalf("capture %d: %v", i+1, err)
+		}
+		if got := img.Bounds().Size(); got != (image.Point{640, 480}) {
+			t.Fatalf("capture %d: size %v, want 640x480", i+1, got)
+		}
+	}
+}

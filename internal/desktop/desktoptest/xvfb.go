@@ -33,6 +33,18 @@ func RequireOrSkip(t testing.TB, format string, args ...any) {
 // skipped (failed under CI).
 func Xvfb(t testing.TB, screens ...string) string {
 	t.Helper()
+	return start(t, true, screens)
+}
+
+// XvfbResetting is Xvfb without -noreset, as xvfb-run and a plain "Xvfb :99"
+// start it: the server resets itself each time its last client goes.
+func XvfbResetting(t testing.TB, screens ...string) string {
+	t.Helper()
+	return start(t, false, screens)
+}
+
+func start(t testing.TB, noreset bool, screens []string) string {
+	t.Helper()
 	bin, err := exec.LookPath("Xvfb")
 	if err != nil {
 		RequireOrSkip(t, "Xvfb is not installed (Debian: apt-get install xvfb)")
@@ -45,7 +57,10 @@ func Xvfb(t testing.TB, screens ...string) string {
 		t.Fatal(err)
 	}
 	// -displayfd lets Xvfb pick a free display number and tell it.
-	args := []string{"-displayfd", "3", "-nolisten", "tcp", "-noreset"}
+	args := []string{"-displayfd", "3", "-nolisten", "tcp"}
+	if noreset {
+		args = append(args, "-noreset")
+	}
 	for i, s := range screens {
 		args = append(args, "-screen", fmt.Sprint(i), s)
 	}
