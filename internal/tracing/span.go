@@ -24,8 +24,24 @@ type Span struct {
 // start starts a span named name as a child of ctx's span (a root span
 // when ctx has none), and returns ctx carrying it.
 func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, Span) {
+	if leftOut(ctx) {
+		return ctx, Span{}
+	}
 	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return ctx, Span{s: s, t: t, ids: true}
+}
+
+// leftOut reports whether ctx's span is one of this service's that the
+// sampler left out. Its children would be left out too by every sampler
+// OTEL_TRACES_SAMPLER names (the parent-based ones follow the parent; the
+// ratio ones decide by the trace ID, which the children share), so they
+// are not made at all: the zero Span, and ctx as it is, whose span
+// context still travels on (a mounted server gets the unsampled flag).
+// A caller's unsampled trace (remote) still gets the service's root-most
+// span, which the caller's sampler does not decide for the service.
+func leftOut(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && !sc.IsSampled() && !sc.IsRemote()
 }
 
 // Recording reports whether the span is recorded (tracing on, and the

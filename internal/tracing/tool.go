@@ -17,7 +17,7 @@ import (
 // maxToolSpans tools; names past that, which only unknown tools' can be,
 // are made per call): a call then pays only for the SDK's span.
 func (t *Tracer) StartTool(ctx context.Context, tool string) (context.Context, Span) {
-	if t == nil {
+	if t == nil || leftOut(ctx) {
 		return ctx, Span{}
 	}
 	ts := t.toolSpan(tool)

@@ -11,6 +11,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/countbot/toolsvc/internal/toolerr"
 	"github.com/countbot/toolsvc/internal/tracing"
@@ -261,5 +262,43 @@ func TestToolSpansPastTheBound(t *testing.T) {
 		if name != tool {
 			t.Fatalf("span %d: gen_ai.tool.name %q, want %q", i, name, tool)
 		}
+	}
+}
+
+// Below a span of the service's that the sampler left out, no span is
+// made (every sampler would leave it out too), and the context keeps the
+// parent's span context, unsampled, for what is passed on.
+func TestChildrenOfALeftOutSpanAreNotMade(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+	defer tp.Shutdown(context.Background())
+	tr := tracing.NewWithProvider(tp, tracing.Options{})
+	var inner context.Context
+	h := tr.Middleware("/tools/{name}/invoke", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := tr.StartTool(r.Context(), "exec")
+		if span.Recording() {
+			t.Error("a tool span below a left-out door span is recorded")
+		}
+		if id, _ := span.IDs(); id != "" {
+			t.Errorf("IDs of a span not made: %q", id)
+		}
+		ctx, ex := tr.StartExec(ctx, "bwrap")
+		ex.EndExec(0, false, nil)
+		span.EndTool(tracing.ToolEnd{CallID: "c"})
+		inner = ctx
+	}))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/tools/exec/invoke", nil)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported, want none", n)
+	}
+	sc := trace.SpanContextFromContext(inner)
+	if !sc.IsValid() || sc.IsSampled() {
+		t.Errorf("the context below holds %v, want the door's unsampled span context", sc)
+	}
+	meta := tr.Inject(inner, nil)
+	if tp, _ := meta[tracing.MetaTraceparent].(string); !strings.HasSuffix(tp, "-00") {
+		t.Errorf("traceparent passed on %q, want the unsampled flag", tp)
 	}
 }
