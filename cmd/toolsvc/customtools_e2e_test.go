@@ -69,18 +69,19 @@ func mustJSON(v any) string {
 }
 
 // exampleToolsFile is docs/examples/tools.yaml with the weather URL
-// pointed at the loopback stand-in, written into a temporary folder.
+// pointed at this test's stand-in (the file names the stand-in the docs
+// start, on a fixed port), written into a temporary folder.
 func exampleToolsFile(t *testing.T, weatherURL string) string {
 	t.Helper()
 	data, err := os.ReadFile("../../docs/examples/tools.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const public = "https://weather.example.com/v1/current"
-	if !bytes.Contains(data, []byte(public)) {
-		t.Fatalf("the example no longer names %s", public)
+	const documented = "http://127.0.0.1:8091/v1/current"
+	if !bytes.Contains(data, []byte(documented)) {
+		t.Fatalf("the example no longer names %s", documented)
 	}
-	data = bytes.ReplaceAll(data, []byte(public), []byte(weatherURL+"/v1/current"))
+	data = bytes.ReplaceAll(data, []byte(documented), []byte(weatherURL+"/v1/current"))
 	p := filepath.Join(t.TempDir(), "tools.yaml")
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -109,8 +110,7 @@ func installWordCount(t *testing.T, s *testServer) {
 func TestCustomToolsExample(t *testing.T) {
 	ws := newWeatherServer(t)
 	s := startServer(t, map[string]string{
-		"TOOLS_FILE":      exampleToolsFile(t, ws.URL),
-		"NET_ALLOW_CIDRS": "127.0.0.1/32", // the stand-in is on loopback
+		"TOOLS_FILE": exampleToolsFile(t, ws.URL), // allow_private: the stand-in is on loopback
 	}, withEnv("WEATHER_TOKEN", weatherToken))
 	installWordCount(t, s)
 	s.writeWS(t, "notes/todo.md", "buy milk\nwrite the docs\n")

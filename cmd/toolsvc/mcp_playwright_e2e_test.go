@@ -22,10 +22,11 @@ import (
 	"github.com/countbot/toolsvc/internal/registry"
 )
 
-// docEntry returns the mcpServers entry named server of the JSON block
-// that docs/custom-tools.md holds between <!-- e2e:<block>:begin --> and
-// <!-- e2e:<block>:end -->: the tests below paste the entries the page
-// gives, so that the page cannot drift from what was run.
+// docEntry returns the mcpServers entry named server of the JSON that
+// docs/custom-tools.md holds between <!-- e2e:<block>:begin --> and
+// <!-- e2e:<block>:end -->, a json block or a shell block that writes it
+// to a file: the tests below paste the entries the page gives, so that
+// the page cannot drift from what was run.
 func docEntry(t *testing.T, block, server string) map[string]any {
 	t.Helper()
 	begin, end := "<!-- e2e:"+block+":begin -->", "<!-- e2e:"+block+":end -->"
@@ -37,8 +38,9 @@ func docEntry(t *testing.T, block, server string) map[string]any {
 	if !ok {
 		t.Fatalf("docs/custom-tools.md: %s is not closed by %s", begin, end)
 	}
-	body = strings.TrimSpace(body)
-	body = strings.TrimSuffix(strings.TrimPrefix(body, "```json"), "```")
+	if i, j := strings.Index(body, "{"), strings.LastIndex(body, "}"); i >= 0 && j > i {
+		body = body[i : j+1]
+	}
 	var file struct {
 		MCPServers map[string]map[string]any `json:"mcpServers"`
 	}
