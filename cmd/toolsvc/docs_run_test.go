@@ -354,6 +354,12 @@ func (s *docSession) stopServers(t *testing.T, port int) {
 		}
 		pgid := srv.cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		if !srv.toolsvc {
+			// A command bash runs in the background ignores SIGINT, as a
+			// shell without job control leaves it (python3 -m http.server
+			// would wait out the 15 seconds); SIGTERM ends it.
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		}
 		select {
 		case <-srv.done:
 		case <-time.After(15 * time.Second):
