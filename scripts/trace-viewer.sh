@@ -114,7 +114,9 @@ go build -o "$tmp/toolsvc" ./cmd/toolsvc
 mkdir -p "$tmp/workspace" "$tmp/data"
 printf -- '- buy milk\n- call Alice\n' > "$tmp/workspace/notes.txt"
 toolsvc_addr=127.0.0.1:$(free_port)
-TOOLSVC_ADDR=$toolsvc_addr TOOLSVC_WORKSPACE=$tmp/workspace TOOLSVC_DATA_DIR=$tmp/data \
+# TOOLSVC_JAEGER_DIR is this script's, not a setting: toolsvc refuses a
+# TOOLSVC_* name it does not know.
+env -u TOOLSVC_JAEGER_DIR TOOLSVC_ADDR=$toolsvc_addr TOOLSVC_WORKSPACE=$tmp/workspace TOOLSVC_DATA_DIR=$tmp/data \
   TOOLSVC_OTEL_ENDPOINT=http://127.0.0.1:$otlp_port OTEL_BSP_SCHEDULE_DELAY=200 \
   "$tmp/toolsvc" > "$tmp/toolsvc.log" 2>&1 &
 pids+=($!)
