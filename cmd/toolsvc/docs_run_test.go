@@ -76,9 +76,7 @@ import (
 // docsNotYetRun lists the pages whose shell blocks are not yet run or
 // marked. It is temporary, to convert the pages one at a time: a page
 // leaves it when it passes, and once it is empty this list goes.
-var docsNotYetRun = map[string]bool{
-	"docs/traces.md": true,
-}
+var docsNotYetRun = map[string]bool{}
 
 // TestDocsRun runs README.md and each docs page as a script, one subtest
 // per page (see the conventions above).
