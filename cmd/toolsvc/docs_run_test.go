@@ -73,11 +73,6 @@ import (
 	"time"
 )
 
-// docsNotYetRun lists the pages whose shell blocks are not yet run or
-// marked. It is temporary, to convert the pages one at a time: a page
-// leaves it when it passes, and once it is empty this list goes.
-var docsNotYetRun = map[string]bool{}
-
 // TestDocsRun runs README.md and each docs page as a script, one subtest
 // per page (see the conventions above).
 func TestDocsRun(t *testing.T) {
@@ -92,9 +87,6 @@ func TestDocsRun(t *testing.T) {
 	for _, rel := range rels {
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
-			if docsNotYetRun[rel] {
-				t.Skipf("%s is on docsNotYetRun: its shell blocks are not yet run", rel)
-			}
 			blocks, err := parsePage(readDoc(t, rel), bashComplete)
 			if err != nil {
 				t.Fatalf("%s: %v", rel, err)
