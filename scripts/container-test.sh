@@ -659,16 +659,21 @@ podman network create --subnet 10.89.213.0/24 --gateway "$compose_gw" toolsvc-ct
 # An operator's own deploy/.env is put back afterwards.
 if [ -f deploy/.env ]; then cp -p deploy/.env "$work/env.saved"; fi
 touch "$work/compose.env"
-readme_block=$(python3 - README.md <<'EOF'
+# section_block FILE HEADING prints the first sh block under the section
+# "## HEADING" of the Markdown file FILE: the commands a page shows, to be
+# run as written.
+section_block() {
+	python3 - "$1" "$2" <<'EOF'
 import re, sys
-text = open(sys.argv[1]).read()
-_, found, rest = text.partition("\n## Run it in a container\n")
+path, heading = sys.argv[1], sys.argv[2]
+_, found, rest = open(path).read().partition("\n## " + heading + "\n")
 m = re.search(r"^```sh\n(.*?)^```", rest.split("\n## ", 1)[0], re.S | re.M)
 if not found or not m:
-    sys.exit("README.md has no sh block under '## Run it in a container'")
+    sys.exit(f"{path} has no sh block under '## {heading}'")
 print(m.group(1), end="")
 EOF
-) || fail "README.md: no container commands to run"
+}
+readme_block=$(section_block README.md "Run it in a container") || fail "README.md: no container commands to run"
 up_at=$(grep -n '^scripts/compose-up\.sh\b' <<<"$readme_block" | cut -d: -f1 | head -1)
 [ -n "$up_at" ] || fail "README.md's container commands do not run scripts/compose-up.sh: $readme_block"
 up_cmd=$(sed -n "${up_at}p" <<<"$readme_block")
@@ -722,16 +727,7 @@ check_node "$c" "$port"
 # docs/deploy.md's compose commands are the README's and more: they must
 # begin with the README's block as it is (run above), and what they add is
 # run here, as written, against the same service.
-deploy_block=$(python3 - docs/deploy.md <<'EOF'
-import re, sys
-text = open(sys.argv[1]).read()
-_, found, rest = text.partition("\n## Run with docker compose\n")
-m = re.search(r"^```sh\n(.*?)^```", rest.split("\n## ", 1)[0], re.S | re.M)
-if not found or not m:
-    sys.exit("docs/deploy.md has no sh block under '## Run with docker compose'")
-print(m.group(1), end="")
-EOF
-) || fail "docs/deploy.md: no compose commands to run"
+deploy_block=$(section_block docs/deploy.md "Run with docker compose") || fail "docs/deploy.md: no compose commands to run"
 [[ "$deploy_block" == "$readme_block"* ]] ||
 	fail "docs/deploy.md's compose commands do not begin with the README's; make them so (they were: $deploy_block)"
 {
