@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 )
@@ -88,14 +89,24 @@ const beatSQL = `WITH beat AS (
 // a later one succeeds) and keeps counting them in the background.
 func (s *Store) RateBuckets(ctx context.Context) (*RateBuckets, error) {
 	cfg := s.pool.Config()
-	cfg.MaxConns, cfg.MinConns = rateConns, 1
+	// Every connection is kept open, with the take's statement prepared
+	// on it, and made before the first call: a take made while a
+	// connection is still being opened (or its statement parsed) can
+	// outlast the take's bound on a busy machine, and the replica would
+	// then fall back to its share with the database answering.
+	cfg.MaxConns, cfg.MinConns = rateConns, rateConns
 	if t := cfg.ConnConfig.ConnectTimeout; t <= 0 || t > rateConnect {
 		cfg.ConnConfig.ConnectTimeout = rateConnect
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Prepare(ctx, takeSQL, takeSQL)
+		return err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rate buckets: %w", err)
 	}
+	warm(ctx, pool, rateConns)
 	b := &RateBuckets{pool: pool, replica: s.replica, log: s.log}
 	b.live.Store(1)
 	if err := b.countReplicas(ctx); err != nil {
@@ -105,6 +116,28 @@ func (s *Store) RateBuckets(ctx context.Context) (*RateBuckets, error) {
 	b.stop = stop
 	b.wg.Go(func() { b.beat(bctx) })
 	return b, nil
+}
+
+// warm opens n connections of pool at once, within rateConnect, so that
+// the first calls find them; one that cannot be opened now is opened
+// later, by the pool, when a take asks for it.
+func warm(ctx context.Context, pool *pgxpool.Pool, n int) {
+	ctx, cancel := context.WithTimeout(ctx, rateConnect)
+	defer cancel()
+	conns := make(chan *pgxpool.Conn, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if c, err := pool.Acquire(ctx); err == nil {
+				conns <- c
+			}
+		})
+	}
+	wg.Wait()
+	close(conns)
+	for c := range conns {
+		c.Release()
+	}
 }
 
 // Take takes a token of key's bucket in one statement (see takeSQL); now
