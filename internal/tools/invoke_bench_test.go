@@ -47,7 +47,7 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 		name                    string
 		auditOn, folder, holder bool
 		traced, discard         bool
-		sampled                 string // OTEL_TRACES_SAMPLER_ARG of a traceidratio sampler
+		sampled                 string // OTEL_TRACES_SAMPLER_ARG of a traceidratio sampler; "sync" with discard: the simple processor
 	}{{"audit=off", false, false, false, false, false, ""}, {"audit=on", true, false, false, false, false, ""}, {"audit=off,folder", false, true, false, false, false, ""},
 		// Approval rules in force that do not name read_file: what every
 		// call that needs no approval pays for the hold point.
@@ -56,6 +56,10 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 		// The SDK's spans batched and dropped, not encoded nor sent: the
 		// floor of the official SDK, whatever the exporter.
 		{"audit=off,traces=discard", false, false, false, true, true, ""},
+		// The same handed to the exporter on the caller's goroutine (the
+		// SDK's simple processor): the spans' own making, without the
+		// batching processor's hand-over to its goroutine.
+		{"audit=off,traces=discard,sync", false, false, false, true, true, "sync"},
 		// One call in a hundred traced, as a busy service samples.
 		{"audit=off,traces=otlp,sampled=0.01", false, false, false, true, false, "0.01"},
 		{"audit=on,traces=otlp,sampled=0.01", true, false, false, true, false, "0.01"}} {
@@ -86,7 +90,11 @@ func BenchmarkInvokeReadFile(b *testing.B) {
 			}
 			switch {
 			case c.discard:
-				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+				proc := sdktrace.WithBatcher(discardExporter{})
+				if c.sampled == "sync" {
+					proc = sdktrace.WithSyncer(discardExporter{})
+				}
+				tp := sdktrace.NewTracerProvider(proc)
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 				opts.Tracer = tracing.NewWithProvider(tp, tracing.Options{})
 			case c.traced:
