@@ -26,11 +26,22 @@ func (t *Tracer) Extract(ctx context.Context, h http.Header) context.Context {
 // router's pattern, "/tools/{name}/invoke"): "POST /tools/{name}/invoke",
 // kind server, the child of the caller's traceparent, with the HTTP
 // conventions' attributes. End it with EndHTTP.
+//
+// The attributes are set once the sampler has kept the span (see
+// startBare): a request the sampler leaves out builds none of them.
 func (t *Tracer) StartHTTPServer(r *http.Request, route string) (*http.Request, Span) {
 	if t == nil {
 		return r, Span{}
 	}
-	ctx := t.Extract(r.Context(), r.Header)
+	ctx, s := t.startBare(t.Extract(r.Context(), r.Header), r.Method+" "+route, trace.SpanKindServer)
+	if s.Recording() {
+		s.s.SetAttributes(t.httpAttrs(r, route)...)
+	}
+	return r.WithContext(ctx), s
+}
+
+// httpAttrs are the HTTP conventions' attributes of a server span for r.
+func (t *Tracer) httpAttrs(r *http.Request, route string) []attribute.KeyValue {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -47,8 +58,7 @@ func (t *Tracer) StartHTTPServer(r *http.Request, route string) (*http.Request, 
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		attrs = append(attrs, attribute.String(AttrUserAgentOriginal, t.redact(ua)))
 	}
-	ctx, s := t.start(ctx, r.Method+" "+route, trace.SpanKindServer, attrs...)
-	return r.WithContext(ctx), s
+	return attrs
 }
 
 // EndHTTP ends a request's server span with its response status. Only a

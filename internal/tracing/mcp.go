@@ -58,6 +58,7 @@ type MCPRequest struct {
 // r (Streamable HTTP): "{mcp.method.name} {gen_ai.tool.name}" (or the
 // method alone), kind server, the child of the trace context in the
 // request's _meta, else of r's traceparent header. End it with EndMCP.
+// Its attributes are set once the sampler has kept it (see startBare).
 func (t *Tracer) StartMCPServer(ctx context.Context, r *http.Request, m MCPRequest) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
@@ -72,12 +73,24 @@ func (t *Tracer) StartMCPServer(ctx context.Context, r *http.Request, m MCPReque
 		ctx = t.Extract(ctx, r.Header)
 	}
 	name := m.Method
+	if m.Tool != "" {
+		name += " " + m.Tool
+	}
+	ctx, s := t.startBare(ctx, name, trace.SpanKindServer)
+	if s.Recording() {
+		s.s.SetAttributes(mcpAttrs(r, m)...)
+	}
+	return ctx, s
+}
+
+// mcpAttrs are the MCP conventions' attributes of a server span for m,
+// which came over r.
+func mcpAttrs(r *http.Request, m MCPRequest) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attribute.String(AttrMCPMethod, m.Method),
 		attribute.String(AttrNetworkTransport, "tcp"), attribute.String(AttrNetworkProtocol, "http"),
 		attribute.String(AttrNetworkProtoVer, protoVersion(r)))
 	if m.Tool != "" {
-		name += " " + m.Tool
 		attrs = append(attrs, attribute.String(AttrGenAIToolName, m.Tool), attribute.String(AttrGenAIOperation, OpExecuteTool))
 	}
 	if m.RequestID != "" {
@@ -86,8 +99,7 @@ func (t *Tracer) StartMCPServer(ctx context.Context, r *http.Request, m MCPReque
 	if m.ProtocolVersion != "" {
 		attrs = append(attrs, attribute.String(AttrMCPProtocolVersion, m.ProtocolVersion))
 	}
-	attrs = appendHostPort(attrs, AttrClientAddress, AttrClientPort, r.RemoteAddr)
-	return t.start(ctx, name, trace.SpanKindServer, attrs...)
+	return appendHostPort(attrs, AttrClientAddress, AttrClientPort, r.RemoteAddr)
 }
 
 // EndMCP ends an MCP span: isError (a CallToolResult with isError) sets
