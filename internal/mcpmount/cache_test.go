@@ -348,13 +348,18 @@ func TestCacheStartCutShort(t *testing.T) {
 		name string
 		exit bool
 		want string // the attempts after the first
+		// connect is the time a start has to answer: short where the
+		// service is to cut the start short, long where the server is
+		// to end on its own first (on a loaded machine a process can
+		// take longer than a short one only to start and exit).
+		connect time.Duration
 	}{
-		{"killed while starting", false, "fresh"},
-		{"exited on its own", true, "found"},
+		{"killed while starting", false, "fresh", 300 * time.Millisecond},
+		{"exited on its own", true, "found", 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newCacheEnv(t, sandbox.None)
-			e.deps.ConnectTimeout = 300 * time.Millisecond
+			e.deps.ConnectTimeout = tc.connect
 			env := map[string]string{"FAKE_WS": e.ws.Dir()}
 			if tc.exit {
 				env["FAKE_EXIT"] = "1"
