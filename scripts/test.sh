@@ -12,6 +12,7 @@
 #   scripts/test.sh ./internal/registry/...   # some packages
 #   FUZZ=1 scripts/test.sh     # and a short fuzzing pass (always when CI=true)
 #   TOOLSVC_TEST_CONTAINER=1 scripts/test.sh   # and the image on podman (root)
+#   TEST_PARALLEL=1 scripts/test.sh   # one package's tests at a time (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,8 +56,9 @@ fi
 bg_dir=$(mktemp -d)
 # Should a step fail meanwhile, the script still waits for the
 # background before it ends: apt stopped midway leaves dpkg broken.
-trap '[ -z "$(jobs -p)" ] || echo "waiting for the background installs or image build to end" >&2
+trap '[ -z "$(jobs -p)" ] || echo "waiting for the background installs, image build or container test to end" >&2
   wait
+  [ -z "${container_pid:-}" ] || [ ! -s "$bg_dir/container" ] || cat "$bg_dir/container"
   rm -rf "$bg_dir"' EXIT
 (
   if [ ${#missing[@]} -gt 0 ]; then
@@ -180,11 +182,27 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
 
-go test -race -count=1 -timeout 18m "$@"
+# Three packages' tests at once on two processors (go test's default is
+# one per processor): most of the long ones wait more than they compute
+# (servers starting, sandboxes, npx, Chromium, PostgreSQL), and a third
+# keeps the processors busy meanwhile. Each test is written for a loaded
+# machine: deadlines are generous, no test times itself.
+go test -race -count=1 -p "${TEST_PARALLEL:-3}" -timeout 18m "$@"
 
 # A short fuzzing pass over every fuzz target (CI, or FUZZ=1): go test -fuzz
 # takes one package and one target per run. The seed corpora and the
 # testdata/fuzz/ regression cases already ran above as ordinary tests.
+#
+# The image, built in the background above, is checked on podman
+# meanwhile: the check mostly waits (containers starting, health checks,
+# npx's download) and each fuzzing run lasts a fixed time, so side by side
+# they take the time of the longer. The check's output is shown at its end.
+join_background
+container_pid=""
+if [ "$container" = "1" ]; then
+  bash scripts/container-test.sh check >"$bg_dir/container" 2>&1 </dev/null &
+  container_pid=$!
+fi
 if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
   fuzztime="${FUZZTIME:-5s}"  # ten targets: under two minutes in all
   targets=(
@@ -205,23 +223,30 @@ if [ "${CI:-}" = "true" ] || [ "${FUZZ:-}" = "1" ]; then
     # On a loaded machine the fuzzing engine itself may end a run with
     # "context deadline exceeded" (a worker that did not answer when the
     # time ran out) and no failing input: that run is tried once more. A
-    # real finding names its input under testdata/fuzz/ and fails.
+    # real finding names its input under testdata/fuzz/ and fails. Up to
+    # three runs in all.
     out=$(mktemp)
-    if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg" 2>&1 | tee "$out"; then
-      if grep -q "context deadline exceeded" "$out" && ! grep -q "Failing input written" "$out"; then
-        echo "fuzz $name: the engine timed out without a finding; once more"
-        go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg"
-      else
+    for try in 1 2 3; do
+      if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$pkg" 2>&1 | tee "$out"; then
+        break
+      fi
+      if [ "$try" -eq 3 ] || ! grep -q "context deadline exceeded" "$out" || grep -q "Failing input written" "$out"; then
         rm -f "$out"
         exit 1
       fi
-    fi
+      echo "fuzz $name: the engine timed out without a finding; once more"
+    done
     rm -f "$out"
   done
 fi
 
-# The image, built in the background above, checked on podman.
-join_background
-if [ "$container" = "1" ]; then
-  bash scripts/container-test.sh check
+if [ -n "$container_pid" ]; then
+  rc=0
+  wait "$container_pid" || rc=$?
+  cat "$bg_dir/container"
+  container_pid="" # shown: not again on exit
+  if [ "$rc" -ne 0 ]; then
+    echo "the container test failed (exit $rc): see above" >&2
+    exit 1
+  fi
 fi
